@@ -1,0 +1,34 @@
+# Two entry points: `make run` and `make test`. Both build .venv from scratch when needed.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: run build test lint bench clean
+
+$(BIN)/sitemapd: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.test-extras: $(BIN)/sitemapd
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+run: $(BIN)/sitemapd
+	$(BIN)/sitemapd build -c examples/sitemapd.toml
+	$(BIN)/sitemapd status -c examples/sitemapd.toml
+
+lint: $(VENV)/.test-extras
+	$(BIN)/ruff check sitemapd tests bench
+	$(BIN)/ruff format --check sitemapd tests bench
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest
+
+bench: $(BIN)/sitemapd
+	$(BIN)/python bench/bench_build.py
+
+clean:
+	rm -rf $(VENV) examples/out examples/state

@@ -1,0 +1,146 @@
+"""The `sitemapd` command line: build, import, status, verify, check-config."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sqlite3
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from . import __version__, config, logs, status, w3c
+from .engine import Engine
+from .errors import ConfigError, SitemapdError
+from .importer import ImportTally, read_sitemaps
+from .lock import StateLock
+from .publish import OutputNames
+from .verify import verify
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+config_option = click.option(
+    "-c",
+    "--config",
+    "config_path",
+    envvar="SITEMAPD_CONFIG",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Configuration file (TOML). Also read from $SITEMAPD_CONFIG.",
+)
+
+
+def _errors_exit(command: F) -> F:
+    """Turn sitemapd errors into one line on stderr: exit 2 for config, 1 otherwise."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except ConfigError as exc:
+            click.echo(f"sitemapd: configuration error: {exc}", err=True)
+            sys.exit(2)
+        except SitemapdError as exc:
+            click.echo(f"sitemapd: error: {exc}", err=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group()
+@click.version_option(__version__, prog_name="sitemapd")
+@click.option(
+    "--log-level",
+    default="info",
+    show_default=True,
+    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+)
+def main(log_level: str) -> None:
+    """Keep a site's XML sitemaps true to its content."""
+    logs.configure(log_level)
+
+
+@main.command()
+@config_option
+@_errors_exit
+def build(config_path: Path) -> None:
+    """Scan every source once, update the ledger and publish what changed."""
+    cfg = config.load(config_path)
+    with StateLock(cfg.site.state_dir):
+        engine = Engine(cfg)
+        try:
+            result = engine.build()
+        finally:
+            engine.close()
+    changes, report = result.changes, result.report
+    click.echo(
+        f"{changes.new} new, {changes.updated} updated, {changes.gone} gone, "
+        f"{changes.rejected} invalid; wrote {len(report.written)} files "
+        f"({report.bytes_written} bytes), removed {len(report.removed)} in {result.seconds:.2f}s"
+    )
+
+
+@main.command(name="import")
+@config_option
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@_errors_exit
+def import_(config_path: Path, files: tuple[Path, ...]) -> None:
+    """Seed lastmods from existing sitemaps or indexes (.xml or .xml.gz)."""
+    cfg = config.load(config_path)
+    tally = ImportTally()
+    with StateLock(cfg.site.state_dir):
+        engine = Engine(cfg)
+        try:
+            seeded = engine.ledger.seed(read_sitemaps(list(files), engine.policy, tally), w3c.now())
+        finally:
+            engine.close()
+    click.echo(
+        f"read {tally.urls} URLs from {tally.files} files ({tally.skipped} skipped); "
+        f"seeded {seeded}"
+    )
+
+
+@main.command(name="status")
+@config_option
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@_errors_exit
+def status_(config_path: Path, as_json: bool) -> None:
+    """Show URLs by state, excluded and invalid items, shards and the last publish."""
+    cfg = config.load(config_path)
+    if not cfg.ledger_path.exists():
+        raise SitemapdError(f"no ledger at {cfg.ledger_path} yet: run 'sitemapd build' first")
+    conn = sqlite3.connect(f"{cfg.ledger_path.as_uri()}?mode=ro", uri=True)
+    try:
+        report = status.collect(cfg, conn, OutputNames(cfg))
+    except sqlite3.Error as exc:
+        raise SitemapdError(f"{cfg.ledger_path}: cannot read the ledger ({exc})") from exc
+    finally:
+        conn.close()
+    click.echo(json.dumps(report, indent=2) if as_json else status.render_text(report))
+
+
+@main.command(name="verify")
+@config_option
+@_errors_exit
+def verify_(config_path: Path) -> None:
+    """Re-read the published files and check them; exit 1 listing any problem."""
+    cfg = config.load(config_path)
+    problems = verify(cfg)
+    for problem in problems:
+        click.echo(problem)
+    if problems:
+        click.echo(f"{len(problems)} problems", err=True)
+        sys.exit(1)
+    click.echo(f"ok: {cfg.site.output_dir / cfg.sitemap.index}")
+
+
+@main.command(name="check-config")
+@config_option
+@_errors_exit
+def check_config(config_path: Path) -> None:
+    """Validate the configuration file; exit 2 naming the first bad key."""
+    cfg = config.load(config_path)
+    click.echo(f"ok: {cfg.path}: {len(cfg.sources)} sources, index {cfg.sitemap.index}")

@@ -1,0 +1,29 @@
+"""The one exception hierarchy every sitemapd error belongs to."""
+
+
+class SitemapdError(Exception):
+    """Base class: anything sitemapd raises on purpose."""
+
+
+class ConfigError(SitemapdError):
+    """The configuration file is missing, malformed or names an impossible value."""
+
+
+class SourceError(SitemapdError):
+    """A content source could not be read as a whole (one bad item is logged, not raised)."""
+
+
+class LedgerError(SitemapdError):
+    """The ledger database cannot be opened, migrated or written."""
+
+
+class PublishError(SitemapdError):
+    """An output file could not be written."""
+
+
+class LockError(SitemapdError):
+    """Another sitemapd process holds the state directory."""
+
+
+class InvalidURL(SitemapdError):
+    """A URL that may not appear in a sitemap; the message is the reason."""

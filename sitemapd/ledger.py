@@ -1,0 +1,602 @@
+"""The ledger: the only code that writes the SQLite state database.
+
+It remembers every URL with its content hash and lastmod, decides what an observation
+changed, assigns shards, journals changes and records what was published. One writer
+connection, WAL mode; every `apply()` is one transaction with the source cursors.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database
+
+from . import w3c
+from .errors import LedgerError
+from .observation import Item, Observation, Rejected, Seen
+from .render.sitemap import entry_size
+from .shards import Limits, Shards
+
+log = logging.getLogger(__name__)
+
+LIVE, EXCLUDED, GONE, SEEDED = "live", "excluded", "gone", "seeded"
+NEW, UPDATED = "new", "updated"
+ROBOTS_REASON = "robots.txt"
+_CHUNK = 2000
+
+_URL_COLUMNS = (
+    "id, loc, source, status, reason, page_reason, content_hash, source_time, lastmod, "
+    "first_seen, change_count, title, file_key, shard, entry_bytes"
+)
+_INSERT_URL = (
+    f"INSERT INTO urls ({_URL_COLUMNS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_UPDATE_URL = (
+    "UPDATE urls SET source = ?, status = ?, reason = ?, page_reason = ?, content_hash = ?, "
+    "source_time = ?, lastmod = ?, change_count = ?, title = ?, file_key = ?, shard = ? "
+    "WHERE id = ?"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsRules:
+    """The site's robots.txt rules as the ledger applies them."""
+
+    fingerprint: str
+    allows: Callable[[str], bool]
+
+
+@dataclass(slots=True)
+class ChangeSet:
+    """What one `apply()` changed."""
+
+    new: int = 0
+    updated: int = 0
+    gone: int = 0
+    rejected: int = 0
+    moved: int = 0
+    dirty_shards: list[int] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        """Return True when any published URL or shard changed."""
+        return bool(self.new or self.updated or self.gone or self.dirty_shards)
+
+
+@dataclass(slots=True)
+class _Row:
+    """One `urls` row, in `_URL_COLUMNS` order."""
+
+    id: int
+    loc: str
+    source: str
+    status: str
+    reason: str | None
+    page_reason: str | None
+    content_hash: str | None
+    source_time: str | None
+    lastmod: str
+    first_seen: str
+    change_count: int
+    title: str | None
+    file_key: str | None
+    shard: int | None
+    entry_bytes: int
+
+    def update_params(self) -> tuple[Any, ...]:
+        return (
+            self.source,
+            self.status,
+            self.reason,
+            self.page_reason,
+            self.content_hash,
+            self.source_time,
+            self.lastmod,
+            self.change_count,
+            self.title,
+            self.file_key,
+            self.shard,
+            self.id,
+        )
+
+
+def _migrate_v1(db: Database) -> None:
+    db["urls"].create(
+        {
+            "id": int,
+            "loc": str,
+            "source": str,
+            "status": str,
+            "reason": str,
+            "page_reason": str,
+            "content_hash": str,
+            "source_time": str,
+            "lastmod": str,
+            "first_seen": str,
+            "change_count": int,
+            "title": str,
+            "file_key": str,
+            "shard": int,
+            "entry_bytes": int,
+        },
+        pk="id",
+        not_null=["loc", "source", "status", "lastmod", "first_seen", "change_count"],
+    )
+    db["shards"].create(
+        {"id": int, "url_count": int, "bytes": int, "lastmod": str, "dirty": int}, pk="id"
+    )
+    db["journal"].create({"seq": int, "loc": str, "kind": str, "at": str}, pk="seq")
+    db["cursors"].create({"name": str, "value": str}, pk="name")
+    db["rejects"].create(
+        {"source": str, "item": str, "reason": str, "at": str}, pk=("source", "item")
+    )
+    db["published"].create({"name": str, "sha256": str, "bytes": int, "at": str}, pk="name")
+    _create_url_indexes(db.conn)
+
+
+def _create_url_indexes(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS urls_loc ON urls (loc)")
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS urls_shard ON urls (shard, id) WHERE shard IS NOT NULL"
+    )
+
+
+def _drop_url_indexes(conn: sqlite3.Connection) -> None:
+    conn.execute("DROP INDEX IF EXISTS urls_loc")
+    conn.execute("DROP INDEX IF EXISTS urls_shard")
+
+
+# Append only: a released migration never changes; the list index + 1 is the version.
+MIGRATIONS: list[Callable[[Database], None]] = [_migrate_v1]
+
+
+def _chunks(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+class Ledger:
+    """The URL ledger in one SQLite file. Not thread-safe: one writer at a time."""
+
+    def __init__(self, path: Path, limits: Limits) -> None:
+        self.path = path
+        self.limits = limits
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            # NORMAL in WAL mode never corrupts; a crash loses at most the last commit,
+            # which the next scan observes again.
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            self.conn.execute("PRAGMA cache_size = -65536")
+            self.conn.execute("PRAGMA busy_timeout = 5000")
+            self._migrate()
+        except sqlite3.Error as exc:
+            raise LedgerError(f"{path}: cannot open the ledger ({exc})") from exc
+        self._reader: sqlite3.Connection | None = None
+
+    def _migrate(self) -> None:
+        (version,) = self.conn.execute("PRAGMA user_version").fetchone()
+        if version > len(MIGRATIONS):
+            raise LedgerError(
+                f"{self.path}: ledger schema version {version} is newer than this sitemapd "
+                f"understands ({len(MIGRATIONS)}); upgrade sitemapd"
+            )
+        db = Database(self.conn)
+        for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
+            self.conn.execute("BEGIN IMMEDIATE")
+            migration(db)
+            self.conn.execute(f"PRAGMA user_version = {number}")
+            self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close the connections; the ledger file stays consistent at any point."""
+        if self._reader is not None:
+            self._reader.close()
+        self.conn.close()
+
+    # -- reads ---------------------------------------------------------------------
+
+    def _read(self) -> sqlite3.Connection:
+        """Return a second connection that sees the last committed state only."""
+        if self._reader is None:
+            self._reader = sqlite3.connect(self.path, check_same_thread=False)
+        return self._reader
+
+    def known_files(self, source: str, locs: list[str]) -> dict[str, str]:
+        """Return `{loc: file_key}` for present (not gone) URLs of `source` among `locs`."""
+        marks = ",".join("?" * len(locs))
+        rows = self._read().execute(
+            f"SELECT loc, file_key FROM urls WHERE loc IN ({marks}) AND source = ? "
+            f"AND status IN ('{LIVE}', '{EXCLUDED}') AND file_key IS NOT NULL",
+            [*locs, source],
+        )
+        return dict(rows)
+
+    def cursor(self, name: str) -> str | None:
+        """Return the stored value of cursor `name`, or None."""
+        row = self.conn.execute("SELECT value FROM cursors WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def url(self, loc: str) -> dict[str, Any] | None:
+        """Return the ledger row of `loc` as a dict, or None."""
+        cursor = self.conn.execute(f"SELECT {_URL_COLUMNS} FROM urls WHERE loc = ?", (loc,))
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        return dict(zip([d[0] for d in cursor.description], row, strict=True))
+
+    def shards_to_render(self) -> list[tuple[int, int]]:
+        """Return `(id, url_count)` of every shard changed since its last publish."""
+        return self.conn.execute(
+            "SELECT id, url_count FROM shards WHERE dirty = 1 ORDER BY id"
+        ).fetchall()
+
+    def shard_rows(self, shard_id: int) -> Iterator[tuple[str, str]]:
+        """Yield `(loc, lastmod)` of the shard's members in their stable order."""
+        yield from self.conn.execute(
+            "SELECT loc, lastmod FROM urls WHERE shard = ? ORDER BY id", (shard_id,)
+        )
+
+    def index_rows(self) -> list[tuple[int, str]]:
+        """Return `(id, lastmod)` of every non-empty shard, in id order."""
+        return self.conn.execute(
+            "SELECT id, lastmod FROM shards WHERE url_count > 0 ORDER BY id"
+        ).fetchall()
+
+    def empty_shards(self) -> list[int]:
+        """Return the ids of shards left with no members."""
+        return [r[0] for r in self.conn.execute("SELECT id FROM shards WHERE url_count = 0")]
+
+    def published(self, name: str) -> tuple[str, int] | None:
+        """Return `(sha256, size)` of output file `name` as last published, or None."""
+        row = self.conn.execute(
+            "SELECT sha256, bytes FROM published WHERE name = ?", (name,)
+        ).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def published_names(self) -> list[str]:
+        """Return the names of every output file sitemapd has published."""
+        return [r[0] for r in self.conn.execute("SELECT name FROM published ORDER BY name")]
+
+    # -- writes --------------------------------------------------------------------
+
+    def record_publish(
+        self,
+        written: Mapping[str, tuple[str, int]],
+        clean: Iterable[int],
+        dropped_shards: Iterable[int],
+        removed_files: Iterable[str],
+        at: str,
+    ) -> None:
+        """Remember published files, mark shards clean and forget dropped ones."""
+        with self._transaction():
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO published (name, sha256, bytes, at) VALUES (?, ?, ?, ?)",
+                [(name, sha, size, at) for name, (sha, size) in written.items()],
+            )
+            self.conn.executemany("UPDATE shards SET dirty = 0 WHERE id = ?", [(i,) for i in clean])
+            self.conn.executemany(
+                "DELETE FROM shards WHERE id = ? AND url_count = 0", [(i,) for i in dropped_shards]
+            )
+            self.conn.executemany(
+                "DELETE FROM published WHERE name = ?", [(n,) for n in removed_files]
+            )
+
+    def seed(self, entries: Iterable[tuple[str, str | None]], now: str | None = None) -> int:
+        """Remember `(loc, lastmod)` from an existing sitemap; return how many were new.
+
+        Seeded URLs are not published until a source observes them; then they keep the
+        seeded lastmod unless their content changes later.
+        """
+        now = now or w3c.now()
+        added = 0
+        with self._transaction():
+            for loc, lastmod in entries:
+                stamp = min(lastmod or now, now)
+                cursor = self.conn.execute(
+                    "INSERT INTO urls (loc, source, status, source_time, lastmod, first_seen, "
+                    "change_count, entry_bytes) VALUES (?, '', ?, ?, ?, ?, 0, ?) "
+                    "ON CONFLICT (loc) DO UPDATE SET lastmod = excluded.lastmod, "
+                    "source_time = excluded.source_time WHERE urls.status = ?",
+                    (loc, SEEDED, stamp, stamp, now, entry_size(loc), SEEDED),
+                )
+                added += cursor.rowcount
+        return added
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self.conn)
+
+    def apply(
+        self,
+        items: Iterable[Item],
+        *,
+        complete: Collection[str] = (),
+        robots: RobotsRules | None = None,
+        cursors: Mapping[str, str] | None = None,
+        now: str | None = None,
+    ) -> ChangeSet:
+        """Apply observations in one transaction with `cursors`; return what changed.
+
+        `complete` names sources whose items were a full scan: any URL they own that
+        was not among the items is gone.
+        """
+        try:
+            with self._transaction():
+                run = _Apply(self, robots, now or w3c.now())
+                run.start(complete)
+                run.consume(items)
+                run.finish(complete)
+                self.conn.executemany(
+                    "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
+                    sorted((cursors or {}).items()),
+                )
+        except sqlite3.Error as exc:
+            raise LedgerError(f"{self.path}: applying changes failed ({exc})") from exc
+        return run.changes
+
+
+class _Transaction:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, value: object, traceback: object) -> None:
+        self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+class _Apply:
+    """One `Ledger.apply()` run: the decisions, shard moves and journal of a transaction."""
+
+    def __init__(self, ledger: Ledger, robots: RobotsRules | None, now: str) -> None:
+        self.conn = ledger.conn
+        self.ledger = ledger
+        self.robots = robots
+        self.now = now
+        self.changes = ChangeSet()
+        self.shards = Shards(self.conn, ledger.limits)
+        self.journal: list[tuple[str, str, str]] = []
+        self.bulk = False
+
+    # Decisions ---------------------------------------------------------------------
+
+    def _reason(self, loc: str, page_reason: str | None) -> str | None:
+        if page_reason:
+            return page_reason
+        if self.robots is not None and not self.robots.allows(loc):
+            return ROBOTS_REASON
+        return None
+
+    def _new_row(self, obs: Observation) -> tuple[Any, ...]:
+        """Return the insert parameters of a URL seen for the first time."""
+        reason = self._reason(obs.loc, obs.exclusion)
+        lastmod = min(obs.source_time or self.now, self.now)
+        size = entry_size(obs.loc)
+        shard = None
+        if reason is None:
+            shard = self.shards.place(size, lastmod)
+            self.changes.new += 1
+        return (
+            obs.loc,
+            obs.source,
+            EXCLUDED if reason else LIVE,
+            reason,
+            obs.exclusion,
+            obs.content_hash,
+            obs.source_time,
+            lastmod,
+            self.now,
+            0,
+            obs.title,
+            obs.file_key,
+            shard,
+            size,
+        )
+
+    def _observe(self, row: _Row, obs: Observation) -> None:
+        """Update `row` for what `obs` says of it now."""
+        if obs.content_hash is not None:
+            # No stored hash (seeded or listed URL): first content, not a change.
+            changed = row.content_hash is not None and row.content_hash != obs.content_hash
+            new_lastmod = self.now
+        else:
+            changed = obs.source_time is not None and (
+                row.source_time is None or obs.source_time > row.source_time
+            )
+            new_lastmod = min(obs.source_time or self.now, self.now)
+        if row.status == SEEDED:
+            row.status = GONE  # enters the sitemap below, keeping the seeded lastmod
+            row.first_seen = self.now
+        if changed:
+            row.lastmod = max(row.lastmod, new_lastmod)
+            row.change_count += 1
+        row.source = obs.source
+        row.content_hash = obs.content_hash or row.content_hash
+        row.source_time = obs.source_time or row.source_time
+        row.title = obs.title
+        row.file_key = obs.file_key
+        row.page_reason = obs.exclusion
+        self._set_status(row, self._reason(row.loc, obs.exclusion))
+
+    def _set_status(self, row: _Row, reason: str | None, gone: bool = False) -> None:
+        """Move `row` to its new status, keeping shards and the journal in step."""
+        was_live, old_lastmod = row.status == LIVE, row.lastmod
+        row.reason = None if gone else reason
+        row.status = GONE if gone else EXCLUDED if reason else LIVE
+        is_live = row.status == LIVE
+        if was_live and not is_live:
+            assert row.shard is not None
+            self.shards.remove(row.shard, row.entry_bytes)
+            row.shard = None
+            self.changes.gone += 1
+            self.journal.append((row.loc, GONE, self.now))
+        elif is_live and not was_live:
+            row.shard = self.shards.place(row.entry_bytes, row.lastmod)
+            self.changes.new += 1
+            self.journal.append((row.loc, NEW, self.now))
+        elif is_live and row.lastmod != old_lastmod:
+            assert row.shard is not None
+            self.shards.touch(row.shard, row.lastmod)
+            self.changes.updated += 1
+            self.journal.append((row.loc, UPDATED, self.now))
+
+    # Phases ------------------------------------------------------------------------
+
+    def start(self, complete: Collection[str]) -> None:
+        (count,) = self.conn.execute("SELECT count(*) FROM urls").fetchone()
+        # An empty ledger takes a bulk path: no lookups, indexes built once at the end.
+        self.bulk = count == 0
+        if self.bulk:
+            _drop_url_indexes(self.conn)
+        else:
+            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS seen (id INTEGER PRIMARY KEY)")
+            self.conn.execute("DELETE FROM temp.seen")
+        self.conn.executemany("DELETE FROM rejects WHERE source = ?", [(s,) for s in complete])
+        if self.robots is not None and not self.bulk:
+            if self.ledger.cursor("robots") != self.robots.fingerprint:
+                self._recheck_robots()
+        if self.robots is not None:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO cursors (name, value) VALUES ('robots', ?)",
+                (self.robots.fingerprint,),
+            )
+        self.changes.moved += self.shards.enforce_limits()
+
+    def consume(self, items: Iterable[Item]) -> None:
+        for chunk in _chunks(items, _CHUNK):
+            rejects = [item for item in chunk if isinstance(item, Rejected)]
+            if rejects:
+                self.changes.rejected += len(rejects)
+                self.conn.executemany(
+                    "INSERT OR REPLACE INTO rejects (source, item, reason, at) VALUES (?, ?, ?, ?)",
+                    [(r.source, r.item, r.reason, self.now) for r in rejects],
+                )
+            present = [item for item in chunk if not isinstance(item, Rejected)]
+            if self.bulk:
+                self._insert_new([item for item in present if isinstance(item, Observation)])
+            else:
+                self._update_chunk(present)
+
+    def _insert_new(self, observations: list[Observation]) -> None:
+        self.conn.executemany(_INSERT_URL, [self._new_row(obs) for obs in observations])
+
+    def _update_chunk(self, items: list[Observation | Seen]) -> None:
+        latest = {item.loc: item for item in items}  # the last word on a URL wins
+        marks = ",".join("?" * len(latest))
+        rows = {
+            row[1]: _Row(*row)
+            for row in self.conn.execute(
+                f"SELECT {_URL_COLUMNS} FROM urls WHERE loc IN ({marks})", list(latest)
+            )
+        }
+        inserts, updates, seen = [], [], []
+        for loc, item in latest.items():
+            row = rows.get(loc)
+            if row is None:
+                if isinstance(item, Observation):
+                    inserts.append(self._new_row(item))
+                    if inserts[-1][2] == LIVE:
+                        self.journal.append((loc, NEW, self.now))
+                continue
+            if isinstance(item, Seen):
+                if row.source == item.source and row.status != GONE:
+                    seen.append((row.id,))
+                continue
+            before = row.update_params()
+            self._observe(row, item)
+            seen.append((row.id,))
+            if row.update_params() != before:
+                updates.append(row.update_params())
+        self.conn.executemany(_INSERT_URL, inserts)
+        self.conn.executemany(_UPDATE_URL, updates)
+        self.conn.executemany("INSERT OR IGNORE INTO temp.seen VALUES (?)", seen)
+        if inserts:
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO temp.seen SELECT id FROM urls WHERE loc = ?",
+                [(params[0],) for params in inserts],
+            )
+
+    def finish(self, complete: Collection[str]) -> None:
+        if self.bulk:
+            self._finish_bulk()
+        else:
+            for source in complete:
+                self._mark_gone(source)
+        self.changes.moved += self.shards.enforce_limits()
+        self.conn.executemany(
+            "INSERT INTO journal (loc, kind, at) VALUES (?, ?, ?)", self.journal
+        )
+        self.changes.dirty_shards = self.shards.flush()
+
+    def _finish_bulk(self) -> None:
+        try:
+            _create_url_indexes(self.conn)
+        except sqlite3.IntegrityError:
+            # A source listed a URL twice: keep its last line, then rebuild the counts.
+            self.conn.execute(
+                "DELETE FROM urls WHERE id NOT IN (SELECT max(id) FROM urls GROUP BY loc)"
+            )
+            self._recount_shards()
+            _create_url_indexes(self.conn)
+        self.conn.execute(
+            "INSERT INTO journal (loc, kind, at) SELECT loc, ?, ? FROM urls "
+            "WHERE status = ? ORDER BY id",
+            (NEW, self.now, LIVE),
+        )
+        (self.changes.new,) = self.conn.execute(
+            "SELECT count(*) FROM urls WHERE status = ?", (LIVE,)
+        ).fetchone()
+
+    def _recount_shards(self) -> None:
+        for state in self.shards.states.values():
+            state.url_count = state.bytes = 0
+        for shard_id, count, size, lastmod in self.conn.execute(
+            "SELECT shard, count(*), sum(entry_bytes), max(lastmod) FROM urls "
+            "WHERE shard IS NOT NULL GROUP BY shard"
+        ):
+            state = self.shards.states[shard_id]
+            state.url_count, state.bytes, state.lastmod = count, size, lastmod
+        self.shards.dirty.update(self.shards.states)
+
+    def _mark_gone(self, source: str) -> None:
+        rows = [
+            _Row(*row)
+            for row in self.conn.execute(
+                f"SELECT {_URL_COLUMNS} FROM urls WHERE source = ? AND status IN (?, ?) "
+                "AND id NOT IN (SELECT id FROM temp.seen)",
+                (source, LIVE, EXCLUDED),
+            )
+        ]
+        for row in rows:
+            self._set_status(row, None, gone=True)
+            row.file_key = None
+        self.conn.executemany(_UPDATE_URL, [row.update_params() for row in rows])
+
+    def _recheck_robots(self) -> None:
+        """Re-apply changed robots.txt rules to every present URL."""
+        last_id, changed = 0, 0
+        while batch := self.conn.execute(
+            f"SELECT {_URL_COLUMNS} FROM urls WHERE id > ? AND status IN (?, ?) "
+            "ORDER BY id LIMIT ?",
+            (last_id, LIVE, EXCLUDED, _CHUNK),
+        ).fetchall():
+            updates = []
+            for values in batch:
+                row = _Row(*values)
+                reason = self._reason(row.loc, row.page_reason)
+                if reason != row.reason:
+                    self._set_status(row, reason)
+                    updates.append(row.update_params())
+            self.conn.executemany(_UPDATE_URL, updates)
+            changed += len(updates)
+            last_id = batch[-1][0]
+        log.info("robots.txt rules changed: %d URLs changed status", changed)

@@ -1,0 +1,39 @@
+"""What sources tell the ledger. Sources only observe; the ledger decides what changed."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Observation(NamedTuple):
+    """A URL as a source sees it now."""
+
+    loc: str
+    source: str
+    # None when the source gives no content (a URL list): its `source_time` decides instead.
+    content_hash: str | None
+    # The source's own time for this URL, canonical W3C (file mtime, a list's datetime).
+    source_time: str | None
+    title: str | None = None
+    # Why the page itself asks to stay out of sitemaps ("noindex", "canonical: URL").
+    exclusion: str | None = None
+    # "size:mtime_ns:inode" of the file read, so an unchanged file is not read again.
+    file_key: str | None = None
+
+
+class Seen(NamedTuple):
+    """A URL whose file is unchanged since the last scan: still there, not re-read."""
+
+    loc: str
+    source: str
+
+
+class Rejected(NamedTuple):
+    """An item that cannot become a sitemap URL, with the reason."""
+
+    source: str
+    item: str
+    reason: str
+
+
+Item = Observation | Seen | Rejected

@@ -1,0 +1,185 @@
+"""The publisher: the only code that touches the output directory.
+
+Every file is written whole to a temp file in the same folder, fsynced, renamed over the
+old one, and the folder fsynced, so readers only ever see complete documents. Shards go
+out before the index that names them; a shard file is removed only after an index that no
+longer names it is in place. Files whose bytes did not change are not rewritten.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import robots
+from .config import Config
+from .errors import PublishError
+from .ledger import Ledger
+from .render.sitemap import sitemap_index, urlset
+
+log = logging.getLogger(__name__)
+
+_TEMP_PREFIX = ".sitemapd-tmp-"
+
+
+@dataclass
+class PublishReport:
+    """What one publish wrote and removed."""
+
+    written: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    bytes_written: int = 0
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that no reader ever sees a partial file."""
+    temp = path.with_name(f"{_TEMP_PREFIX}{path.name}-{os.getpid()}")
+    try:
+        # 0o666 minus the umask, as for any new file: the web server must read it.
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+        _fsync_dir(path.parent)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class OutputNames:
+    """The file names and public URLs of a site's sitemaps."""
+
+    def __init__(self, config: Config) -> None:
+        self.index = config.sitemap.index
+        self.output_url = config.site.output_url
+        self._gzip = config.sitemap.gzip
+        self._stem = config.sitemap.index.removesuffix(".xml")
+        self._shard_file = re.compile(rf"{re.escape(self._stem)}-(\d+)\.xml(\.gz)?\Z")
+
+    def shard(self, shard_id: int) -> str:
+        """Return the file name of shard `shard_id`."""
+        return f"{self._stem}-{shard_id}.xml" + (".gz" if self._gzip else "")
+
+    def is_shard(self, name: str) -> bool:
+        """True when `name` is a shard file of this site, compressed or not."""
+        return self._shard_file.match(name) is not None
+
+    @property
+    def index_url(self) -> str:
+        """Return the public URL of the sitemap index."""
+        return self.output_url + self.index
+
+
+class Publisher:
+    """Writes the ledger's sitemaps into the output directory, touching only what changed."""
+
+    def __init__(self, config: Config, ledger: Ledger) -> None:
+        self.site = config.site
+        self.sitemap = config.sitemap
+        self.ledger = ledger
+        self.out = config.site.output_dir
+        self.names = OutputNames(config)
+
+    def publish(self, now: str) -> PublishReport:
+        """Write every changed file, then remove files no index names; return what happened."""
+        report = PublishReport()
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PublishError(f"cannot create output directory {self.out} ({exc})") from exc
+        self._remove_leftover_temps()
+        written: dict[str, tuple[str, int]] = {}
+        dirty = {shard_id for shard_id, _ in self.ledger.shards_to_render()}
+        index_rows = self.ledger.index_rows()
+        for shard_id, _ in index_rows:
+            name = self.names.shard(shard_id)
+            if shard_id in dirty or not self._intact(name):
+                text = "".join(urlset(self.ledger.shard_rows(shard_id)))
+                self._write(name, text.encode(), written, report)
+        if not index_rows:
+            log.warning("no URL is live: publishing an empty sitemap index")
+        index = sitemap_index(
+            (self.site.output_url + self.names.shard(shard_id), lastmod)
+            for shard_id, lastmod in index_rows
+        )
+        self._write(self.sitemap.index, index.encode(), written, report)
+        # Only now that the index is in place may files it no longer names go.
+        named = {self.names.shard(shard_id) for shard_id, _ in index_rows}
+        for path in sorted(self.out.iterdir()):
+            if self.names.is_shard(path.name) and path.name not in named:
+                path.unlink(missing_ok=True)
+                report.removed.append(path.name)
+        if report.removed:
+            _fsync_dir(self.out)
+        gone_records = [
+            name
+            for name in self.ledger.published_names()
+            if self.names.is_shard(name) and name not in named
+        ]
+        self._update_robots_txt(report)
+        self.ledger.record_publish(
+            written, dirty, self.ledger.empty_shards(), gone_records, at=now
+        )
+        return report
+
+    def _intact(self, name: str) -> bool:
+        record = self.ledger.published(name)
+        try:
+            return record is not None and (self.out / name).stat().st_size == record[1]
+        except FileNotFoundError:
+            return False
+
+    def _write(
+        self, name: str, text: bytes, written: dict[str, tuple[str, int]], report: PublishReport
+    ) -> None:
+        digest = hashlib.sha256(text).hexdigest()
+        record = self.ledger.published(name)
+        if record is not None and record[0] == digest and self._intact(name):
+            return
+        data = text
+        if name.endswith(".gz"):
+            # mtime=0 and no file name in the header: the same sitemap gives the same bytes.
+            data = gzip.compress(text, compresslevel=self.sitemap.gzip_level, mtime=0)
+        atomic_write(self.out / name, data)
+        written[name] = (digest, len(data))
+        report.written.append(name)
+        report.bytes_written += len(data)
+        log.debug("wrote %s (%d bytes)", name, len(data))
+
+    def _update_robots_txt(self, report: PublishReport) -> None:
+        path = self.site.robots_txt
+        if path is None:
+            return
+        try:
+            current = path.read_bytes()
+        except FileNotFoundError:
+            current = b""
+        except OSError as exc:
+            raise PublishError(f"cannot read {path} ({exc.strerror})") from exc
+        updated = robots.with_sitemap_line(current, self.names.index_url)
+        if updated != current:
+            atomic_write(path, updated)
+            report.written.append(str(path))
+            report.bytes_written += len(updated)
+
+    def _remove_leftover_temps(self) -> None:
+        for path in self.out.glob(_TEMP_PREFIX + "*"):
+            path.unlink(missing_ok=True)

@@ -1,0 +1,1 @@
+"""Renderers: pure functions from ledger rows to the bytes of output files."""

@@ -1,0 +1,51 @@
+"""robots.txt: the rules that keep URLs out of sitemaps, and our one `Sitemap:` line.
+
+Rules are read with protego; a URL is excluded when robots.txt disallows it for
+Googlebot or for every crawler (`*`). Editing the file only ever adds or removes the
+`Sitemap:` line naming our index; every other byte stays as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from protego import Protego
+
+from .ledger import RobotsRules
+
+_SITEMAP_LINE = re.compile(rb"^[ \t]*sitemap[ \t]*:[ \t]*(\S*)[ \t]*(?:#.*)?$", re.IGNORECASE)
+_AGENTS = ("Googlebot", "*")
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return data.splitlines(keepends=True)
+
+
+def rules(data: bytes) -> RobotsRules:
+    """Return the crawl rules in a robots.txt document."""
+    parser = Protego.parse(data.decode("utf-8", "replace"))
+    # Sitemap lines are not rules: editing ours must not trigger a re-check of every URL.
+    rule_lines = [line for line in _lines(data) if not _SITEMAP_LINE.match(line.rstrip(b"\r\n"))]
+    fingerprint = hashlib.sha256(b"".join(rule_lines)).hexdigest()
+
+    def allows(url: str) -> bool:
+        return all(parser.can_fetch(url, agent) for agent in _AGENTS)
+
+    return RobotsRules(fingerprint, allows)
+
+
+def with_sitemap_line(data: bytes, index_url: str) -> bytes:
+    """Return robots.txt `data` with exactly one `Sitemap:` line for `index_url`."""
+    lines = _lines(data)
+    ours = [
+        n
+        for n, line in enumerate(lines)
+        if (m := _SITEMAP_LINE.match(line.rstrip(b"\r\n"))) and m.group(1) == index_url.encode()
+    ]
+    if ours:
+        # Keep the first where it stands; drop duplicates.
+        return b"".join(line for n, line in enumerate(lines) if n not in ours[1:])
+    if data and not data.endswith(b"\n"):
+        data += b"\r\n" if b"\r\n" in data else b"\n"
+    return data + b"Sitemap: " + index_url.encode() + (b"\r\n" if b"\r\n" in data else b"\n")

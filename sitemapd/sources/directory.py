@@ -1,0 +1,133 @@
+"""Directory source: rendered files under a root become URLs under the site.
+
+A file whose size, mtime and inode are unchanged since the last scan is not read again.
+Dotfiles and dot-folders are never pages, nor is anything under `skip` (the output and
+state directories when they sit inside the root).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from itertools import islice
+
+from .. import w3c
+from ..config import DirectorySource
+from ..content import content_hash, exclusion, read_page
+from ..errors import InvalidURL, SourceError
+from ..ledger import Ledger
+from ..observation import Item, Observation, Seen
+from ..urls import URLPolicy
+from .base import Scan, rejected
+from .globs import compile_globs
+
+_BATCH = 500
+_HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+
+
+def scan(source: DirectorySource, policy: URLPolicy, ledger: Ledger, skip: tuple[str, ...]) -> Scan:
+    """Return a complete scan of the directory; raises SourceError when the root is missing."""
+    if not source.root.is_dir():
+        raise SourceError(
+            f"{source.name}: root {source.root} is missing or not a directory "
+            "(published output is kept until it returns)"
+        )
+    return Scan(_items(source, policy, ledger, skip), complete=True)
+
+
+def file_key(stat: os.stat_result) -> str:
+    """Return the key that tells whether a file changed without reading it."""
+    return f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ino}"
+
+
+def walk(source: DirectorySource, skip: tuple[str, ...]) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """Yield `(relative path, entry)` of every candidate file, in sorted order."""
+    include, exclude = compile_globs(source.include), compile_globs(source.exclude)
+    skipped = {os.path.realpath(path) for path in skip}
+    stack = [("", str(source.root))]
+    while stack:
+        prefix, folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name, reverse=True)
+        except FileNotFoundError:
+            if folder == str(source.root):
+                raise SourceError(f"{source.name}: root {source.root} vanished during the scan")
+            continue
+        except OSError as exc:
+            raise SourceError(f"{source.name}: cannot list {folder} ({exc.strerror})") from exc
+        files = []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            relpath = prefix + entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if os.path.realpath(entry.path) not in skipped:
+                        stack.append((relpath + "/", entry.path))
+                elif entry.is_file() and include.match(relpath) and not exclude.match(relpath):
+                    files.append((relpath, entry))
+            except OSError:
+                continue
+        yield from reversed(files)
+
+
+def _items(
+    source: DirectorySource, policy: URLPolicy, ledger: Ledger, skip: tuple[str, ...]
+) -> Iterator[Item]:
+    files = walk(source, skip)
+    while batch := list(islice(files, _BATCH)):
+        located: list[tuple[str, str, os.DirEntry[str]]] = []
+        for relpath, entry in batch:
+            try:
+                loc = policy.for_file(
+                    source.url_prefix, relpath, source.strip_html, source.index_files
+                )
+            except InvalidURL as exc:
+                yield rejected(source.name, _printable(relpath), str(exc))
+                continue
+            located.append((loc, relpath, entry))
+        known = ledger.known_files(source.name, [loc for loc, _, _ in located])
+        for loc, relpath, entry in located:
+            yield from _observe(source, policy, loc, relpath, entry, known.get(loc))
+
+
+def _observe(
+    source: DirectorySource,
+    policy: URLPolicy,
+    loc: str,
+    relpath: str,
+    entry: os.DirEntry[str],
+    known_key: str | None,
+) -> Iterator[Item]:
+    try:
+        stat = entry.stat()
+        key = file_key(stat)
+        if key == known_key:
+            yield Seen(loc, source.name)
+            return
+        with open(entry.path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return  # deleted since the listing: absent from this scan, hence gone
+    except OSError as exc:
+        yield rejected(source.name, _printable(relpath), f"unreadable ({exc.strerror})")
+        if known_key is not None:
+            # A read error is not a deletion: the published URL stays until it is readable.
+            yield Seen(loc, source.name)
+        return
+    facts = read_page(data) if relpath.lower().endswith(_HTML_SUFFIXES) else None
+    yield Observation(
+        loc=loc,
+        source=source.name,
+        content_hash=content_hash(data, source.ignore),
+        source_time=w3c.format_epoch(stat.st_mtime),
+        title=facts.title if facts else None,
+        exclusion=exclusion(facts, loc, policy) if facts else None,
+        file_key=key,
+    )
+
+
+def _printable(relpath: str) -> str:
+    """Return `relpath` safe to log and store, even when it is not valid UTF-8."""
+    return relpath.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -1,0 +1,140 @@
+"""Site URLs: what may appear in a sitemap, in its one canonical spelling.
+
+A sitemap URL is absolute http(s) on the site's own scheme, host and port, at most
+2,048 characters, percent-encoded per RFC 3986 (non-ASCII as UTF-8), with no fragment,
+credentials or dot segments. XML escaping happens at render time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from urllib.parse import quote, urlsplit
+
+from .errors import ConfigError, InvalidURL
+
+MAX_URL_LENGTH = 2048
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+# RFC 3986 pchar minus "%" (escapes are matched separately), plus "/" and "?" in queries.
+_PATH_SAFE = "!$&'()*+,;=:@/~-._"
+_QUERY_SAFE = _PATH_SAFE + "?"
+_SEGMENT_SAFE = "!$&'()*+,;=:@~-._"
+_PCHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"
+_DOT_SEGMENT = re.compile(r"(?:^|/)(?:\.|%2[eE]){1,2}(?:/|$)")
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """The scheme, host and port every URL of the site shares."""
+
+    scheme: str
+    netloc: str
+
+    @property
+    def root(self) -> str:
+        """Return the site root URL, `scheme://netloc/`."""
+        return f"{self.scheme}://{self.netloc}/"
+
+    @classmethod
+    def from_base_url(cls, base_url: str) -> Origin:
+        """Return the origin of `base_url`; raises ConfigError when it is not http(s)."""
+        try:
+            scheme, netloc = _split_origin(base_url)
+        except InvalidURL as exc:
+            raise ConfigError(str(exc)) from exc
+        return cls(scheme, netloc)
+
+
+def _split_origin(url: str) -> tuple[str, str]:
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise InvalidURL(f"unparseable URL ({exc})") from exc
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS:
+        raise InvalidURL(f"scheme {parts.scheme or '(none)'!r} is not http or https")
+    if parts.username is not None or parts.password is not None:
+        raise InvalidURL("URL carries credentials")
+    host = parts.hostname
+    if not host:
+        raise InvalidURL("URL has no host")
+    try:
+        host = host.encode("idna").decode("ascii")
+    except UnicodeError as exc:
+        raise InvalidURL(f"host {host!r} is not a valid domain name") from exc
+    if ":" in host:
+        host = f"[{host}]"
+    if port is not None and port != _DEFAULT_PORTS[scheme]:
+        host = f"{host}:{port}"
+    return scheme, host
+
+
+class URLPolicy:
+    """Normalises candidate URLs for one site, rejecting what a sitemap may not hold."""
+
+    def __init__(self, origin: Origin) -> None:
+        self.origin = origin
+        prefix = f"{origin.scheme}://{origin.netloc}"
+        self._path_start = len(prefix)
+        # Already-canonical URLs (the vast majority) skip urllib entirely.
+        self._fast = re.compile(
+            rf"{re.escape(prefix)}/(?:{_PCHAR}|/)*(?:\?(?:{_PCHAR}|[/?])*)?\Z",
+        )
+
+    def normalise(self, url: str) -> str:
+        """Return the canonical spelling of `url`; raises InvalidURL with the reason."""
+        path = url[self._path_start :].partition("?")[0]
+        if self._fast.match(url) and not _DOT_SEGMENT.search(path):
+            return _checked_length(url)
+        return self._normalise_slow(url.strip())
+
+    def _normalise_slow(self, url: str) -> str:
+        if not url:
+            raise InvalidURL("empty URL")
+        if any(ord(c) < 0x21 and c != " " for c in url):
+            raise InvalidURL("URL contains control characters")
+        scheme, netloc = _split_origin(url)
+        if (scheme, netloc) != (self.origin.scheme, self.origin.netloc):
+            raise InvalidURL(
+                f"URL is not on {self.origin.root} (found {scheme}://{netloc}/)",
+            )
+        parts = urlsplit(url)
+        if parts.fragment or url.endswith("#"):
+            raise InvalidURL("URL has a fragment")
+        path = _encode(parts.path or "/", _PATH_SAFE)
+        if _DOT_SEGMENT.search(path):
+            raise InvalidURL("URL path has a '.' or '..' segment")
+        query = "?" + _encode(parts.query, _QUERY_SAFE) if parts.query else ""
+        return _checked_length(f"{scheme}://{netloc}{path}{query}")
+
+    def for_file(self, prefix: str, relpath: str, strip_html: bool, index_names: tuple[str, ...]) -> str:
+        """Return the URL of a file at `relpath` (a `/`-separated path) under `prefix`."""
+        segments = relpath.split("/")
+        leaf = segments[-1]
+        if leaf in index_names:
+            segments[-1] = ""
+        elif strip_html and leaf.endswith((".html", ".htm")):
+            segments[-1] = leaf.rsplit(".", 1)[0]
+        path = "/".join(quote(os.fsencode(s), safe=_SEGMENT_SAFE) for s in segments)
+        return self.normalise(self.origin.root.rstrip("/") + prefix + path)
+
+
+def _encode(component: str, safe: str) -> str:
+    """Percent-encode `component`, keeping valid escapes and escaping a stray `%`."""
+    component = _BAD_ESCAPE.sub("%25", component)
+    return quote(component, safe=safe + "%")
+
+
+def _checked_length(url: str) -> str:
+    if len(url) > MAX_URL_LENGTH:
+        raise InvalidURL(f"URL is {len(url)} characters long (limit {MAX_URL_LENGTH})")
+    return url
+
+
+def xml_escape(url: str) -> str:
+    """Return `url` escaped for XML text; canonical URLs can only hold `&` and `'`."""
+    return url.replace("&", "&amp;").replace("'", "&apos;")

@@ -1,0 +1,112 @@
+"""`sitemapd verify`: re-read the published files as a crawler would and list problems.
+
+Checks: well-formed documents of the right kind, the protocol's limits, URL rules,
+lastmod format, index lastmod equal to the newest member of each shard, no URL in two
+shards, no stray shard files, and the robots.txt `Sitemap:` line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from . import robots
+from .config import Config
+from .errors import InvalidURL, SitemapdError
+from .publish import OutputNames
+from .sitemapfile import NS, CountingReader, entries, open_sitemap, root_tag
+from .urls import URLPolicy
+
+_LASTMOD = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\Z")
+_SHOWN = 20  # problems of one kind listed per file before summarising
+
+
+def verify(config: Config) -> list[str]:
+    """Return every problem found in the published sitemaps (empty when all is well)."""
+    site, limits = config.site, config.sitemap
+    index = site.output_dir / limits.index
+    if not index.is_file():
+        return [f"{index}: missing"]
+    problems: list[str] = []
+    try:
+        if root_tag(index) != f"{NS}sitemapindex":
+            return [f"{index}: document element is not a sitemapindex"]
+        with open_sitemap(index) as stream:
+            shards = list(entries(stream, str(index)))
+    except SitemapdError as exc:
+        return [str(exc)]
+    if not shards:
+        problems.append(f"{index}: names no sitemap (no URL is live)")
+    seen: set[bytes] = set()
+    named = set()
+    for entry in shards:
+        if not entry.loc.startswith(site.output_url):
+            problems.append(f"{index}: {entry.loc} is not under {site.output_url}")
+            continue
+        name = entry.loc[len(site.output_url) :]
+        named.add(name)
+        problems += _verify_shard(site.output_dir / name, entry.lastmod, config, seen)
+    names = OutputNames(config)
+    for path in sorted(site.output_dir.iterdir()):
+        if names.is_shard(path.name) and path.name not in named:
+            problems.append(f"{path}: shard file not named by the index")
+    if site.robots_txt is not None:
+        problems += _verify_robots(site.robots_txt, site.output_url + limits.index)
+    return problems
+
+
+def _verify_shard(path: Path, index_lastmod: str | None, config: Config, seen: set[bytes]) -> list[str]:
+    policy = URLPolicy(config.site.origin)
+    problems: list[str] = []
+
+    def problem(message: str) -> None:
+        if len(problems) < _SHOWN:
+            problems.append(f"{path}: {message}")
+        elif len(problems) == _SHOWN:
+            problems.append(f"{path}: more problems not shown")
+
+    if not path.is_file():
+        return [f"{path}: named by the index but missing"]
+    try:
+        if root_tag(path) != f"{NS}urlset":
+            return [f"{path}: document element is not a urlset"]
+        count, newest = 0, ""
+        with open_sitemap(path) as raw:
+            stream = CountingReader(raw)
+            for entry in entries(stream, str(path)):  # type: ignore[arg-type]
+                count += 1
+                try:
+                    if policy.normalise(entry.loc) != entry.loc:
+                        problem(f"{entry.loc} is not in canonical form")
+                except InvalidURL as exc:
+                    problem(f"{entry.loc[:200]}: {exc}")
+                if entry.lastmod is None or not _LASTMOD.match(entry.lastmod):
+                    problem(f"{entry.loc}: lastmod {entry.lastmod!r} is not YYYY-MM-DDThh:mm:ss+00:00")
+                else:
+                    newest = max(newest, entry.lastmod)
+                digest = hashlib.blake2b(entry.loc.encode(), digest_size=12).digest()
+                if digest in seen:
+                    problem(f"{entry.loc} appears in more than one place")
+                seen.add(digest)
+    except SitemapdError as exc:
+        return [str(exc)]
+    if count == 0:
+        problem("holds no URL")
+    if count > config.sitemap.max_urls:
+        problem(f"holds {count} URLs (limit {config.sitemap.max_urls})")
+    if stream.count > config.sitemap.max_bytes:
+        problem(f"is {stream.count} bytes uncompressed (limit {config.sitemap.max_bytes})")
+    if index_lastmod != (newest or None):
+        problem(f"index lastmod {index_lastmod} differs from newest member {newest}")
+    return problems
+
+
+def _verify_robots(path: Path, index_url: str) -> list[str]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return [f"{path}: cannot read ({exc.strerror})"]
+    if robots.with_sitemap_line(data, index_url) != data:
+        return [f"{path}: does not hold exactly one 'Sitemap: {index_url}' line"]
+    return []

@@ -1,0 +1,45 @@
+"""W3C datetimes: parse what sources give, emit the one form sitemaps carry.
+
+The ledger stores every time as `YYYY-MM-DDTHH:MM:SS+00:00` so that string order is
+time order and rendering needs no formatting.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime
+
+_CANONICAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\Z")
+_DATE_ONLY = re.compile(r"\d{4}-\d\d-\d\d\Z")
+
+
+def format_epoch(seconds: float) -> str:
+    """Return the canonical UTC form of a POSIX timestamp, truncated to whole seconds."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(int(seconds)))
+
+
+def now() -> str:
+    """Return the current time in canonical form."""
+    return format_epoch(time.time())
+
+
+def parse(value: str) -> str:
+    """Return `value` (a W3C datetime: date, or date-time with a zone) in canonical form.
+
+    Raises ValueError for anything else, including a date-time without a time zone.
+    """
+    value = value.strip()
+    if _CANONICAL.match(value):
+        return value
+    if _DATE_ONLY.match(value):
+        return value + "T00:00:00+00:00"
+    parsed = datetime.fromisoformat(value)
+    if parsed.tzinfo is None:
+        raise ValueError(f"datetime without a time zone: {value!r}")
+    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+
+
+def to_epoch(canonical: str) -> float:
+    """Return the POSIX timestamp of a canonical datetime."""
+    return datetime.fromisoformat(canonical).timestamp()
