@@ -96,7 +96,8 @@ class _Table:
         dotted = f"{self.where}.{key}" if self.where and key else self.where or key
         return ConfigError(f"{self.file}: {dotted}: {message}")
 
-    def _get(self, key: str, kind: type[T], default: T | None, kind_name: str) -> T | None:
+    def get(self, key: str, kind: type[T], default: T, kind_name: str) -> T:
+        """Return the value of `key` (or `default`); raises ConfigError on a wrong type."""
         self.used.add(key)
         if key not in self.data:
             return default
@@ -107,24 +108,19 @@ class _Table:
         return value
 
     def required_text(self, key: str) -> str:
-        value = self._get(key, str, None, "a string")
+        value = self.get(key, str, "", "a string")
         if not value:
             raise self.error(key, "is required")
         return value
 
     def text(self, key: str, default: str) -> str:
-        value = self._get(key, str, default, "a string")
-        assert value is not None
-        return value
+        return self.get(key, str, default, "a string")
 
     def flag(self, key: str, default: bool) -> bool:
-        value = self._get(key, bool, default, "true or false")
-        assert value is not None
-        return value
+        return self.get(key, bool, default, "true or false")
 
     def integer(self, key: str, default: int, low: int, high: int) -> int:
-        value = self._get(key, int, default, "an integer")
-        assert value is not None
+        value = self.get(key, int, default, "an integer")
         if value < low:
             raise self.error(key, f"must be at least {low}, got {value}")
         if value > high:
@@ -132,19 +128,27 @@ class _Table:
         return value
 
     def texts(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
-        value = self._get(key, list, list(default), "a list of strings")
-        assert value is not None
+        value = self.get(key, list, list(default), "a list of strings")
         if not all(isinstance(item, str) for item in value):
             raise self.error(key, "must be a list of strings")
         return tuple(value)
 
-    def path(self, key: str, base: Path, required: bool = True) -> Path | None:
-        value = self._get(key, str, None, "a path string")
+    def table(self, key: str) -> _Table:
+        """Return the sub-table `key`, empty when absent."""
+        where = f"{self.where}.{key}" if self.where else key
+        return _Table(self.file, where, self.get(key, dict, {}, "a table"))
+
+    def optional_path(self, key: str, base: Path) -> Path | None:
+        value = self.get(key, str, "", "a path string")
         if not value:
-            if required:
-                raise self.error(key, "is required")
             return None
         return (base / Path(value).expanduser()).resolve()
+
+    def path(self, key: str, base: Path) -> Path:
+        value = self.optional_path(key, base)
+        if value is None:
+            raise self.error(key, "is required")
+        return value
 
     def done(self) -> None:
         unknown = sorted(set(self.data) - self.used)
@@ -177,9 +181,9 @@ def parse(raw: dict[str, Any], file: Path) -> Config:
     """Return the configuration in the TOML document `raw` read from `file`."""
     base = file.resolve().parent
     top = _Table(file, "", raw)
-    site = _site(_Table(file, "site", top._get("site", dict, None, "a table") or {}), base)
-    sitemap = _sitemap(_Table(file, "sitemap", top._get("sitemap", dict, {}, "a table")))
-    sources_raw = top._get("source", list, None, "an array of tables ([[source]])")
+    site = _site(top.table("site"), base)
+    sitemap = _sitemap(top.table("sitemap"))
+    sources_raw = top.get("source", list, [], "an array of tables ([[source]])")
     if not sources_raw:
         raise top.error("source", "at least one [[source]] table is required")
     sources = tuple(
@@ -210,9 +214,8 @@ def _site(table: _Table, base: Path) -> SiteConfig:
             "output_url", f"must be a folder URL ending in '/' on {origin.root}, got {output_url!r}"
         )
     state_dir = table.path("state_dir", base)
-    robots_txt = table.path("robots_txt", base, required=False)
+    robots_txt = table.optional_path("robots_txt", base)
     table.done()
-    assert output_dir is not None and state_dir is not None
     return SiteConfig(base_url, origin, output_dir, output_url, state_dir, robots_txt)
 
 
@@ -247,7 +250,6 @@ def _source(table: _Table, base: Path) -> SourceConfig:
 
 def _directory(table: _Table, base: Path) -> SourceConfig:
     root = table.path("root", base)
-    assert root is not None
     prefix = table.text("url_prefix", "/")
     if not (prefix.startswith("/") and prefix.endswith("/")):
         raise table.error("url_prefix", f"must start and end with '/', got {prefix!r}")
@@ -275,7 +277,6 @@ def _directory(table: _Table, base: Path) -> SourceConfig:
 
 def _urllist(table: _Table, base: Path) -> SourceConfig:
     path = table.path("path", base)
-    assert path is not None
     return UrlListSource(name=table.text("name", f"urllist:{path}"), path=path)
 
 

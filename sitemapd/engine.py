@@ -13,7 +13,7 @@ from .config import Config
 from .errors import SourceError
 from .ledger import ChangeSet, Ledger, RobotsRules
 from .observation import Item
-from .publish import PublishReport, Publisher
+from .publish import Publisher, PublishReport
 from .shards import Limits
 from .urls import URLPolicy
 
@@ -60,7 +60,9 @@ class Engine:
         site = self.config.site
         skip = (str(site.output_dir), str(site.state_dir))
         scans = [sources.scan(s, self.policy, self.ledger, skip) for s in self.config.sources]
-        complete = [src.name for src, sc in zip(self.config.sources, scans, strict=True) if sc.complete]
+        complete = [
+            src.name for src, sc in zip(self.config.sources, scans, strict=True) if sc.complete
+        ]
         cursors = {k: v for sc in scans for k, v in sc.cursors.items()}
         items: Iterator[Item] = chain.from_iterable(sc.items for sc in scans)
         changes = self.ledger.apply(

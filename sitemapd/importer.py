@@ -45,7 +45,9 @@ def read_sitemaps(
                     if child.is_file():
                         pending.append(child)
                     else:
-                        log.warning("%s: no local copy of %s (looked for %s)", path, entry.loc, child)
+                        log.warning(
+                            "%s: no local copy of %s (looked for %s)", path, entry.loc, child
+                        )
                     continue
                 try:
                     loc = policy.normalise(entry.loc)

@@ -31,14 +31,19 @@ ROBOTS_REASON = "robots.txt"
 _CHUNK = 2000
 
 _URL_COLUMNS = (
-    "id, loc, source, status, reason, page_reason, content_hash, source_time, lastmod, "
+    "id, loc, source_id, status, reason, page_reason, content_hash, source_time, lastmod, "
     "first_seen, change_count, title, file_key, shard, entry_bytes"
 )
 _INSERT_URL = (
     f"INSERT INTO urls ({_URL_COLUMNS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+# URLs from lists carry no content facts; binding fewer values makes bulk loads much faster.
+_INSERT_BARE = (
+    "INSERT INTO urls (loc, source_id, status, source_time, lastmod, first_seen, change_count, "
+    f"shard, entry_bytes) VALUES (?, ?, '{LIVE}', ?, ?, ?, 0, ?, ?)"
+)
 _UPDATE_URL = (
-    "UPDATE urls SET source = ?, status = ?, reason = ?, page_reason = ?, content_hash = ?, "
+    "UPDATE urls SET source_id = ?, status = ?, reason = ?, page_reason = ?, content_hash = ?, "
     "source_time = ?, lastmod = ?, change_count = ?, title = ?, file_key = ?, shard = ? "
     "WHERE id = ?"
 )
@@ -75,7 +80,7 @@ class _Row:
 
     id: int
     loc: str
-    source: str
+    source_id: int | None
     status: str
     reason: str | None
     page_reason: str | None
@@ -91,7 +96,7 @@ class _Row:
 
     def update_params(self) -> tuple[Any, ...]:
         return (
-            self.source,
+            self.source_id,
             self.status,
             self.reason,
             self.page_reason,
@@ -107,11 +112,11 @@ class _Row:
 
 
 def _migrate_v1(db: Database) -> None:
-    db["urls"].create(
+    db.table("urls").create(
         {
             "id": int,
             "loc": str,
-            "source": str,
+            "source_id": int,
             "status": str,
             "reason": str,
             "page_reason": str,
@@ -126,17 +131,19 @@ def _migrate_v1(db: Database) -> None:
             "entry_bytes": int,
         },
         pk="id",
-        not_null=["loc", "source", "status", "lastmod", "first_seen", "change_count"],
+        not_null=["loc", "status", "lastmod", "first_seen", "change_count"],
     )
-    db["shards"].create(
+    db.table("sources").create({"id": int, "name": str}, pk="id", not_null=["name"])
+    db.table("sources").create_index(["name"], unique=True)
+    db.table("shards").create(
         {"id": int, "url_count": int, "bytes": int, "lastmod": str, "dirty": int}, pk="id"
     )
-    db["journal"].create({"seq": int, "loc": str, "kind": str, "at": str}, pk="seq")
-    db["cursors"].create({"name": str, "value": str}, pk="name")
-    db["rejects"].create(
+    db.table("journal").create({"seq": int, "url_id": int, "kind": str, "at": str}, pk="seq")
+    db.table("cursors").create({"name": str, "value": str}, pk="name")
+    db.table("rejects").create(
         {"source": str, "item": str, "reason": str, "at": str}, pk=("source", "item")
     )
-    db["published"].create({"name": str, "sha256": str, "bytes": int, "at": str}, pk="name")
+    db.table("published").create({"name": str, "sha256": str, "bytes": int, "at": str}, pk="name")
     _create_url_indexes(db.conn)
 
 
@@ -154,6 +161,23 @@ def _drop_url_indexes(conn: sqlite3.Connection) -> None:
 
 # Append only: a released migration never changes; the list index + 1 is the version.
 MIGRATIONS: list[Callable[[Database], None]] = [_migrate_v1]
+
+
+def _unchanged(values: tuple[Any, ...], obs: Observation, source_id: int) -> bool:
+    """True when `obs` repeats what the row (`_URL_COLUMNS` values) already records.
+
+    The common case of a rescan, decided without building a row; robots.txt verdicts
+    cannot differ because changed rules were re-applied before any observation.
+    """
+    return (
+        values[2] == source_id
+        and values[3] in (LIVE, EXCLUDED)
+        and values[5] == obs.exclusion
+        and values[11] == obs.title
+        and values[12] == obs.file_key
+        and (obs.content_hash is None or obs.content_hash == values[6])
+        and (obs.source_time is None or obs.source_time == values[7])
+    )
 
 
 def _chunks(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
@@ -214,7 +238,8 @@ class Ledger:
         """Return `{loc: file_key}` for present (not gone) URLs of `source` among `locs`."""
         marks = ",".join("?" * len(locs))
         rows = self._read().execute(
-            f"SELECT loc, file_key FROM urls WHERE loc IN ({marks}) AND source = ? "
+            f"SELECT loc, file_key FROM urls WHERE loc IN ({marks}) "
+            "AND source_id = (SELECT id FROM sources WHERE name = ?) "
             f"AND status IN ('{LIVE}', '{EXCLUDED}') AND file_key IS NOT NULL",
             [*locs, source],
         )
@@ -302,8 +327,8 @@ class Ledger:
             for loc, lastmod in entries:
                 stamp = min(lastmod or now, now)
                 cursor = self.conn.execute(
-                    "INSERT INTO urls (loc, source, status, source_time, lastmod, first_seen, "
-                    "change_count, entry_bytes) VALUES (?, '', ?, ?, ?, ?, 0, ?) "
+                    "INSERT INTO urls (loc, status, source_time, lastmod, first_seen, "
+                    "change_count, entry_bytes) VALUES (?, ?, ?, ?, ?, 0, ?) "
                     "ON CONFLICT (loc) DO UPDATE SET lastmod = excluded.lastmod, "
                     "source_time = excluded.source_time WHERE urls.status = ?",
                     (loc, SEEDED, stamp, stamp, now, entry_size(loc), SEEDED),
@@ -364,8 +389,19 @@ class _Apply:
         self.now = now
         self.changes = ChangeSet()
         self.shards = Shards(self.conn, ledger.limits)
-        self.journal: list[tuple[str, str, str]] = []
+        self.journal: list[tuple[int, str, str]] = []
+        self._source_ids: dict[str, int] = dict(
+            (name, id_) for id_, name in self.conn.execute("SELECT id, name FROM sources")
+        )
         self.bulk = False
+
+    def source_id(self, name: str) -> int:
+        """Return the id of source `name`, registering it on first use."""
+        found = self._source_ids.get(name)
+        if found is None:
+            cursor = self.conn.execute("INSERT INTO sources (name) VALUES (?)", (name,))
+            found = self._source_ids[name] = cursor.lastrowid or 0
+        return found
 
     # Decisions ---------------------------------------------------------------------
 
@@ -387,7 +423,7 @@ class _Apply:
             self.changes.new += 1
         return (
             obs.loc,
-            obs.source,
+            self.source_id(obs.source),
             EXCLUDED if reason else LIVE,
             reason,
             obs.exclusion,
@@ -404,6 +440,7 @@ class _Apply:
 
     def _observe(self, row: _Row, obs: Observation) -> None:
         """Update `row` for what `obs` says of it now."""
+        old_lastmod = row.lastmod
         if obs.content_hash is not None:
             # No stored hash (seeded or listed URL): first content, not a change.
             changed = row.content_hash is not None and row.content_hash != obs.content_hash
@@ -419,17 +456,19 @@ class _Apply:
         if changed:
             row.lastmod = max(row.lastmod, new_lastmod)
             row.change_count += 1
-        row.source = obs.source
+        row.source_id = self.source_id(obs.source)
         row.content_hash = obs.content_hash or row.content_hash
         row.source_time = obs.source_time or row.source_time
         row.title = obs.title
         row.file_key = obs.file_key
         row.page_reason = obs.exclusion
-        self._set_status(row, self._reason(row.loc, obs.exclusion))
+        self._set_status(row, self._reason(row.loc, obs.exclusion), old_lastmod)
 
-    def _set_status(self, row: _Row, reason: str | None, gone: bool = False) -> None:
+    def _set_status(
+        self, row: _Row, reason: str | None, old_lastmod: str, gone: bool = False
+    ) -> None:
         """Move `row` to its new status, keeping shards and the journal in step."""
-        was_live, old_lastmod = row.status == LIVE, row.lastmod
+        was_live = row.status == LIVE
         row.reason = None if gone else reason
         row.status = GONE if gone else EXCLUDED if reason else LIVE
         is_live = row.status == LIVE
@@ -438,16 +477,16 @@ class _Apply:
             self.shards.remove(row.shard, row.entry_bytes)
             row.shard = None
             self.changes.gone += 1
-            self.journal.append((row.loc, GONE, self.now))
+            self.journal.append((row.id, GONE, self.now))
         elif is_live and not was_live:
             row.shard = self.shards.place(row.entry_bytes, row.lastmod)
             self.changes.new += 1
-            self.journal.append((row.loc, NEW, self.now))
+            self.journal.append((row.id, NEW, self.now))
         elif is_live and row.lastmod != old_lastmod:
             assert row.shard is not None
             self.shards.touch(row.shard, row.lastmod)
             self.changes.updated += 1
-            self.journal.append((row.loc, UPDATED, self.now))
+            self.journal.append((row.id, UPDATED, self.now))
 
     # Phases ------------------------------------------------------------------------
 
@@ -461,9 +500,9 @@ class _Apply:
             self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS seen (id INTEGER PRIMARY KEY)")
             self.conn.execute("DELETE FROM temp.seen")
         self.conn.executemany("DELETE FROM rejects WHERE source = ?", [(s,) for s in complete])
-        if self.robots is not None and not self.bulk:
-            if self.ledger.cursor("robots") != self.robots.fingerprint:
-                self._recheck_robots()
+        robots_changed = self.robots and self.ledger.cursor("robots") != self.robots.fingerprint
+        if robots_changed and not self.bulk:
+            self._recheck_robots()
         if self.robots is not None:
             self.conn.execute(
                 "INSERT OR REPLACE INTO cursors (name, value) VALUES ('robots', ?)",
@@ -482,41 +521,51 @@ class _Apply:
                 )
             present = [item for item in chunk if not isinstance(item, Rejected)]
             if self.bulk:
-                self._insert_new([item for item in present if isinstance(item, Observation)])
+                self._insert([self._new_row(o) for o in present if isinstance(o, Observation)])
             else:
                 self._update_chunk(present)
 
-    def _insert_new(self, observations: list[Observation]) -> None:
-        self.conn.executemany(_INSERT_URL, [self._new_row(obs) for obs in observations])
+    def _insert(self, rows: list[tuple[Any, ...]]) -> None:
+        """Insert rows made by `_new_row`."""
+        bare, full = [], []
+        for r in rows:
+            # Live, with no reason, hash, title or file: a listed URL.
+            if r[3] is None and r[5] is None and r[10] is None and r[11] is None:
+                bare.append((r[0], r[1], r[6], r[7], r[8], r[12], r[13]))
+            else:
+                full.append(r)
+        self.conn.executemany(_INSERT_URL, full)
+        self.conn.executemany(_INSERT_BARE, bare)
 
     def _update_chunk(self, items: list[Observation | Seen]) -> None:
         latest = {item.loc: item for item in items}  # the last word on a URL wins
         marks = ",".join("?" * len(latest))
         rows = {
-            row[1]: _Row(*row)
+            row[1]: row
             for row in self.conn.execute(
                 f"SELECT {_URL_COLUMNS} FROM urls WHERE loc IN ({marks})", list(latest)
             )
         }
         inserts, updates, seen = [], [], []
         for loc, item in latest.items():
-            row = rows.get(loc)
-            if row is None:
+            values = rows.get(loc)
+            if values is None:
                 if isinstance(item, Observation):
                     inserts.append(self._new_row(item))
-                    if inserts[-1][2] == LIVE:
-                        self.journal.append((loc, NEW, self.now))
                 continue
             if isinstance(item, Seen):
-                if row.source == item.source and row.status != GONE:
-                    seen.append((row.id,))
+                if values[2] == self.source_id(item.source) and values[3] != GONE:
+                    seen.append((values[0],))
                 continue
+            seen.append((values[0],))
+            if _unchanged(values, item, self.source_id(item.source)):
+                continue
+            row = _Row(*values)
             before = row.update_params()
             self._observe(row, item)
-            seen.append((row.id,))
             if row.update_params() != before:
                 updates.append(row.update_params())
-        self.conn.executemany(_INSERT_URL, inserts)
+        self._insert(inserts)
         self.conn.executemany(_UPDATE_URL, updates)
         self.conn.executemany("INSERT OR IGNORE INTO temp.seen VALUES (?)", seen)
         if inserts:
@@ -524,16 +573,20 @@ class _Apply:
                 "INSERT OR IGNORE INTO temp.seen SELECT id FROM urls WHERE loc = ?",
                 [(params[0],) for params in inserts],
             )
+            self.conn.executemany(
+                "INSERT INTO journal (url_id, kind, at) SELECT id, ?, ? FROM urls WHERE loc = ?",
+                [(NEW, self.now, params[0]) for params in inserts if params[2] == LIVE],
+            )
 
     def finish(self, complete: Collection[str]) -> None:
         if self.bulk:
             self._finish_bulk()
         else:
             for source in complete:
-                self._mark_gone(source)
+                self._mark_gone(self.source_id(source))
         self.changes.moved += self.shards.enforce_limits()
         self.conn.executemany(
-            "INSERT INTO journal (loc, kind, at) VALUES (?, ?, ?)", self.journal
+            "INSERT INTO journal (url_id, kind, at) VALUES (?, ?, ?)", self.journal
         )
         self.changes.dirty_shards = self.shards.flush()
 
@@ -548,7 +601,7 @@ class _Apply:
             self._recount_shards()
             _create_url_indexes(self.conn)
         self.conn.execute(
-            "INSERT INTO journal (loc, kind, at) SELECT loc, ?, ? FROM urls "
+            "INSERT INTO journal (url_id, kind, at) SELECT id, ?, ? FROM urls "
             "WHERE status = ? ORDER BY id",
             (NEW, self.now, LIVE),
         )
@@ -567,17 +620,17 @@ class _Apply:
             state.url_count, state.bytes, state.lastmod = count, size, lastmod
         self.shards.dirty.update(self.shards.states)
 
-    def _mark_gone(self, source: str) -> None:
+    def _mark_gone(self, source_id: int) -> None:
         rows = [
             _Row(*row)
             for row in self.conn.execute(
-                f"SELECT {_URL_COLUMNS} FROM urls WHERE source = ? AND status IN (?, ?) "
+                f"SELECT {_URL_COLUMNS} FROM urls WHERE source_id = ? AND status IN (?, ?) "
                 "AND id NOT IN (SELECT id FROM temp.seen)",
-                (source, LIVE, EXCLUDED),
+                (source_id, LIVE, EXCLUDED),
             )
         ]
         for row in rows:
-            self._set_status(row, None, gone=True)
+            self._set_status(row, None, row.lastmod, gone=True)
             row.file_key = None
         self.conn.executemany(_UPDATE_URL, [row.update_params() for row in rows])
 
@@ -594,7 +647,7 @@ class _Apply:
                 row = _Row(*values)
                 reason = self._reason(row.loc, row.page_reason)
                 if reason != row.reason:
-                    self._set_status(row, reason)
+                    self._set_status(row, reason, row.lastmod)
                     updates.append(row.update_params())
             self.conn.executemany(_UPDATE_URL, updates)
             changed += len(updates)

@@ -135,9 +135,7 @@ class Publisher:
             if self.names.is_shard(name) and name not in named
         ]
         self._update_robots_txt(report)
-        self.ledger.record_publish(
-            written, dirty, self.ledger.empty_shards(), gone_records, at=now
-        )
+        self.ledger.record_publish(written, dirty, self.ledger.empty_shards(), gone_records, at=now)
         return report
 
     def _intact(self, name: str) -> bool:

@@ -50,7 +50,9 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
     ]
     (last_publish,) = conn.execute("SELECT max(at) FROM published").fetchone()
     return {
-        "urls": {status: counts.get(status, 0) for status in ("live", "excluded", "gone", "seeded")},
+        "urls": {
+            status: counts.get(status, 0) for status in ("live", "excluded", "gone", "seeded")
+        },
         "excluded_by_reason": by_reason,
         "excluded": excluded,
         "invalid": {"count": invalid_count, "items": invalid},

@@ -21,7 +21,8 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _PATH_SAFE = "!$&'()*+,;=:@/~-._"
 _QUERY_SAFE = _PATH_SAFE + "?"
 _SEGMENT_SAFE = "!$&'()*+,;=:@~-._"
-_PCHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"
+# Any character a canonical URL cannot hold after its origin.
+_NOT_CANONICAL = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]")
 _DOT_SEGMENT = re.compile(r"(?:^|/)(?:\.|%2[eE]){1,2}(?:/|$)")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
@@ -78,18 +79,20 @@ class URLPolicy:
 
     def __init__(self, origin: Origin) -> None:
         self.origin = origin
-        prefix = f"{origin.scheme}://{origin.netloc}"
-        self._path_start = len(prefix)
-        # Already-canonical URLs (the vast majority) skip urllib entirely.
-        self._fast = re.compile(
-            rf"{re.escape(prefix)}/(?:{_PCHAR}|/)*(?:\?(?:{_PCHAR}|[/?])*)?\Z",
-        )
+        self._root = origin.root
+        self._path_start = len(origin.root) - 1
 
     def normalise(self, url: str) -> str:
         """Return the canonical spelling of `url`; raises InvalidURL with the reason."""
-        path = url[self._path_start :].partition("?")[0]
-        if self._fast.match(url) and not _DOT_SEGMENT.search(path):
-            return _checked_length(url)
+        # Already-canonical URLs (the vast majority) skip urllib entirely.
+        if (
+            url.startswith(self._root)
+            and not _NOT_CANONICAL.search(url, self._path_start)
+            and ("%" not in url or not _BAD_ESCAPE.search(url))
+        ):
+            path = url[self._path_start :].partition("?")[0]
+            if ("/." not in path and "%2" not in path) or not _DOT_SEGMENT.search(path):
+                return _checked_length(url)
         return self._normalise_slow(url.strip())
 
     def _normalise_slow(self, url: str) -> str:
@@ -111,7 +114,9 @@ class URLPolicy:
         query = "?" + _encode(parts.query, _QUERY_SAFE) if parts.query else ""
         return _checked_length(f"{scheme}://{netloc}{path}{query}")
 
-    def for_file(self, prefix: str, relpath: str, strip_html: bool, index_names: tuple[str, ...]) -> str:
+    def for_file(
+        self, prefix: str, relpath: str, strip_html: bool, index_names: tuple[str, ...]
+    ) -> str:
         """Return the URL of a file at `relpath` (a `/`-separated path) under `prefix`."""
         segments = relpath.split("/")
         leaf = segments[-1]

@@ -56,7 +56,9 @@ def verify(config: Config) -> list[str]:
     return problems
 
 
-def _verify_shard(path: Path, index_lastmod: str | None, config: Config, seen: set[bytes]) -> list[str]:
+def _verify_shard(
+    path: Path, index_lastmod: str | None, config: Config, seen: set[bytes]
+) -> list[str]:
     policy = URLPolicy(config.site.origin)
     problems: list[str] = []
 
@@ -82,7 +84,9 @@ def _verify_shard(path: Path, index_lastmod: str | None, config: Config, seen: s
                 except InvalidURL as exc:
                     problem(f"{entry.loc[:200]}: {exc}")
                 if entry.lastmod is None or not _LASTMOD.match(entry.lastmod):
-                    problem(f"{entry.loc}: lastmod {entry.lastmod!r} is not YYYY-MM-DDThh:mm:ss+00:00")
+                    problem(
+                        f"{entry.loc}: lastmod {entry.lastmod!r} is not YYYY-MM-DDThh:mm:ss+00:00"
+                    )
                 else:
                     newest = max(newest, entry.lastmod)
                 digest = hashlib.blake2b(entry.loc.encode(), digest_size=12).digest()

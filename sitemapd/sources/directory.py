@@ -52,7 +52,9 @@ def walk(source: DirectorySource, skip: tuple[str, ...]) -> Iterator[tuple[str, 
                 entries = sorted(listing, key=lambda e: e.name, reverse=True)
         except FileNotFoundError:
             if folder == str(source.root):
-                raise SourceError(f"{source.name}: root {source.root} vanished during the scan")
+                raise SourceError(
+                    f"{source.name}: root {source.root} vanished during the scan"
+                ) from None
             continue
         except OSError as exc:
             raise SourceError(f"{source.name}: cannot list {folder} ({exc.strerror})") from exc

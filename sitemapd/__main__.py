@@ -1,0 +1,5 @@
+"""`python -m sitemapd` runs the command line."""
+
+from .cli import main
+
+main()
