@@ -1,0 +1,228 @@
+"""`sitemapd build` on directory sites: URLs, lastmod truth, idempotence, atomic output."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, Site, assert_valid, page, published, snapshot
+
+from sitemapd import w3c
+
+EXAMPLE_URLS = {
+    "https://example.com/",
+    "https://example.com/about/",
+    "https://example.com/about/contact.html",
+    "https://example.com/culture/",
+    "https://example.com/culture/2026/11/jazz-festival-lineup.html",
+    "https://example.com/culture/2026/11/museum-night.html",
+    "https://example.com/culture/caf%C3%A9-reviews.html",
+    "https://example.com/culture/na%C3%AFve-art/",
+    "https://example.com/de/",
+    "https://example.com/de/stra%C3%9Fe.html",
+    "https://example.com/news/",
+    "https://example.com/news/2026/",
+    "https://example.com/news/2026/10/budget-surplus-announced.html",
+    "https://example.com/news/2026/10/library-reopens.html",
+    "https://example.com/news/2026/11/city-council-vote.html",
+    "https://example.com/news/2026/11/new-tram-line-opens.html",
+    "https://example.com/news/2026/11/river-flood-warning.html",
+    "https://example.com/sport/",
+    "https://example.com/sport/2026/10/swimming-championships.html",
+    "https://example.com/sport/2026/11/derby-ends-in-draw.html",
+    "https://example.com/sport/2026/11/marathon-record.html",
+    "https://example.com/tech/",
+    "https://example.com/tech/2026/11/city-wifi-upgrade.html",
+    "https://example.com/tech/2026/11/open-source-grant.html",
+    "https://example.com/tech/q&a.html",
+    "https://example.com/tech/release%20notes.html",
+}
+
+
+def at(stamp: str) -> float:
+    return w3c.to_epoch(w3c.parse(stamp))
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> Site:
+    """The bundled example site with its own config, copied to a temp dir."""
+    shutil.copytree(REPO / "examples" / "site", tmp_path / "site")
+    shutil.copy(REPO / "examples" / "sitemapd.toml", tmp_path / "sitemapd.toml")
+    site = Site.__new__(Site)
+    site.base, site.root = tmp_path, tmp_path / "site"
+    site.out, site.state = tmp_path / "out", tmp_path / "state"
+    site.config = tmp_path / "sitemapd.toml"
+    return site
+
+
+def test_example_site_publishes_exactly_its_indexable_pages(example: Site) -> None:
+    example.build()
+    assert_valid(example.out)
+    assert set(example.urls()) == EXAMPLE_URLS
+    # Files the web server serves but that are not pages never become URLs.
+    assert not any(loc.endswith((".css", ".svg", ".pdf", ".txt")) for loc in example.urls())
+    assert example.cli("verify").returncode == 0
+
+
+def test_second_build_writes_nothing(example: Site) -> None:
+    example.build()
+    before = snapshot(example.out)
+    robots = (example.root / "robots.txt").stat()
+    result = example.build()
+    assert "wrote 0 files" in result.stdout
+    assert snapshot(example.out) == before
+    assert (example.root / "robots.txt").stat().st_mtime_ns == robots.st_mtime_ns
+
+
+def test_touching_every_file_moves_no_lastmod(example: Site) -> None:
+    example.build()
+    before, lastmods = snapshot(example.out), example.urls()
+    later = time.time() + 5
+    for path in example.root.rglob("*"):
+        os.utime(path, (later, later))
+    example.build()
+    assert snapshot(example.out) == before
+    assert example.urls() == lastmods
+
+
+def test_redeploying_identical_files_moves_no_lastmod(example: Site, tmp_path: Path) -> None:
+    """A deploy replaces every file (new inodes, new mtimes) with the same bytes."""
+    example.build()
+    before, lastmods = snapshot(example.out), example.urls()
+    fresh = tmp_path / "release"
+    shutil.copytree(REPO / "examples" / "site", fresh)
+    shutil.rmtree(example.root)
+    fresh.rename(example.root)
+    example.build()
+    assert example.urls() == lastmods
+    assert snapshot(example.out) == before
+
+
+def test_new_page_takes_file_mtime_and_change_takes_observation_time(site: Site) -> None:
+    path = site.write("a.html", page("A", "first"))
+    os.utime(path, (at("2024-03-01T12:00:00Z"),) * 2)
+    site.build()
+    assert site.urls() == {"https://example.com/a.html": "2024-03-01T12:00:00+00:00"}
+
+    # Same bytes, newer mtime: not a change.
+    os.utime(path, (at("2025-01-01T00:00:00Z"),) * 2)
+    site.build()
+    assert site.urls()["https://example.com/a.html"] == "2024-03-01T12:00:00+00:00"
+
+    # New content: lastmod is when the change was observed, not the file's mtime.
+    before = w3c.now()
+    site.write("a.html", page("A", "second"))
+    os.utime(path, (at("2020-01-01T00:00:00Z"),) * 2)
+    site.build()
+    after = w3c.now()
+    assert before <= site.urls()["https://example.com/a.html"] <= after
+
+
+def test_lastmod_is_never_in_the_future(site: Site) -> None:
+    path = site.write("future.html", page("Future"))
+    os.utime(path, (time.time() + 86400 * 365,) * 2)
+    site.build()
+    assert site.urls()["https://example.com/future.html"] <= w3c.now()
+
+
+def test_deleted_page_leaves_and_returns_with_its_lastmod(site: Site) -> None:
+    path = site.write("keep.html", page("Keep"))
+    site.write("other.html", page("Other"))
+    os.utime(path, (at("2024-01-01T00:00:00Z"),) * 2)
+    site.build()
+    saved = path.read_bytes()
+    path.unlink()
+    site.build()
+    assert set(site.urls()) == {"https://example.com/other.html"}
+    site.write("keep.html", saved)
+    site.build()
+    assert site.urls()["https://example.com/keep.html"] == "2024-01-01T00:00:00+00:00"
+
+
+def test_paths_map_to_urls(site: Site) -> None:
+    site.configure(source='url_prefix = "/docs/"\nstrip_html = true\nexclude = ["private/**"]')
+    for relpath in ("index.html", "a/index.html", "a/b.html", "c.htm", "private/x.html"):
+        site.write(relpath, page(relpath))
+    site.write(".hidden.html", page("dotfile"))
+    site.write(".git/x.html", page("in a dot folder"))
+    site.write("style.css", "body {}")
+    site.build()
+    assert set(site.urls()) == {
+        "https://example.com/docs/",
+        "https://example.com/docs/a/",
+        "https://example.com/docs/a/b",
+        "https://example.com/docs/c",
+    }
+
+
+def test_output_and_state_inside_the_root_are_not_pages(site: Site) -> None:
+    site.config.write_text(
+        '[site]\nbase_url = "https://example.com/"\noutput_dir = "site/sitemaps"\n'
+        'state_dir = "site/state"\n[[source]]\ntype = "directory"\nroot = "site"\n'
+        'include = ["**/*"]\n'
+    )
+    site.write("index.html", page("Home"))
+    site.out = site.root / "sitemaps"
+    site.build()
+    site.build()
+    assert set(site.urls()) == {"https://example.com/"}
+
+
+def test_gzip_output_is_valid_deterministic_and_switchable(site: Site) -> None:
+    site.configure(sitemap="gzip = true")
+    for n in range(5):
+        site.write(f"p{n}.html", page(f"P{n}"))
+    site.build()
+    assert sorted(p.name for p in site.out.iterdir()) == ["sitemap-1.xml.gz", "sitemap.xml"]
+    assert_valid(site.out)
+    first = (site.out / "sitemap-1.xml.gz").read_bytes()
+    assert gzip.decompress(first).startswith(b"<?xml")
+    (site.out / "sitemap-1.xml.gz").unlink()
+    site.build()  # a lost file is rewritten, byte for byte
+    assert (site.out / "sitemap-1.xml.gz").read_bytes() == first
+    site.configure(sitemap="gzip = false")
+    site.build()
+    assert sorted(p.name for p in site.out.iterdir()) == ["sitemap-1.xml", "sitemap.xml"]
+    assert_valid(site.out)
+    assert len(published(site.out)) == 5
+
+
+def test_missing_root_keeps_published_output(site: Site) -> None:
+    site.write("a.html", page("A"))
+    site.build()
+    before = snapshot(site.out)
+    shutil.rmtree(site.root)
+    result = site.cli("build", check=False)
+    assert result.returncode == 1
+    assert "missing" in result.stderr
+    assert snapshot(site.out) == before
+
+
+def test_unreadable_file_is_counted_and_kept(site: Site) -> None:
+    """A file sitemapd cannot read is reported and its URL stays published as it was."""
+    site.write("a.html", page("A"))
+    locked = site.write("b.html", page("B"))
+    site.build()
+    lastmods = site.urls()
+    locked.write_text(page("B changed"))
+    locked.chmod(0)
+    # Root reads any file; without the DAC capabilities it honours permissions like anyone.
+    drop = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+    command = [sys.executable, "-m", "sitemapd", "build", "-c", str(site.config)]
+    result = subprocess.run(
+        [*(drop if os.geteuid() == 0 else []), *command],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert "1 invalid" in result.stdout
+    assert "b.html: unreadable (Permission denied)" in result.stderr
+    assert site.urls() == lastmods
+    assert '"reason": "unreadable (Permission denied)"' in site.cli("status", "--json").stdout
