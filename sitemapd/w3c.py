@@ -30,11 +30,11 @@ def parse(value: str) -> str:
     Raises ValueError for anything else, including a date-time without a time zone.
     """
     value = value.strip()
+    if _DATE_ONLY.match(value):
+        value += "T00:00:00+00:00"
+    parsed = datetime.fromisoformat(value)  # also rejects impossible dates in canonical form
     if _CANONICAL.match(value):
         return value
-    if _DATE_ONLY.match(value):
-        return value + "T00:00:00+00:00"
-    parsed = datetime.fromisoformat(value)
     if parsed.tzinfo is None:
         raise ValueError(f"datetime without a time zone: {value!r}")
     return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
