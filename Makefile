@@ -16,8 +16,7 @@ $(VENV)/.test-extras: $(BIN)/sitemapd
 	touch $@
 
 run: $(BIN)/sitemapd
-	$(BIN)/sitemapd build -c examples/sitemapd.toml
-	$(BIN)/sitemapd status -c examples/sitemapd.toml
+	$(BIN)/sitemapd run -c examples/sitemapd.toml
 
 lint: $(VENV)/.test-extras
 	$(BIN)/ruff check sitemapd tests bench

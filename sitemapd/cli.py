@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from . import __version__, config, logs, status, w3c
+from .daemon import Daemon
 from .engine import Engine
 from .errors import ConfigError, SitemapdError
 from .importer import ImportTally, read_sitemaps
@@ -81,6 +82,21 @@ def build(config_path: Path) -> None:
         f"{changes.rejected} invalid; wrote {len(report.written)} files "
         f"({report.bytes_written} bytes), removed {len(report.removed)} in {result.seconds:.2f}s"
     )
+
+
+@main.command()
+@config_option
+@_errors_exit
+def run(config_path: Path) -> None:
+    """Publish, then follow every change to the sources until SIGTERM (SIGHUP reloads)."""
+    cfg = config.load(config_path)
+    with StateLock(cfg.site.state_dir):
+        daemon = Daemon(cfg)
+        try:
+            daemon.start()
+            daemon.serve_forever()
+        finally:
+            daemon.stop()
 
 
 @main.command(name="import")

@@ -43,6 +43,18 @@ class SitemapConfig:
     index: str = DEFAULT_INDEX
 
 
+BACKENDS = ("auto", "inotify", "polling")
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonConfig:
+    """How `sitemapd run` batches events and how often it reconciles with the disk."""
+
+    debounce: float = 0.5
+    max_delay: float = 5.0
+    reconcile_interval: float = 900.0
+
+
 @dataclass(frozen=True, slots=True)
 class DirectorySource:
     """Rendered pages under `root` become URLs under `url_prefix`."""
@@ -55,6 +67,9 @@ class DirectorySource:
     strip_html: bool = False
     index_files: tuple[str, ...] = ("index.html", "index.htm")
     ignore: tuple[re.Pattern[bytes], ...] = ()
+    # How `run` watches the root: inotify, or polling for NFS and other remote mounts.
+    backend: str = "auto"
+    poll_interval: float = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +89,7 @@ class Config:
     site: SiteConfig
     sitemap: SitemapConfig
     sources: tuple[SourceConfig, ...]
+    daemon: DaemonConfig = DaemonConfig()
 
     @property
     def ledger_path(self) -> Path:
@@ -125,6 +141,18 @@ class _Table:
             raise self.error(key, f"must be at least {low}, got {value}")
         if value > high:
             raise self.error(key, f"must be at most {high}, got {value}")
+        return value
+
+    def number(self, key: str, default: float, low: float, high: float) -> float:
+        value = self.get(key, (int, float), default, "a number")  # type: ignore[arg-type]
+        if isinstance(value, bool) or not low <= value <= high:
+            raise self.error(key, f"must be a number from {low:g} to {high:g}, got {value!r}")
+        return float(value)
+
+    def choice(self, key: str, default: str, choices: tuple[str, ...]) -> str:
+        value = self.text(key, default)
+        if value not in choices:
+            raise self.error(key, f"must be one of {', '.join(choices)}, got {value!r}")
         return value
 
     def texts(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
@@ -183,6 +211,7 @@ def parse(raw: dict[str, Any], file: Path) -> Config:
     top = _Table(file, "", raw)
     site = _site(top.table("site"), base)
     sitemap = _sitemap(top.table("sitemap"))
+    daemon = _daemon(top.table("daemon"))
     sources_raw = top.get("source", list, [], "an array of tables ([[source]])")
     if not sources_raw:
         raise top.error("source", "at least one [[source]] table is required")
@@ -194,7 +223,21 @@ def parse(raw: dict[str, Any], file: Path) -> Config:
     for n, name in enumerate(names):
         if name in names[:n]:
             raise top.error(f"source[{n}].name", f"duplicate source name {name!r}")
-    return Config(path=file.resolve(), site=site, sitemap=sitemap, sources=sources)
+    return Config(file.resolve(), site, sitemap, sources, daemon)
+
+
+def _daemon(table: _Table) -> DaemonConfig:
+    defaults = DaemonConfig()
+    debounce = table.number("debounce", defaults.debounce, 0.01, 60)
+    config = DaemonConfig(
+        debounce=debounce,
+        max_delay=table.number("max_delay", max(defaults.max_delay, debounce), debounce, 3600),
+        reconcile_interval=table.number(
+            "reconcile_interval", defaults.reconcile_interval, 1, 7 * 86400
+        ),
+    )
+    table.done()
+    return config
 
 
 def _site(table: _Table, base: Path) -> SiteConfig:
@@ -272,6 +315,8 @@ def _directory(table: _Table, base: Path) -> SourceConfig:
         strip_html=table.flag("strip_html", False),
         index_files=table.texts("index_files", defaults.index_files),
         ignore=tuple(patterns),
+        backend=table.choice("backend", "auto", BACKENDS),
+        poll_interval=table.number("poll_interval", 2.0, 0.1, 3600),
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import chain
 
@@ -54,15 +54,43 @@ class Engine:
             raise SourceError(f"cannot read robots.txt {path} ({exc.strerror})") from exc
 
     def build(self, now: str | None = None) -> BuildResult:
-        """Scan every source, apply what changed in one transaction, publish; return it all."""
+        """Scan every source in full, apply in one transaction, publish; return it all.
+
+        Raises SourceError when a source cannot be read (nothing is applied then).
+        """
+        return self.update({}, {source.name for source in self.config.sources}, now=now)
+
+    def update(
+        self,
+        paths: Mapping[str, set[str]],
+        rescan: set[str],
+        *,
+        now: str | None = None,
+        strict: bool = True,
+    ) -> BuildResult:
+        """Re-read `paths` of some sources and all of the `rescan` ones; apply and publish.
+
+        With `strict` off, a source that cannot be read (a missing root) is logged and
+        left as it was while the others proceed.
+        """
         started = time.perf_counter()
         now = now or w3c.now()
         site = self.config.site
         skip = (str(site.output_dir), str(site.state_dir))
-        scans = [sources.scan(s, self.policy, self.ledger, skip) for s in self.config.sources]
-        complete = [
-            src.name for src, sc in zip(self.config.sources, scans, strict=True) if sc.complete
-        ]
+        scans: list[sources.Scan] = []
+        for source in self.config.sources:
+            try:
+                if source.name in rescan:
+                    scans.append(sources.scan(source, self.policy, self.ledger, skip))
+                elif paths.get(source.name):
+                    scans.append(
+                        sources.observe(source, self.policy, self.ledger, skip, paths[source.name])
+                    )
+            except SourceError as exc:
+                if strict:
+                    raise
+                log.error("%s", exc)
+        complete = [scan.name for scan in scans if scan.complete]
         cursors = {k: v for sc in scans for k, v in sc.cursors.items()}
         items: Iterator[Item] = chain.from_iterable(sc.items for sc in scans)
         changes = self.ledger.apply(
@@ -70,8 +98,10 @@ class Engine:
         )
         report = self.publisher.publish(now)
         seconds = time.perf_counter() - started
-        log.info(
-            "build: %d new, %d updated, %d gone, %d rejected; wrote %d files (%d bytes) in %.2fs",
+        log.log(
+            logging.INFO if report.written or changes.changed else logging.DEBUG,
+            "published: %d new, %d updated, %d gone, %d invalid; "
+            "wrote %d files (%d bytes) in %.2fs",
             changes.new,
             changes.updated,
             changes.gone,

@@ -19,7 +19,7 @@ from sqlite_utils import Database
 
 from . import w3c
 from .errors import LedgerError
-from .observation import Item, Observation, Rejected, Seen
+from .observation import Gone, Item, Observation, Rejected, Seen
 from .render.sitemap import entry_size
 from .shards import Limits, Shards
 
@@ -244,6 +244,13 @@ class Ledger:
             [*locs, source],
         )
         return dict(rows)
+
+    def live_count(self) -> int:
+        """Return how many URLs are published."""
+        (count,) = self.conn.execute(
+            "SELECT count(*) FROM urls WHERE status = ?", (LIVE,)
+        ).fetchone()
+        return int(count)
 
     def cursor(self, name: str) -> str | None:
         """Return the stored value of cursor `name`, or None."""
@@ -488,6 +495,11 @@ class _Apply:
             self.changes.updated += 1
             self.journal.append((row.id, UPDATED, self.now))
 
+    def _remove(self, row: _Row) -> None:
+        """Mark `row` gone: out of every sitemap, its hash and lastmod kept for its return."""
+        self._set_status(row, None, row.lastmod, gone=True)
+        row.file_key = None
+
     # Phases ------------------------------------------------------------------------
 
     def start(self, complete: Collection[str]) -> None:
@@ -537,7 +549,7 @@ class _Apply:
         self.conn.executemany(_INSERT_URL, full)
         self.conn.executemany(_INSERT_BARE, bare)
 
-    def _update_chunk(self, items: list[Observation | Seen]) -> None:
+    def _update_chunk(self, items: list[Observation | Seen | Gone]) -> None:
         latest = {item.loc: item for item in items}  # the last word on a URL wins
         marks = ",".join("?" * len(latest))
         rows = {
@@ -556,6 +568,13 @@ class _Apply:
             if isinstance(item, Seen):
                 if values[2] == self.source_id(item.source) and values[3] != GONE:
                     seen.append((values[0],))
+                continue
+            if isinstance(item, Gone):
+                # Only the owner's word removes a URL: another source may still have it.
+                if values[2] == self.source_id(item.source) and values[3] != GONE:
+                    row = _Row(*values)
+                    self._remove(row)
+                    updates.append(row.update_params())
                 continue
             seen.append((values[0],))
             if _unchanged(values, item, self.source_id(item.source)):
@@ -630,8 +649,7 @@ class _Apply:
             )
         ]
         for row in rows:
-            self._set_status(row, None, row.lastmod, gone=True)
-            row.file_key = None
+            self._remove(row)
         self.conn.executemany(_UPDATE_URL, [row.update_params() for row in rows])
 
     def _recheck_robots(self) -> None:

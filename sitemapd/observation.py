@@ -28,6 +28,13 @@ class Seen(NamedTuple):
     source: str
 
 
+class Gone(NamedTuple):
+    """A URL whose content no longer exists at the source (a deleted file)."""
+
+    loc: str
+    source: str
+
+
 class Rejected(NamedTuple):
     """An item that cannot become a sitemap URL, with the reason."""
 
@@ -36,4 +43,4 @@ class Rejected(NamedTuple):
     reason: str
 
 
-Item = Observation | Seen | Rejected
+Item = Observation | Seen | Gone | Rejected

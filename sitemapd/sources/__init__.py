@@ -8,7 +8,7 @@ from ..urls import URLPolicy
 from . import directory, urllist
 from .base import Scan
 
-__all__ = ["Scan", "scan"]
+__all__ = ["Scan", "observe", "scan"]
 
 
 def scan(source: SourceConfig, policy: URLPolicy, ledger: Ledger, skip: tuple[str, ...]) -> Scan:
@@ -18,3 +18,16 @@ def scan(source: SourceConfig, policy: URLPolicy, ledger: Ledger, skip: tuple[st
     if isinstance(source, UrlListSource):
         return urllist.scan(source, policy, ledger)
     raise TypeError(f"unknown source {source!r}")
+
+
+def observe(
+    source: SourceConfig,
+    policy: URLPolicy,
+    ledger: Ledger,
+    skip: tuple[str, ...],
+    relpaths: set[str],
+) -> Scan:
+    """Return a scan of what changed at `relpaths`; a URL list is always read whole."""
+    if isinstance(source, DirectorySource):
+        return directory.observe(source, policy, ledger, skip, relpaths)
+    return scan(source, policy, ledger, skip)

@@ -21,6 +21,7 @@ def rejected(source: str, item: str, reason: str) -> Rejected:
 class Scan:
     """Items from one source; `complete` when they describe everything it holds."""
 
+    name: str
     items: Iterator[Item]
     complete: bool
     cursors: dict[str, str] = field(default_factory=dict)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from itertools import islice
+from pathlib import Path
 
 from .. import w3c
 from ..config import DirectorySource
 from ..content import content_hash, exclusion, read_page
 from ..errors import InvalidURL, SourceError
 from ..ledger import Ledger
-from ..observation import Item, Observation, Seen
+from ..observation import Gone, Item, Observation, Seen
 from ..urls import URLPolicy
 from .base import Scan, rejected
 from .globs import compile_globs
@@ -27,12 +28,28 @@ _HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 
 def scan(source: DirectorySource, policy: URLPolicy, ledger: Ledger, skip: tuple[str, ...]) -> Scan:
     """Return a complete scan of the directory; raises SourceError when the root is missing."""
+    _check_root(source)
+    return Scan(source.name, _items(source, policy, ledger, walk(source, skip)), complete=True)
+
+
+def _check_root(source: DirectorySource) -> None:
     if not source.root.is_dir():
         raise SourceError(
             f"{source.name}: root {source.root} is missing or not a directory "
             "(published output is kept until it returns)"
         )
-    return Scan(_items(source, policy, ledger, skip), complete=True)
+
+
+def observe(
+    source: DirectorySource,
+    policy: URLPolicy,
+    ledger: Ledger,
+    skip: tuple[str, ...],
+    relpaths: set[str],
+) -> Scan:
+    """Return a partial scan of `relpaths`; raises SourceError when the root is missing."""
+    _check_root(source)
+    return Scan(source.name, _observe_paths(source, policy, ledger, skip, relpaths), complete=False)
 
 
 def file_key(stat: os.stat_result) -> str:
@@ -40,11 +57,13 @@ def file_key(stat: os.stat_result) -> str:
     return f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ino}"
 
 
-def walk(source: DirectorySource, skip: tuple[str, ...]) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """Yield `(relative path, entry)` of every candidate file, in sorted order."""
+def walk(
+    source: DirectorySource, skip: tuple[str, ...], under: str = ""
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """Yield `(relative path, entry)` of every candidate file below `under`, sorted."""
     include, exclude = compile_globs(source.include), compile_globs(source.exclude)
     skipped = {os.path.realpath(path) for path in skip}
-    stack = [("", str(source.root))]
+    stack = [(under + "/" if under else "", str(source.root / under))]
     while stack:
         prefix, folder = stack.pop()
         try:
@@ -74,12 +93,50 @@ def walk(source: DirectorySource, skip: tuple[str, ...]) -> Iterator[tuple[str, 
         yield from reversed(files)
 
 
-def _items(
-    source: DirectorySource, policy: URLPolicy, ledger: Ledger, skip: tuple[str, ...]
+def _observe_paths(
+    source: DirectorySource,
+    policy: URLPolicy,
+    ledger: Ledger,
+    skip: tuple[str, ...],
+    relpaths: set[str],
 ) -> Iterator[Item]:
-    files = walk(source, skip)
+    """Yield what the files (or folders) at `relpaths` under the root hold now.
+
+    A path that no longer exists yields Gone; a folder is walked. Events are only hints:
+    the state of the disk decides.
+    """
+    include, exclude = compile_globs(source.include), compile_globs(source.exclude)
+    skipped = {os.path.realpath(path) for path in skip}
+    for relpath in sorted(relpaths):
+        if any(part.startswith(".") for part in relpath.split("/")):
+            continue
+        path = source.root / relpath
+        if any(os.path.realpath(path).startswith(s + os.sep) for s in skipped):
+            continue
+        if path.is_dir():
+            if os.path.realpath(path) not in skipped:
+                yield from _items(source, policy, ledger, walk(source, skip, relpath))
+        elif include.match(relpath) and not exclude.match(relpath):
+            if path.is_file():
+                yield from _items(source, policy, ledger, iter([(relpath, path)]))
+            elif not path.exists():
+                try:
+                    loc = policy.for_file(
+                        source.url_prefix, relpath, source.strip_html, source.index_files
+                    )
+                except InvalidURL:
+                    continue
+                yield Gone(loc, source.name)
+
+
+def _items(
+    source: DirectorySource,
+    policy: URLPolicy,
+    ledger: Ledger,
+    files: Iterator[tuple[str, os.DirEntry[str] | Path]],
+) -> Iterator[Item]:
     while batch := list(islice(files, _BATCH)):
-        located: list[tuple[str, str, os.DirEntry[str]]] = []
+        located: list[tuple[str, str, os.DirEntry[str] | Path]] = []
         for relpath, entry in batch:
             try:
                 loc = policy.for_file(
@@ -99,7 +156,7 @@ def _observe(
     policy: URLPolicy,
     loc: str,
     relpath: str,
-    entry: os.DirEntry[str],
+    entry: os.DirEntry[str] | Path,
     known_key: str | None,
 ) -> Iterator[Item]:
     try:
@@ -108,7 +165,7 @@ def _observe(
         if key == known_key:
             yield Seen(loc, source.name)
             return
-        with open(entry.path, "rb") as handle:
+        with open(entry, "rb") as handle:
             data = handle.read()
     except FileNotFoundError:
         return  # deleted since the listing: absent from this scan, hence gone

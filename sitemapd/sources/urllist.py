@@ -33,8 +33,8 @@ def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
     cursor = f"urllist:{source.name}"
     if ledger.cursor(cursor) == key:
         handle.close()
-        return Scan(iter(()), complete=False)
-    return Scan(_items(source, policy, handle), complete=True, cursors={cursor: key})
+        return Scan(source.name, iter(()), complete=False)
+    return Scan(source.name, _items(source, policy, handle), complete=True, cursors={cursor: key})
 
 
 def _items(source: UrlListSource, policy: URLPolicy, handle: BinaryIO) -> Iterator[Item]:

@@ -1,0 +1,175 @@
+"""Watching sources with watchdog. Watchers only queue hints for the writer.
+
+An event names a path that may have changed; the writer re-reads it and the disk decides.
+Handlers never raise (an exception would silently end watchdog's thread), opened and
+closed-without-writing events are filtered out so that reading pages triggers nothing,
+and paths inside the output or state directory are ignored.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileAttribEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+from watchdog.observers.polling import PollingObserver
+
+from .config import DirectorySource, SourceConfig, UrlListSource
+
+log = logging.getLogger(__name__)
+
+# Events that can mean content changed; opened / closed-no-write / dir-modified cannot.
+_EVENTS: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileClosedEvent,
+    FileAttribEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
+
+OnPaths = Callable[[str, set[str]], None]  # (source name, relative paths)
+OnRescan = Callable[[str], None]  # (source name)
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        try:
+            self.watcher.event(event)
+        except Exception:
+            # Never let an exception reach watchdog: it would end the observer silently.
+            log.exception("%s: error handling %r", self.watcher.source.name, event)
+            self.watcher.on_rescan(self.watcher.source.name)
+
+
+class Watcher:
+    """One source's watchdog observer, with what it takes to restart it."""
+
+    def __init__(
+        self,
+        source: SourceConfig,
+        skip: tuple[str, ...],
+        on_paths: OnPaths,
+        on_rescan: OnRescan,
+    ) -> None:
+        self.source = source
+        self.on_paths = on_paths
+        self.on_rescan = on_rescan
+        self._skip = tuple(os.path.realpath(path) + os.sep for path in skip)
+        self.observer: BaseObserver | None = None
+        self.backend = "none"
+        self.root_id: tuple[int, int] | None = None
+
+    @property
+    def folder(self) -> Path:
+        """Return the folder this watcher observes."""
+        if isinstance(self.source, DirectorySource):
+            return self.source.root
+        assert isinstance(self.source, UrlListSource)
+        return self.source.path.parent
+
+    def start(self) -> bool:
+        """Start observing; return False when the folder is missing (an outage)."""
+        try:
+            st = self.folder.stat()
+        except OSError:
+            return False
+        self.root_id = (st.st_dev, st.st_ino)
+        wanted = getattr(self.source, "backend", "auto")
+        if wanted != "polling":
+            try:
+                self._start(Observer(), "inotify")
+                return True
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSPC, errno.EMFILE) or wanted == "inotify":
+                    raise
+                limit = "max_user_watches" if exc.errno == errno.ENOSPC else "max_user_instances"
+                log.warning(
+                    "%s: inotify limit reached (%s); polling instead. Raise it with "
+                    "`sysctl fs.inotify.%s=524288`",
+                    self.source.name,
+                    exc.strerror,
+                    limit,
+                )
+        interval = getattr(self.source, "poll_interval", 2.0)
+        self._start(PollingObserver(timeout=interval), "polling")
+        return True
+
+    def _start(self, observer: BaseObserver, backend: str) -> None:
+        recursive = isinstance(self.source, DirectorySource)
+        observer.schedule(
+            _Handler(self), str(self.folder), recursive=recursive, event_filter=_EVENTS
+        )
+        try:
+            observer.start()
+        except OSError:
+            observer.stop()
+            raise
+        self.observer, self.backend = observer, backend
+        log.info("%s: watching %s (%s)", self.source.name, self.folder, backend)
+
+    def stop(self) -> None:
+        """Stop observing and wait for the observer thread."""
+        if self.observer is not None:
+            self.observer.stop()
+            if self.observer.is_alive():
+                self.observer.join(timeout=5)
+            self.observer = None
+
+    def healthy(self) -> bool:
+        """True while the observer runs on the same folder it started on."""
+        if self.observer is None or not self.observer.is_alive():
+            return False
+        try:
+            st = self.folder.stat()
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self.root_id
+
+    def event(self, event: FileSystemEvent) -> None:
+        """Turn one watchdog event into work for the writer."""
+        if isinstance(self.source, UrlListSource):
+            names = {os.fsdecode(event.src_path), os.fsdecode(event.dest_path or "")}
+            if str(self.source.path) in names:
+                self.on_rescan(self.source.name)
+            return
+        if isinstance(event, DirDeletedEvent | DirMovedEvent):
+            # Which URLs lived below a vanished folder is a question for a full scan.
+            self.on_rescan(self.source.name)
+            if isinstance(event, DirMovedEvent):
+                self._queue(os.fsdecode(event.dest_path))
+            return
+        self._queue(os.fsdecode(event.src_path))
+        if event.dest_path:
+            self._queue(os.fsdecode(event.dest_path))
+
+    def _queue(self, path: str) -> None:
+        if path.startswith(self._skip) or (path + os.sep).startswith(self._skip):
+            return
+        relpath = os.path.relpath(path, self.folder)
+        if relpath == "." or relpath.startswith(".." + os.sep) or relpath == "..":
+            return
+        self.on_paths(self.source.name, {relpath.replace(os.sep, "/")})
