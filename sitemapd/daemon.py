@@ -243,22 +243,20 @@ class Daemon:
             self.watchers[source.name] = watcher
             self._start_watcher(watcher)
 
-    def _start_watcher(self, watcher: Watcher) -> bool:
+    def _start_watcher(self, watcher: Watcher, restarted: bool = False) -> None:
         name = watcher.source.name
         if watcher.start():
-            if name in self._missing:
+            if restarted or name in self._missing:
                 self._missing.discard(name)
-                log.warning("%s: %s is back: reconciling", name, watcher.folder)
+                log.warning("%s: watching %s again: reconciling", name, watcher.folder)
                 self.queue.add_rescan(name)
-            return True
-        if name not in self._missing:
+        elif name not in self._missing:
             self._missing.add(name)
             log.error(
                 "%s: %s is missing: keeping the published output until it returns",
                 name,
                 watcher.folder,
             )
-        return False
 
     def _stop_watchers(self) -> None:
         for watcher in self.watchers.values():
@@ -270,11 +268,11 @@ class Daemon:
         for name, watcher in list(self.watchers.items()):
             if watcher.healthy():
                 continue
-            if watcher.observer is not None:
+            restarted = watcher.observer is not None
+            if restarted:
                 log.warning("%s: watcher stopped or its folder was replaced: restarting", name)
                 watcher.stop()
-                self._missing.add(name)  # reconcile once it is watched again
-            self._start_watcher(watcher)
+            self._start_watcher(watcher, restarted)
 
     # Reload ------------------------------------------------------------------------
 

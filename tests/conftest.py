@@ -51,7 +51,8 @@ def published(out: Path, index: str = "sitemap.xml") -> dict[str, str]:
         shard = read_xml(out / (shard_loc.text or "").rsplit("/", 1)[-1])
         for url in shard.iter(f"{NS}url"):
             loc, lastmod = url.findtext(f"{NS}loc"), url.findtext(f"{NS}lastmod")
-            assert loc is not None and lastmod is not None
+            assert loc is not None
+            assert lastmod is not None
             assert loc not in urls, f"{loc} listed twice"
             urls[loc] = lastmod
     return urls
@@ -84,7 +85,9 @@ def write_atomic(path: Path, text: str | bytes) -> None:
     temp.replace(path)
 
 
-def page(title: str, body: str = "", canonical: str | None = None, robots: str | None = None) -> str:
+def page(
+    title: str, body: str = "", canonical: str | None = None, robots: str | None = None
+) -> str:
     """Return a small HTML page."""
     head = f"<title>{title}</title>"
     if canonical:

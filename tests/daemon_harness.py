@@ -1,0 +1,110 @@
+"""A running `sitemapd run` subprocess for tests, with its log and deadlines."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from conftest import Site, published
+from lxml import etree
+
+PUBLISH = re.compile(r"published: .* wrote [1-9]\d* files")
+
+
+class RunningDaemon:
+    """`sitemapd run -c <site config>` with its stderr collected line by line."""
+
+    def __init__(self, site: Site, *args: str) -> None:
+        self.site = site
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "sitemapd", *args, "run", "-c", str(site.config)],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self.lines: list[str] = []
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            with self._lock:
+                self.lines.append(line.rstrip("\n"))
+
+    def log(self) -> str:
+        with self._lock:
+            return "\n".join(self.lines)
+
+    def wait_for_log(self, pattern: str, timeout: float = 30.0, count: int = 1) -> None:
+        """Wait until `count` log lines match `pattern`; fail with the log otherwise."""
+        regex = re.compile(pattern)
+        self.wait_until(
+            lambda: sum(bool(regex.search(line)) for line in list(self.lines)) >= count,
+            timeout,
+            f"log line {pattern!r} x{count}",
+        )
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        self.wait_for_log(r"sitemapd.daemon: ready", timeout)
+
+    def wait_until(
+        self, predicate: Callable[[], bool], timeout: float = 30.0, what: str = ""
+    ) -> None:
+        """Poll `predicate` until it holds or `timeout` s pass (then fail with the log)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if predicate():
+                    return
+            except (OSError, etree.XMLSyntaxError, AssertionError):
+                pass  # output not there yet
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(
+            f"timed out waiting for {what or predicate} (exit {self.proc.poll()})\n{self.log()}"
+        )
+
+    def wait_for_urls(self, expected: set[str], timeout: float = 30.0) -> dict[str, str]:
+        self.wait_until(lambda: set(published(self.site.out)) == expected, timeout, f"{expected}")
+        return published(self.site.out)
+
+    def publishes(self) -> int:
+        with self._lock:
+            return sum(bool(PUBLISH.search(line)) for line in self.lines)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        code = self.proc.wait(timeout)
+        self._reader.join(timeout)
+        return code
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(30)
+
+
+def start(site: Site, *args: str) -> RunningDaemon:
+    daemon = RunningDaemon(site, *args)
+    daemon.wait_ready()
+    return daemon
+
+
+def urls(site: Site, *paths: str) -> set[str]:
+    return {f"https://example.com/{p}" for p in paths}
+
+
+def touch_tree(root: Path, when: float) -> None:
+    for path in root.rglob("*"):
+        os.utime(path, (when, when))

@@ -1,0 +1,269 @@
+"""`sitemapd run`: the real daemon as a subprocess, following changes as users make them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import Site, assert_valid, page, published, run_cli, write_atomic
+from daemon_harness import RunningDaemon, start
+
+DAEMON = "[daemon]\ndebounce = 0.2\nmax_delay = 2\n"
+
+
+def u(*paths: str) -> set[str]:
+    return {f"https://example.com/{p}" for p in paths}
+
+
+@pytest.fixture
+def daemons() -> Iterator[list[RunningDaemon]]:
+    """Daemons started by a test; killed at teardown if the test left them running."""
+    running: list[RunningDaemon] = []
+    yield running
+    for daemon in running:
+        if daemon.proc.poll() is None:
+            daemon.kill()
+
+
+def run(site: Site, daemons: list[RunningDaemon], *args: str) -> RunningDaemon:
+    daemon = start(site, *args)
+    daemons.append(daemon)
+    return daemon
+
+
+@pytest.fixture
+def watched(site: Site) -> Site:
+    site.configure(source=DAEMON)
+    site.write("index.html", page("Home"))
+    site.write("a.html", page("A"))
+    return site
+
+
+def test_each_kind_of_event_ends_in_the_right_sitemap(watched: Site, daemons: list) -> None:
+    site = watched
+    daemon = run(site, daemons)
+    first = daemon.wait_for_urls(u("", "a.html"))
+
+    # An editor's atomic save: temp file, then rename over the page.
+    write_atomic(site.root / "b.html", page("B"))
+    daemon.wait_for_urls(u("", "a.html", "b.html"))
+
+    # A plain create-write-close in place, in a new folder.
+    (site.root / "news").mkdir()
+    with open(site.root / "news" / "c.html", "w") as handle:
+        handle.write(page("C"))
+    daemon.wait_for_urls(u("", "a.html", "b.html", "news/c.html"))
+
+    # A change to one page moves its lastmod only.
+    before = published(site.out)
+    time.sleep(1.1)  # lastmods have one-second resolution
+    (site.root / "a.html").write_text(page("A", "changed"))
+    daemon.wait_until(
+        lambda: (
+            published(site.out)["https://example.com/a.html"]
+            != before["https://example.com/a.html"]
+        )
+    )
+    after = published(site.out)
+    assert {k: v for k, v in after.items() if not k.endswith("a.html")} == {
+        k: v for k, v in before.items() if not k.endswith("a.html")
+    }
+
+    # touch is an attrib event: nothing may move or be rewritten.
+    count = daemon.publishes()
+    os.utime(site.root / "b.html")
+    time.sleep(1.0)  # proving that nothing happens needs a quiet period
+    assert daemon.publishes() == count
+    assert published(site.out) == after
+
+    # Rename, delete, folder moved out of and into the root.
+    (site.root / "b.html").rename(site.root / "b2.html")
+    daemon.wait_for_urls(u("", "a.html", "b2.html", "news/c.html"))
+    (site.root / "b2.html").unlink()
+    daemon.wait_for_urls(u("", "a.html", "news/c.html"))
+    outside = site.base / "parked"
+    (site.root / "news").rename(outside)
+    daemon.wait_for_urls(u("", "a.html"))
+    outside.rename(site.root / "moved")
+    daemon.wait_for_urls(u("", "a.html", "moved/c.html"))
+    assert published(site.out)["https://example.com/"] == first["https://example.com/"]
+    assert daemon.stop() == 0
+    assert_valid(site.out)
+
+
+def test_changes_made_while_stopped_are_published_before_ready(
+    watched: Site, daemons: list
+) -> None:
+    site = watched
+    daemon = run(site, daemons)
+    assert daemon.stop() == 0
+    site.write("while-down.html", page("Down"))
+    (site.root / "a.html").unlink()
+    daemon = RunningDaemon(site)
+    daemons.append(daemon)
+    daemon.wait_ready()
+    assert set(published(site.out)) == u("", "while-down.html")
+
+
+def test_a_second_instance_is_refused_naming_the_pid(watched: Site, daemons: list) -> None:
+    daemon = run(watched, daemons)
+    for command in ("run", "build"):
+        result = watched.cli(command, check=False)
+        assert result.returncode == 1
+        assert f"in use by sitemapd pid {daemon.proc.pid}" in result.stderr
+
+
+def test_sigterm_finishes_the_batch_and_exits_0(watched: Site, daemons: list) -> None:
+    site = watched
+    site.configure(source="[daemon]\ndebounce = 5\nmax_delay = 10\n")
+    daemon = run(site, daemons)
+    site.write("late.html", page("Late"))
+    time.sleep(0.5)  # the event is queued, its debounce far from over
+    assert daemon.stop() == 0
+    assert set(published(site.out)) == u("", "a.html", "late.html")
+
+
+def test_root_deleted_and_redeployed_is_an_outage_not_a_deletion(
+    watched: Site, daemons: list
+) -> None:
+    site = watched
+    daemon = run(site, daemons)
+    before = daemon.wait_for_urls(u("", "a.html"))
+    release = site.base / "release"
+    shutil.copytree(site.root, release)
+    shutil.rmtree(site.root)
+    daemon.wait_for_log(r"is missing: keeping the published output")
+    assert published(site.out) == before
+    shutil.copytree(release, site.root)
+    (site.root / "new.html").write_text(page("New"))
+    daemon.wait_for_urls(u("", "a.html", "new.html"))
+    after = published(site.out)
+    assert {k: after[k] for k in before} == before  # same content, same lastmod
+    # The new root is watched again.
+    (site.root / "newer.html").write_text(page("Newer"))
+    daemon.wait_for_urls(u("", "a.html", "new.html", "newer.html"))
+
+
+@pytest.mark.slow
+def test_output_inside_the_watched_root_causes_no_publish_loop(site: Site, daemons: list) -> None:
+    site.config.write_text(
+        '[site]\nbase_url = "https://example.com/"\noutput_dir = "site/sitemaps"\n'
+        'state_dir = "site/.state"\n[[source]]\ntype = "directory"\nroot = "site"\n'
+        'include = ["**/*"]\n' + DAEMON
+    )
+    site.out = site.root / "sitemaps"
+    site.write("index.html", page("Home"))
+    daemon = run(site, daemons)
+    daemon.wait_for_urls(u(""))
+    count = daemon.publishes()
+    time.sleep(10)
+    assert daemon.publishes() == count
+    assert set(published(site.out)) == u("")
+
+
+@pytest.mark.slow
+def test_a_10000_file_deploy_converges_in_few_publishes(watched: Site, daemons: list) -> None:
+    site = watched
+    staging = site.base / "staging"
+    for n in range(10_000):
+        path = staging / f"section{n % 20}" / f"story-{n}.html"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(page(f"Story {n}", "x" * 200))
+    daemon = run(site, daemons)
+    count = daemon.publishes()
+    subprocess.run(["cp", "-r", f"{staging}/.", str(site.root)], check=True)
+    expected = u("", "a.html") | {
+        f"https://example.com/section{n % 20}/story-{n}.html" for n in range(10_000)
+    }
+    daemon.wait_for_urls(expected, timeout=180)
+    assert daemon.publishes() - count <= 10
+    assert_valid(site.out)
+
+
+@pytest.mark.slow
+def test_inotify_queue_overflow_is_reconciled(watched: Site, daemons: list) -> None:
+    site = watched
+    daemon = run(site, daemons)
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    os.kill(daemon.proc.pid, signal.SIGSTOP)
+    try:
+        folder = site.root / "flood"
+        folder.mkdir()
+        # Each new file queues create, modify and close events.
+        for n in range(limit // 2 + 1000):
+            (folder / f"f{n}.html").write_text("x")
+    finally:
+        os.kill(daemon.proc.pid, signal.SIGCONT)
+    expected = u("", "a.html") | {
+        f"https://example.com/flood/f{n}.html" for n in range(limit // 2 + 1000)
+    }
+    daemon.wait_for_urls(expected, timeout=180)
+    assert "inotify queue overflow" in daemon.log()
+
+
+@pytest.mark.slow
+def test_sigkill_mid_burst_leaves_valid_output_and_resumes(watched: Site, daemons: list) -> None:
+    site = watched
+    daemon = run(site, daemons)
+    problems: list[str] = []
+    done = threading.Event()
+
+    def check_output() -> None:
+        # A reader polling the output at every instant sees only complete documents.
+        while not done.is_set():
+            try:
+                assert_valid(site.out)
+            except FileNotFoundError:
+                pass  # a shard replaced between reading the index and opening it
+            except Exception as exc:
+                problems.append(repr(exc))
+
+    checker = threading.Thread(target=check_output)
+    checker.start()
+    try:
+        for n in range(3000):
+            (site.root / f"burst-{n}.html").write_text(page(f"Burst {n}"))
+            if n == 1500:
+                daemon.kill()
+        daemon = run(site, daemons)
+        expected = u("", "a.html") | {f"https://example.com/burst-{n}.html" for n in range(3000)}
+        daemon.wait_for_urls(expected, timeout=120)
+    finally:
+        done.set()
+        checker.join()
+    assert problems == []
+    assert run_cli("verify", "-c", str(site.config), check=False).returncode in (0, 1)
+    assert daemon.stop() == 0
+    assert run_cli("verify", "-c", str(site.config)).returncode == 0
+
+
+def test_sighup_reloads_and_a_bad_config_keeps_the_old_one(watched: Site, daemons: list) -> None:
+    site = watched
+    daemon = run(site, daemons)
+    site.configure(source='exclude = ["a.html"]\n' + DAEMON)
+    daemon.proc.send_signal(signal.SIGHUP)
+    daemon.wait_for_urls(u(""))
+    site.config.write_text(site.config.read_text() + "\nbogus = 1\n")
+    daemon.proc.send_signal(signal.SIGHUP)
+    daemon.wait_for_log(r"reload failed, keeping the running configuration: .*bogus")
+    site.write("still.html", page("Still watching"))
+    daemon.wait_for_urls(u("", "still.html"))
+    assert daemon.stop() == 0
+
+
+def test_polling_backend_sees_changes(site: Site, daemons: list) -> None:
+    site.configure(source='backend = "polling"\npoll_interval = 0.2\n' + DAEMON)
+    site.write("index.html", page("Home"))
+    daemon = run(site, daemons)
+    assert "(polling)" in daemon.log()
+    site.write("p.html", page("P"))
+    daemon.wait_for_urls(u("", "p.html"))
+    (site.root / "p.html").unlink()
+    daemon.wait_for_urls(u(""))
