@@ -192,16 +192,18 @@ def test_inotify_queue_overflow_is_reconciled(watched: Site, daemons: list) -> N
     site = watched
     daemon = run(site, daemons)
     limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    folder = site.root / "flood"
+    folder.mkdir()
+    (folder / "first.html").write_text("x")
+    daemon.wait_for_urls(u("", "a.html", "flood/first.html"))  # the folder is watched now
     os.kill(daemon.proc.pid, signal.SIGSTOP)
     try:
-        folder = site.root / "flood"
-        folder.mkdir()
         # Each new file queues create, modify and close events.
         for n in range(limit // 2 + 1000):
             (folder / f"f{n}.html").write_text("x")
     finally:
         os.kill(daemon.proc.pid, signal.SIGCONT)
-    expected = u("", "a.html") | {
+    expected = u("", "a.html", "flood/first.html") | {
         f"https://example.com/flood/f{n}.html" for n in range(limit // 2 + 1000)
     }
     daemon.wait_for_urls(expected, timeout=180)
