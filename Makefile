@@ -28,6 +28,7 @@ test: lint
 
 bench: $(BIN)/sitemapd
 	$(BIN)/python bench/bench_build.py
+	$(BIN)/python bench/bench_daemon.py
 
 clean:
 	rm -rf $(VENV) examples/out examples/state

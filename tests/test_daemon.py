@@ -269,3 +269,16 @@ def test_polling_backend_sees_changes(site: Site, daemons: list) -> None:
     daemon.wait_for_urls(u("", "p.html"))
     (site.root / "p.html").unlink()
     daemon.wait_for_urls(u(""))
+
+
+def test_a_failing_batch_is_logged_and_retried(watched: Site, daemons: list) -> None:
+    site = watched
+    daemon = run(site, daemons)
+    shutil.rmtree(site.out)
+    site.out.write_text("not a folder")  # publishing cannot succeed now
+    site.write("x.html", page("X"))
+    daemon.wait_for_log(r"batch failed; reconciling its sources")
+    assert daemon.proc.poll() is None
+    site.out.unlink()
+    daemon.wait_for_urls(u("", "a.html", "x.html"), timeout=60)
+    assert daemon.stop() == 0
