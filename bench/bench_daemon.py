@@ -35,11 +35,17 @@ def page(n: int, body: str = "") -> str:
     )
 
 
+def page_path(root: Path, n: int) -> Path:
+    return root / f"section{n % 50}" / f"{n // 1000}" / f"story-{n}.html"
+
+
 def make_site(root: Path, pages: int) -> None:
+    made: set[Path] = set()
     for n in range(pages):
-        path = root / f"section{n % 50}" / f"{n // 1000}" / f"story-{n}.html"
-        if n % 1000 == 0 or n < 50:
+        path = page_path(root, n)
+        if path.parent not in made:
             path.parent.mkdir(parents=True, exist_ok=True)
+            made.add(path.parent)
         path.write_text(page(n))
 
 
@@ -96,7 +102,7 @@ def latencies(base: Path, daemon: Daemon, pages: int, changes: int, seed: int) -
     rng = random.Random(seed)
     result = []
     for n in rng.sample(range(pages), changes):
-        path = base / "site" / f"section{n % 50}" / f"{n // 1000}" / f"story-{n}.html"
+        path = page_path(base / "site", n)
         before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
         started = time.perf_counter()
         path.write_text(page(n, f"changed {time.time()}"))
