@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import ConfigError
+from .listen import parse_listen
 from .urls import Origin
 
 MAX_URLS = 50_000
@@ -53,6 +54,16 @@ class DaemonConfig:
     debounce: float = 0.5
     max_delay: float = 5.0
     reconcile_interval: float = 900.0
+    # A batch running longer than this makes the daemon unhealthy.
+    stuck_after: float = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class HttpConfig:
+    """The sidecar endpoint; off while `listen` is empty."""
+
+    listen: str = ""
+    serve_files: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +101,7 @@ class Config:
     sitemap: SitemapConfig
     sources: tuple[SourceConfig, ...]
     daemon: DaemonConfig = DaemonConfig()
+    http: HttpConfig = HttpConfig()
 
     @property
     def ledger_path(self) -> Path:
@@ -212,6 +224,7 @@ def parse(raw: dict[str, Any], file: Path) -> Config:
     site = _site(top.table("site"), base)
     sitemap = _sitemap(top.table("sitemap"))
     daemon = _daemon(top.table("daemon"))
+    http = _http(top.table("http"))
     sources_raw = top.get("source", list, [], "an array of tables ([[source]])")
     if not sources_raw:
         raise top.error("source", "at least one [[source]] table is required")
@@ -223,7 +236,21 @@ def parse(raw: dict[str, Any], file: Path) -> Config:
     for n, name in enumerate(names):
         if name in names[:n]:
             raise top.error(f"source[{n}].name", f"duplicate source name {name!r}")
-    return Config(file.resolve(), site, sitemap, sources, daemon)
+    return Config(file.resolve(), site, sitemap, sources, daemon, http)
+
+
+def _http(table: _Table) -> HttpConfig:
+    listen = table.text("listen", "")
+    if listen:
+        try:
+            parse_listen(listen)
+        except ValueError as exc:
+            raise table.error("listen", str(exc)) from exc
+    config = HttpConfig(listen=listen, serve_files=table.flag("serve_files", False))
+    if config.serve_files and not listen:
+        raise table.error("serve_files", "needs http.listen")
+    table.done()
+    return config
 
 
 def _daemon(table: _Table) -> DaemonConfig:
@@ -235,6 +262,7 @@ def _daemon(table: _Table) -> DaemonConfig:
         reconcile_interval=table.number(
             "reconcile_interval", defaults.reconcile_interval, 1, 7 * 86400
         ),
+        stuck_after=table.number("stuck_after", defaults.stuck_after, 1, 86400),
     )
     table.done()
     return config

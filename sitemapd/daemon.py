@@ -17,9 +17,13 @@ from types import FrameType
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from . import config as config_module
+from . import w3c
 from .config import Config, DirectorySource
-from .engine import Engine
+from .engine import BuildResult, Engine
 from .errors import ConfigError
+from .metrics import Metrics
+from .sidecar import Sidecar
+from .systemd import Notifier
 from .watch import Watcher
 
 log = logging.getLogger(__name__)
@@ -122,11 +126,29 @@ class Daemon:
         # Held by the writer for each batch; a reload takes it to swap the engine.
         self.engine_lock = threading.Lock()
         self.watchers: dict[str, Watcher] = {}
-        self._missing: set[str] = set()
+        # The failure last logged per watcher, so a lasting outage is logged once.
+        self._reported: dict[str, str] = {}
+        self.notifier = Notifier()
+        self.ready = False
+        self.batch_started: float | None = None
+        self.errors = 0
+        self.last_publish: str | None = None
+        self.reload_error: str | None = None
+        self.metrics = Metrics(config.ledger_path, lambda: not self.problems(), self.queue.depth)
+        self.sidecar: Sidecar | None = None
+        if config.http.listen:
+            self.sidecar = Sidecar(
+                config.http.listen,
+                config.site.output_dir,
+                config.http.serve_files,
+                self.problems,
+                self.metrics,
+            )
         self.scheduler = BackgroundScheduler(
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 30}
         )
         self.writer = threading.Thread(target=self._write_loop, name="sitemapd-writer")
+        self._live = 0
         self._overflow = _OverflowListener(self)
 
     # Lifecycle ---------------------------------------------------------------------
@@ -134,13 +156,73 @@ class Daemon:
     def start(self) -> None:
         """Watch, catch up with changes made while stopped, publish, then follow changes."""
         logging.getLogger("watchdog.observers.inotify_c").addHandler(self._overflow)
+        if self.sidecar is not None:
+            self.sidecar.start()
         self._start_watchers()
-        result = self.engine.update({}, self._source_names(), strict=False)
+        scanning = threading.Event()
+        threading.Thread(target=self._extend_start, args=(scanning,), daemon=True).start()
+        try:
+            result = self._update({}, self._source_names())
+        finally:
+            scanning.set()
         self.writer.start()
         self._schedule()
         self.scheduler.start()
-        live = self.engine.ledger.live_count()
-        log.info("ready: %d URLs live; %d files written at start", live, len(result.report.written))
+        self.ready = True
+        log.info(
+            "ready: %d URLs live; %d files written at start", self._live, len(result.report.written)
+        )
+        self.notifier.ready(self.status())
+
+    def _extend_start(self, done: threading.Event) -> None:
+        """Keep systemd's start timeout from firing while a long first scan runs."""
+        while not done.wait(5.0):
+            self.notifier.extend_timeout(30.0, "scanning sources before the first publish")
+
+    def _update(self, paths: dict[str, set[str]], rescan: set[str]) -> BuildResult:
+        """Apply one batch under the engine lock and record it."""
+        with self.engine_lock:
+            self.batch_started = time.monotonic()
+            try:
+                result = self.engine.update(paths, rescan, strict=False)
+                self._live = self.engine.ledger.live_count()
+            finally:
+                self.batch_started = None
+        self.metrics.batch(result)
+        self.last_publish = w3c.now()
+        return result
+
+    # Health ------------------------------------------------------------------------
+
+    def problems(self) -> list[str]:
+        """Return why the daemon is unhealthy; empty while it is healthy."""
+        found = [] if self.ready else ["starting"]
+        for name, watcher in list(self.watchers.items()):
+            if not watcher.healthy():
+                found.append(f"{name}: {watcher.failure or 'watcher stopped'}")
+        if self.ready and not self.scheduler.running:
+            found.append("scheduler stopped")
+        if self.ready and not self.writer.is_alive():
+            found.append("writer stopped")
+        started = self.batch_started
+        if started is not None and time.monotonic() - started > self.config.daemon.stuck_after:
+            found.append(f"writer stuck in one batch for {time.monotonic() - started:.0f}s")
+        return found
+
+    def status(self) -> str:
+        """Return the one-line STATUS: figures, then any problem."""
+        parts = [
+            f"{self._live} URLs live",
+            f"last publish {self.last_publish or 'never'}",
+            f"queue {self.queue.depth()}",
+            f"{self.errors} errors",
+        ]
+        problems = self.problems()
+        if problems:
+            parts.append("UNHEALTHY: " + "; ".join(problems))
+        if self.reload_error:
+            parts.append(f"reload failed, running the previous configuration: {self.reload_error}")
+        return ", ".join(parts)
 
     def _schedule(self) -> None:
         self.scheduler.add_job(
@@ -161,6 +243,7 @@ class Daemon:
     def stop(self) -> None:
         """Stop watching, finish and publish the pending batch, close the ledger."""
         log.info("stopping")
+        self.notifier.send(STOPPING=1, STATUS="stopping: publishing the pending batch")
         if self.scheduler.running:
             self.scheduler.shutdown(wait=True)
         self._stop_watchers()
@@ -168,7 +251,10 @@ class Daemon:
         self.queue.wake()
         self.writer.join()
         logging.getLogger("watchdog.observers.inotify_c").removeHandler(self._overflow)
+        if self.sidecar is not None:
+            self.sidecar.stop()
         self.engine.close()
+        self.notifier.close()
 
     def serve_forever(self) -> None:
         """Run until SIGTERM or SIGINT; SIGHUP reloads the configuration."""
@@ -184,15 +270,26 @@ class Daemon:
         signal.signal(signal.SIGTERM, on_stop)
         signal.signal(signal.SIGINT, on_stop)
         signal.signal(signal.SIGHUP, on_hup)
+        tick = min(1.0, self.notifier.watchdog_interval or 1.0)
+        last_status = ""
         while True:
-            stop.wait(1.0)
+            stop.wait(tick)
             if self.reload_requested.is_set():
                 self.reload_requested.clear()
                 stop.clear()
+                self.notifier.reloading()
                 self.reload()
+                self.notifier.send(READY=1, STATUS=self.status())
                 continue
             if stop.is_set():
                 return
+            # WATCHDOG=1 only while healthy: a stuck or half-dead daemon gets restarted.
+            if self.notifier.watchdog_interval and not self.problems():
+                self.notifier.send(WATCHDOG=1)
+            status = self.status()
+            if status != last_status:
+                self.notifier.send(STATUS=status)
+                last_status = status
 
     # Work --------------------------------------------------------------------------
 
@@ -221,11 +318,11 @@ class Daemon:
                     return
                 continue
             try:
-                with self.engine_lock:
-                    self.engine.update(batch.paths, batch.rescan, strict=False)
+                self._update(batch.paths, batch.rescan)
                 failures = 0
             except Exception:
                 failures += 1
+                self.errors += 1
                 delay = min(2.0**failures, _MAX_BACKOFF)
                 log.exception("batch failed; reconciling its sources in %.0fs", delay)
                 for name in batch.paths.keys() | batch.rescan:
@@ -246,17 +343,13 @@ class Daemon:
     def _start_watcher(self, watcher: Watcher, restarted: bool = False) -> None:
         name = watcher.source.name
         if watcher.start():
-            if restarted or name in self._missing:
-                self._missing.discard(name)
+            if restarted or name in self._reported:
+                self._reported.pop(name, None)
                 log.warning("%s: watching %s again: reconciling", name, watcher.folder)
                 self.queue.add_rescan(name)
-        elif name not in self._missing:
-            self._missing.add(name)
-            log.error(
-                "%s: %s is missing: keeping the published output until it returns",
-                name,
-                watcher.folder,
-            )
+        elif watcher.failure != self._reported.get(name):
+            self._reported[name] = watcher.failure or ""
+            log.error("%s: %s: keeping the published output", name, watcher.failure)
 
     def _stop_watchers(self) -> None:
         for watcher in self.watchers.values():
@@ -281,12 +374,18 @@ class Daemon:
         log.info("reloading %s", self.config.path)
         try:
             new = config_module.load(self.config.path)
+            if new.site.state_dir != self.config.site.state_dir:
+                raise ConfigError("site.state_dir cannot change while running; restart instead")
         except ConfigError as exc:
             log.error("reload failed, keeping the running configuration: %s", exc)
+            self.reload_error = str(exc)
             return False
-        if new.site.state_dir != self.config.site.state_dir:
-            log.error("reload failed: state_dir cannot change while running; restart instead")
-            return False
+        self.reload_error = None
+        if new.http.listen != self.config.http.listen:
+            log.warning("http.listen changes take effect at the next restart")
+        if self.sidecar is not None:
+            self.sidecar.server.output_dir = new.site.output_dir
+            self.sidecar.server.serve_files = new.http.serve_files
         with self.engine_lock:
             self._stop_watchers()
             self.engine.close()

@@ -25,6 +25,7 @@ class BuildResult:
     changes: ChangeSet
     report: PublishReport
     seconds: float
+    source_errors: int = 0  # sources that could not be read at all
 
 
 class Engine:
@@ -78,6 +79,7 @@ class Engine:
         site = self.config.site
         skip = (str(site.output_dir), str(site.state_dir))
         scans: list[sources.Scan] = []
+        source_errors = 0
         for source in self.config.sources:
             try:
                 if source.name in rescan:
@@ -89,6 +91,7 @@ class Engine:
             except SourceError as exc:
                 if strict:
                     raise
+                source_errors += 1
                 log.error("%s", exc)
         complete = [scan.name for scan in scans if scan.complete]
         cursors = {k: v for sc in scans for k, v in sc.cursors.items()}
@@ -110,4 +113,4 @@ class Engine:
             report.bytes_written,
             seconds,
         )
-        return BuildResult(changes, report, seconds)
+        return BuildResult(changes, report, seconds, source_errors)

@@ -48,6 +48,10 @@ _EVENTS: list[type[FileSystemEvent]] = [
     DirMovedEvent,
 ]
 
+# Set in the environment at start, it makes every watcher fail for good: for testing
+# that health checks, WATCHDOG=1 and /healthz tell the truth.
+FAIL_HOOK = "SITEMAPD_TEST_FAIL_WATCHERS"
+
 OnPaths = Callable[[str, set[str]], None]  # (source name, relative paths)
 OnRescan = Callable[[str], None]  # (source name)
 
@@ -82,6 +86,8 @@ class Watcher:
         self.observer: BaseObserver | None = None
         self.backend = "none"
         self.root_id: tuple[int, int] | None = None
+        # Why the last start failed, for logs, STATUS and /healthz.
+        self.failure: str | None = None
 
     @property
     def folder(self) -> Path:
@@ -92,17 +98,30 @@ class Watcher:
         return self.source.path.parent
 
     def start(self) -> bool:
-        """Start observing; return False when the folder is missing (an outage)."""
+        """Start observing; return False, with the reason in `failure`, when it cannot."""
         try:
             st = self.folder.stat()
         except OSError:
+            self.failure = f"{self.folder} is missing"
+            return False
+        if os.environ.get(FAIL_HOOK):
+            self.failure = f"watching disabled by {FAIL_HOOK} (test hook)"
             return False
         self.root_id = (st.st_dev, st.st_ino)
+        try:
+            self._start_any()
+        except OSError as exc:
+            self.failure = f"cannot watch {self.folder} ({exc})"
+            return False
+        self.failure = None
+        return True
+
+    def _start_any(self) -> None:
         wanted = getattr(self.source, "backend", "auto")
         if wanted != "polling":
             try:
                 self._start(Observer(), "inotify")
-                return True
+                return
             except OSError as exc:
                 if exc.errno not in (errno.ENOSPC, errno.EMFILE) or wanted == "inotify":
                     raise
@@ -116,7 +135,6 @@ class Watcher:
                 )
         interval = getattr(self.source, "poll_interval", 2.0)
         self._start(PollingObserver(timeout=interval), "polling")
-        return True
 
     def _start(self, observer: BaseObserver, backend: str) -> None:
         recursive = isinstance(self.source, DirectorySource)

@@ -1,0 +1,86 @@
+"""Prometheus metrics of one daemon, in a registry of its own."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from .engine import BuildResult
+
+
+class _LedgerCollector(Collector):
+    """URLs by state, read at scrape time through a read-only connection."""
+
+    def __init__(self, ledger_path: Path) -> None:
+        self.ledger_path = ledger_path
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily("sitemapd_urls", "URLs in the ledger by state", labels=["state"])
+        counts = {"live": 0, "excluded": 0, "gone": 0, "seeded": 0}
+        try:
+            conn = sqlite3.connect(f"{self.ledger_path.as_uri()}?mode=ro", uri=True)
+            try:
+                counts.update(conn.execute("SELECT status, count(*) FROM urls GROUP BY status"))
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            pass  # no ledger yet: report zeros
+        for state, count in sorted(counts.items()):
+            family.add_metric([state], count)
+        yield family
+
+
+class Metrics:
+    """What `/metrics` serves."""
+
+    def __init__(
+        self, ledger_path: Path, healthy: Callable[[], bool], depth: Callable[[], int]
+    ) -> None:
+        self.registry = CollectorRegistry()
+        self.registry.register(_LedgerCollector(ledger_path))
+        self.publishes = Counter(
+            "sitemapd_publishes", "Publishes that wrote files", registry=self.registry
+        )
+        self.bytes_written = Counter(
+            "sitemapd_bytes_written", "Bytes of output files written", registry=self.registry
+        )
+        self.batch_seconds = Histogram(
+            "sitemapd_batch_seconds",
+            "Time to apply and publish one batch",
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+            registry=self.registry,
+        )
+        self.source_errors = Counter(
+            "sitemapd_source_errors",
+            "Items skipped as invalid or unreadable, and sources that could not be read",
+            registry=self.registry,
+        )
+        self.last_publish = Gauge(
+            "sitemapd_last_publish_timestamp_seconds",
+            "Unix time of the last publish that succeeded",
+            registry=self.registry,
+        )
+        Gauge("sitemapd_healthy", "1 while healthy", registry=self.registry).set_function(
+            lambda: float(healthy())
+        )
+        Gauge(
+            "sitemapd_queue_depth", "Paths and rescans waiting", registry=self.registry
+        ).set_function(lambda: float(depth()))
+
+    def batch(self, result: BuildResult) -> None:
+        """Record one successful apply-and-publish."""
+        self.batch_seconds.observe(result.seconds)
+        self.source_errors.inc(result.changes.rejected + result.source_errors)
+        self.last_publish.set_to_current_time()
+        if result.report.written:
+            self.publishes.inc()
+            self.bytes_written.inc(result.report.bytes_written)
+
+    def render(self) -> bytes:
+        """Return the Prometheus text exposition."""
+        return generate_latest(self.registry)
