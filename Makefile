@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run build test lint bench clean
+.PHONY: run build test lint bench clean system-deps
 
 $(BIN)/sitemapd: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,12 @@ lint: $(VENV)/.test-extras
 	$(BIN)/ruff format --check sitemapd tests bench
 	$(BIN)/mypy
 
-test: lint
+# Debian packages the tests use (systemd-analyze); installed when missing and we are root.
+system-deps:
+	@command -v systemd-analyze >/dev/null || { [ "$$(id -u)" = 0 ] && \
+		apt-get update -q && apt-get install -y -q --no-install-recommends systemd; }
+
+test: lint system-deps
 	$(BIN)/pytest
 
 bench: $(BIN)/sitemapd

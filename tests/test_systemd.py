@@ -1,0 +1,171 @@
+"""systemd integration: the unit files, and sd_notify as a supervisor sees it."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import REPO, Site, page, published
+from daemon_harness import RunningDaemon
+
+UNITS = REPO / "systemd"
+ANALYZE = shutil.which("systemd-analyze")
+needs_analyze = pytest.mark.skipif(
+    ANALYZE is None and not os.environ.get("CI"), reason="systemd-analyze is not installed"
+)
+
+
+def local_unit(tmp_path: Path, name: str) -> Path:
+    """Copy a unit with ExecStart pointing at this test's interpreter."""
+    text = (UNITS / name).read_text()
+    text = text.replace("ExecStart=/usr/bin/sitemapd", f"ExecStart={sys.executable} -m sitemapd")
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@needs_analyze
+@pytest.mark.parametrize("unit", ["sitemapd.service", "sitemapd@example.service"])
+def test_units_verify_cleanly(tmp_path: Path, unit: str) -> None:
+    local_unit(tmp_path, "sitemapd.service")
+    local_unit(tmp_path, "sitemapd@.service")
+    result = subprocess.run(
+        [ANALYZE or "systemd-analyze", "verify", str(tmp_path / unit)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+
+
+@needs_analyze
+@pytest.mark.parametrize("unit", ["sitemapd.service", "sitemapd@example.service"])
+def test_units_are_sandboxed(tmp_path: Path, unit: str) -> None:
+    local_unit(tmp_path, "sitemapd.service")
+    local_unit(tmp_path, "sitemapd@.service")
+    command = [ANALYZE or "systemd-analyze", "security", "--offline=yes", "--threshold=20"]
+    result = subprocess.run(
+        [*command, str(tmp_path / unit)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-2000:]
+    exposure = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", result.stdout)
+    assert exposure is not None
+    assert float(exposure.group(1)) <= 2.0
+
+
+class Supervisor:
+    """A fake systemd: the NOTIFY_SOCKET end, collecting (time, fields) messages."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(path))
+        self.sock.settimeout(0.1)
+        self.messages: list[tuple[float, dict[str, str]]] = []
+
+    def pump(self) -> None:
+        while True:
+            try:
+                data = self.sock.recv(65536)
+            except (TimeoutError, BlockingIOError):
+                return
+            fields = dict(line.split("=", 1) for line in data.decode().splitlines() if "=" in line)
+            self.messages.append((time.monotonic(), fields))
+
+    def wait_for(
+        self, key: str, value: str | None = None, after: int = 0, timeout: float = 30
+    ) -> int:
+        """Return the index of the first message from `after` on that has `key` (= value)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.pump()
+            for n, (_, fields) in enumerate(self.messages[after:], start=after):
+                if key in fields and (value is None or fields[key] == value):
+                    return n
+        raise AssertionError(f"no {key}={value} after message {after}: {self.messages}")
+
+    def count(self, key: str, since: float) -> int:
+        self.pump()
+        return sum(1 for at, fields in self.messages if at >= since and key in fields)
+
+
+@pytest.fixture
+def supervisor(tmp_path: Path) -> Iterator[Supervisor]:
+    sup = Supervisor(tmp_path / "notify.sock")
+    yield sup
+    sup.sock.close()
+
+
+def start_supervised(site: Site, sup: Supervisor, **env: str) -> RunningDaemon:
+    os.environ.update(NOTIFY_SOCKET=str(sup.path), WATCHDOG_USEC="1000000", **env)
+    try:
+        return RunningDaemon(site)
+    finally:
+        for key in ("NOTIFY_SOCKET", "WATCHDOG_USEC", *env):
+            os.environ.pop(key, None)
+
+
+def test_sd_notify_lifecycle(site: Site, supervisor: Supervisor) -> None:
+    site.configure(source="[daemon]\ndebounce = 0.1\n")
+    site.write("index.html", page("Home"))
+    daemon = start_supervised(site, supervisor)
+    try:
+        ready = supervisor.wait_for("READY", "1")
+        # READY comes after the first publish: the sitemap is already there.
+        assert set(published(site.out)) == {"https://example.com/"}
+        fields = supervisor.messages[ready][1]
+        assert fields["MAINPID"] == str(daemon.proc.pid)
+        assert "1 URLs live" in fields["STATUS"]
+
+        # WATCHDOG_USEC=1s: a ping every half second while healthy.
+        since = time.monotonic()
+        time.sleep(2.6)
+        assert supervisor.count("WATCHDOG", since) >= 4
+
+        daemon.proc.send_signal(signal.SIGHUP)
+        reloading = supervisor.wait_for("RELOADING", "1", after=ready + 1)
+        stamp = int(supervisor.messages[reloading][1]["MONOTONIC_USEC"])
+        assert abs(stamp - time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000) < 10_000_000
+        again = supervisor.wait_for("READY", "1", after=reloading)
+        assert "reload failed" not in supervisor.messages[again][1].get("STATUS", "")
+
+        site.config.write_text(site.config.read_text() + "\nnot_a_key = 1\n")
+        daemon.proc.send_signal(signal.SIGHUP)
+        reloading = supervisor.wait_for("RELOADING", "1", after=again + 1)
+        failed = supervisor.wait_for("READY", "1", after=reloading)
+        status = supervisor.messages[failed][1]["STATUS"]
+        assert "reload failed, running the previous configuration" in status
+        assert "not_a_key" in status
+        site.write("after.html", page("After"))
+        daemon.wait_for_urls({"https://example.com/", "https://example.com/after.html"})
+
+        daemon.proc.send_signal(signal.SIGTERM)
+        supervisor.wait_for("STOPPING", "1", after=failed)
+        assert daemon.proc.wait(30) == 0
+    finally:
+        if daemon.proc.poll() is None:
+            daemon.kill()
+
+
+def test_without_notify_socket_nothing_is_sent(site: Site) -> None:
+    from sitemapd.systemd import Notifier
+
+    notifier = Notifier({})
+    assert not notifier.enabled
+    assert notifier.watchdog_interval is None
+    notifier.ready("ok")  # a no-op, not an error
+    assert Notifier({"WATCHDOG_USEC": "4000000", "WATCHDOG_PID": "1"}).watchdog_interval is None
+    assert Notifier({"WATCHDOG_USEC": "4000000"}).watchdog_interval == 2.0
