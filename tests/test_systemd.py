@@ -169,3 +169,21 @@ def test_without_notify_socket_nothing_is_sent(site: Site) -> None:
     notifier.ready("ok")  # a no-op, not an error
     assert Notifier({"WATCHDOG_USEC": "4000000", "WATCHDOG_PID": "1"}).watchdog_interval is None
     assert Notifier({"WATCHDOG_USEC": "4000000"}).watchdog_interval == 2.0
+
+
+def test_watchdog_pauses_while_a_watcher_is_down(site: Site, supervisor: Supervisor) -> None:
+    from sitemapd.watch import FAIL_HOOK
+
+    site.write("index.html", page("Home"))
+    daemon = start_supervised(site, supervisor, **{FAIL_HOOK: "1"})
+    try:
+        ready = supervisor.wait_for("READY", "1")
+        status = supervisor.messages[ready][1]["STATUS"]
+        assert "UNHEALTHY" in status
+        assert "watching disabled by SITEMAPD_TEST_FAIL_WATCHERS" in status
+        since = time.monotonic()
+        time.sleep(2.5)  # five watchdog periods
+        assert supervisor.count("WATCHDOG", since) == 0
+        assert daemon.proc.poll() is None
+    finally:
+        daemon.kill()

@@ -1,0 +1,337 @@
+"""Hostile input through the real CLI: file names, URL list lines, exclusions, ignore patterns.
+
+Whatever a source holds, every published URL is an absolute URL on the site, in its one
+RFC 3986 spelling, escaped for XML; what cannot be published is listed under "invalid"
+or "excluded" in `status --json` with the reason, and the build still succeeds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote_to_bytes, urlsplit
+
+from conftest import NS, Site, assert_valid, page, published, read_xml, snapshot
+
+from sitemapd import w3c
+
+ROOT = "https://example.com/"
+# Characters a canonical URL may hold after its origin (RFC 3986 unreserved + sub-delims
+# + ":@/?" + escapes); `%` must start an escape of two hex digits.
+URL_CHARS = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?%]*\Z")
+BAD_ESCAPE = re.compile(r"%(?![0-9A-F]{2})")
+
+
+def status(site: Site) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(site.cli("status", "--json").stdout)
+    return result
+
+
+def output_bytes(site: Site) -> bytes:
+    """Return every output file's bytes, concatenated."""
+    return b"".join(path.read_bytes() for path in sorted(site.out.iterdir()) if path.is_file())
+
+
+def assert_canonical_on_site(loc: str) -> None:
+    """Fail unless `loc` is an absolute, canonically encoded URL inside https://example.com/."""
+    assert loc.startswith(ROOT), loc
+    parts = urlsplit(loc)
+    assert (parts.scheme, parts.netloc, parts.fragment) == ("https", "example.com", ""), loc
+    rest = loc[len(ROOT) - 1 :]
+    assert URL_CHARS.match(rest), f"unencoded character in {loc!r}"
+    assert not BAD_ESCAPE.search(rest), f"stray or lower-case escape in {loc!r}"
+    segments = unquote_to_bytes(parts.path).split(b"/")
+    assert b".." not in segments, loc
+    assert b"." not in segments, loc
+    assert len(loc) <= 2048
+
+
+def assert_all_locs_canonical(site: Site) -> None:
+    index = read_xml(site.out / "sitemap.xml")
+    for loc in index.iter(f"{NS}loc"):
+        assert_canonical_on_site(loc.text or "")
+    for loc in published(site.out):
+        assert_canonical_on_site(loc)
+
+
+# --- file names ---------------------------------------------------------------------------
+
+# relative path -> the URL it must publish as
+HOSTILE_FILES = {
+    "q&a.html": "q&a.html",
+    "it's.html": "it's.html",
+    'say "hi".html': "say%20%22hi%22.html",
+    "<b>.html": "%3Cb%3E.html",
+    "a>b.html": "a%3Eb.html",
+    "release notes.html": "release%20notes.html",
+    "c#.html": "c%23.html",
+    "why?.html": "why%3F.html",
+    "100%.html": "100%25.html",
+    "%41.html": "%2541.html",  # a literal percent: never decoded to "A"
+    "%2e%2e.html": "%252e%252e.html",
+    "café.html": "caf%C3%A9.html",
+    "straße.html": "stra%C3%9Fe.html",
+    "日本.html": "%E6%97%A5%E6%9C%AC.html",
+    "a..b.html": "a..b.html",
+    "x../y.html": "x../y.html",
+    "Q&A dir/index.html": "Q&A%20dir/",
+    "index.html": "",
+}
+LATIN1_NAME = b"caf\xe9-latin1.html"  # not UTF-8: published as its raw bytes, escaped
+LATIN1_URL = ROOT + "caf%E9-latin1.html"
+
+
+def long_names() -> tuple[str, str, str]:
+    """Return relative paths whose URLs are 2,048, 2,049 and about 2,240 characters long."""
+    folders = "/".join([chr(ord("a") + n) * 200 for n in range(9)])  # 9 * 201 characters
+    room = 2048 - len(ROOT) - len(folders) - 1
+    exact = f"{folders}/{'f' * (room - 5)}.html"
+    over = f"{folders}/{'g' * (room - 4)}.html"
+    far = "/".join(["d" * 200] * 11) + "/long.html"
+    assert len(ROOT + exact) == 2048
+    assert len(ROOT + over) == 2049
+    return exact, over, far
+
+
+def test_hostile_file_names_publish_exact_escaped_urls(site: Site) -> None:
+    for relpath in HOSTILE_FILES:
+        site.write(relpath, page(relpath))
+    (site.root / os.fsdecode(LATIN1_NAME)).write_bytes(page("latin-1").encode())
+    # A dotfile is never a page, even one that merely looks like a dot segment.
+    site.write("..foo.html", page("dotfile"))
+    exact, over, far = long_names()
+    for relpath in (exact, over, far):
+        site.write(relpath, page("long"))
+
+    site.build()
+
+    assert_valid(site.out)
+    expected = {ROOT + url for url in HOSTILE_FILES.values()} | {LATIN1_URL, ROOT + exact}
+    assert set(published(site.out)) == expected
+    assert_all_locs_canonical(site)
+
+    shard = (site.out / "sitemap-1.xml").read_bytes()
+    assert b"<loc>https://example.com/q&amp;a.html</loc>" in shard
+    assert b"<loc>https://example.com/it&apos;s.html</loc>" in shard
+    assert b"<loc>https://example.com/Q&amp;A%20dir/</loc>" in shard
+    # No raw markup character from a file name reached the XML text.
+    for raw in (b"<b>", b'"hi"', b"a>b", b"q&a", b"it's"):
+        assert raw not in shard
+    assert b"foo.html" not in output_bytes(site)
+
+    report = status(site)
+    invalid = {item["item"]: item["reason"] for item in report["invalid"]["items"]}
+    assert invalid == {
+        over: "URL is 2049 characters long (limit 2048)",
+        far: f"URL is {len(ROOT + far)} characters long (limit 2048)",
+    }
+    assert report["invalid"]["count"] == 2
+    assert report["urls"]["live"] == len(expected)
+
+    # A second build over the same hostile names changes nothing.
+    before = snapshot(site.out)
+    assert "0 new, 0 updated, 0 gone" in site.build().stdout
+    assert snapshot(site.out) == before
+
+
+# --- URL list -------------------------------------------------------------------------------
+
+LONG_URL = ROOT + "a" * 2100
+LIST_LINES: list[bytes] = [
+    b"# a comment line",
+    b"",
+    b"https://example.com/ok.html\t2025-03-01T10:00:00+00:00",
+    b"https://other.example/x.html",
+    b"ftp://example.com/file.html",
+    b"javascript:alert(1)",
+    b"http://example.com/plain.html",
+    b"https://example.com:8443/port.html",
+    b"https://user:pw@example.com/secret.html",
+    b"https://example.com/page.html#top",
+    b"https://example.com/a/../b.html",
+    b"https://example.com/a/%2e%2e/b.html",
+    b"https://example.com/ctl\x01.html",
+    LONG_URL.encode(),
+    b"https://example.com/dated.html\tyesterday",
+    b"   ",
+    b"   # indented comment",
+    b"https://example.com/caf\xe9.html",
+    b"https://example.com:443/explicit-port.html\t2025-03-02",
+    b"HTTPS://Example.COM/Mixed.html",
+    "https://example.com/café".encode(),
+    b"https://example.com/q?a=1&b=it's",
+    b"https://example.com/sp ace.html",
+]
+
+
+def line_of(content: bytes) -> int:
+    return LIST_LINES.index(content) + 1
+
+
+def configure_list(site: Site) -> Path:
+    site.configure(source='\n[[source]]\ntype = "urllist"\nname = "list"\npath = "urls.txt"\n')
+    return site.base / "urls.txt"
+
+
+def test_urllist_hostile_lines(site: Site) -> None:
+    path = configure_list(site)
+    path.write_bytes(b"\r\n".join(LIST_LINES) + b"\r\n")
+
+    started = w3c.now()
+    result = site.build()
+    finished = w3c.now()
+    assert result.returncode == 0
+    assert_valid(site.out)
+    urls = published(site.out)
+    assert set(urls) == {
+        ROOT + "ok.html",
+        ROOT + "dated.html",
+        ROOT + "explicit-port.html",
+        ROOT + "Mixed.html",
+        ROOT + "caf%C3%A9",
+        ROOT + "q?a=1&b=it's",
+        ROOT + "sp%20ace.html",
+    }
+    assert_all_locs_canonical(site)
+    assert urls[ROOT + "ok.html"] == "2025-03-01T10:00:00+00:00"
+    assert urls[ROOT + "explicit-port.html"] == "2025-03-02T00:00:00+00:00"
+    # The bad datetime is dropped, not the URL: it gets the build's own time.
+    assert started <= urls[ROOT + "dated.html"] <= finished
+    shard = (site.out / "sitemap-1.xml").read_bytes()
+    assert b"<loc>https://example.com/q?a=1&amp;b=it&apos;s</loc>" in shard
+    everything = output_bytes(site)
+    for foreign in (b"other.example", b"ftp:", b"javascript", b"plain.html", b"8443", b"user:pw"):
+        assert foreign not in everything
+
+    report = status(site)
+    invalid = {item["item"]: item["reason"] for item in report["invalid"]["items"]}
+    expected = {
+        "https://other.example/x.html": "is not on https://example.com/",
+        "ftp://example.com/file.html": "scheme 'ftp' is not http or https",
+        "javascript:alert(1)": "scheme 'javascript' is not http or https",
+        "http://example.com/plain.html": "is not on https://example.com/",
+        "https://example.com:8443/port.html": "is not on https://example.com/",
+        "https://user:pw@example.com/secret.html": "credentials",
+        "https://example.com/page.html#top": "fragment",
+        "https://example.com/a/../b.html": "'..' segment",
+        "https://example.com/a/%2e%2e/b.html": "'..' segment",
+        "https://example.com/ctl\x01.html": "control characters",
+        LONG_URL[:200]: "characters long (limit 2048)",
+        "https://example.com/dated.html": "bad datetime 'yesterday'",
+    }
+    lines = {item: line_of(item.encode()) for item in expected if item not in (LONG_URL[:200],)}
+    lines[LONG_URL[:200]] = line_of(LONG_URL.encode())
+    lines["https://example.com/dated.html"] = line_of(b"https://example.com/dated.html\tyesterday")
+    latin1 = f"line {line_of(b'https://example.com/caf' + bytes([0xE9]) + b'.html')}"
+    assert set(invalid) == {*expected, latin1}
+    for item, words in expected.items():
+        assert invalid[item].startswith(f"line {lines[item]}: "), (item, invalid[item])
+        assert words in invalid[item], (item, invalid[item])
+    assert invalid[latin1] == "not valid UTF-8"
+    assert report["invalid"]["count"] == 13
+    assert report["urls"]["live"] == 7
+
+    # Fixing the list clears its rejects on the next build.
+    path.write_bytes(b"https://example.com/ok.html\n")
+    site.build()
+    assert set(published(site.out)) == {ROOT + "ok.html"}
+    assert status(site)["invalid"] == {"count": 0, "items": []}
+
+
+# --- exclusions -------------------------------------------------------------------------------
+
+GOOGLEBOT_NONE = (
+    '<!doctype html><html><head><title>g</title><meta name="googlebot" content="none">'
+    "</head><body><p>g</p></body></html>"
+)
+
+
+def test_excluded_pages_are_in_no_output_and_listed_with_reasons(site: Site) -> None:
+    site.write("plain.html", page("plain"))
+    site.write("original.html", page("original"))
+    site.write("hidden.html", page("hidden", robots="noindex"))
+    site.write("shout.html", page("shout", robots="NOINDEX, follow"))
+    site.write("gbot.html", GOOGLEBOT_NONE)
+    site.write("copy.html", page("copy", canonical="https://example.com/original.html"))
+    site.write("dir/self.html", page("self", canonical="self.html"))
+    site.write("dir/index.html", page("dir", canonical="/dir/index.html"))
+    site.write("later.html", page("later"))
+
+    site.build()
+    assert_valid(site.out)
+    live = {
+        ROOT + "plain.html",
+        ROOT + "original.html",
+        ROOT + "dir/self.html",
+        ROOT + "dir/",
+        ROOT + "later.html",
+    }
+    assert set(published(site.out)) == live
+    everything = output_bytes(site)
+    for name in (b"hidden.html", b"shout.html", b"gbot.html", b"copy.html"):
+        assert name not in everything
+    report = status(site)
+    assert report["excluded"] == [
+        {"loc": ROOT + "copy.html", "reason": "canonical: https://example.com/original.html"},
+        {"loc": ROOT + "gbot.html", "reason": "noindex"},
+        {"loc": ROOT + "hidden.html", "reason": "noindex"},
+        {"loc": ROOT + "shout.html", "reason": "noindex"},
+    ]
+    assert report["excluded_by_reason"] == {"canonical": 1, "noindex": 3}
+    assert report["urls"]["live"] == 5
+
+    # One page drops its noindex, another gains one.
+    site.write("hidden.html", page("hidden"))
+    site.write("later.html", page("later", robots="noindex"))
+    site.build()
+    assert_valid(site.out)
+    assert set(published(site.out)) == (live - {ROOT + "later.html"}) | {ROOT + "hidden.html"}
+    assert b"later.html" not in output_bytes(site)
+    assert {item["loc"] for item in status(site)["excluded"]} == {
+        ROOT + "copy.html",
+        ROOT + "gbot.html",
+        ROOT + "later.html",
+        ROOT + "shout.html",
+    }
+
+
+# --- ignore patterns --------------------------------------------------------------------------
+
+PAST = 1_735_689_600  # 2025-01-01T00:00:00Z
+PAST_W3C = "2025-01-01T00:00:00+00:00"
+
+
+def stamped(name: str, build: int, body: str = "") -> str:
+    return page(name, f"{body}<!-- build: 2026-01-0{build}T00:00:00Z #{build} -->{name}")
+
+
+def test_ignored_build_stamp_changes_nothing(site: Site) -> None:
+    site.configure(source="ignore = ['<!-- build: [^>]* -->']")
+    names = [f"p{n}.html" for n in range(5)]
+    for name in names:
+        os.utime(site.write(name, stamped(name, 1)), (PAST, PAST))
+    site.build()
+    first = published(site.out)
+    assert first == dict.fromkeys((ROOT + name for name in names), PAST_W3C)
+    before = snapshot(site.out)
+
+    # Every file is rewritten with a new stamp and a new mtime: only ignored bytes differ.
+    for name in names:
+        os.utime(site.write(name, stamped(name, 2)), (PAST + 86400, PAST + 86400))
+    result = site.build()
+    assert "0 new, 0 updated, 0 gone" in result.stdout
+    assert "wrote 0 files" in result.stdout
+    assert snapshot(site.out) == before
+    assert published(site.out) == first
+
+    # A real change next to the stamp still counts.
+    os.utime(site.write("p3.html", stamped("p3.html", 3, "new text")), (PAST, PAST))
+    assert "0 new, 1 updated, 0 gone" in site.build().stdout
+    after = published(site.out)
+    assert after[ROOT + "p3.html"] > PAST_W3C
+    assert {k: v for k, v in after.items() if k != ROOT + "p3.html"} == {
+        k: v for k, v in first.items() if k != ROOT + "p3.html"
+    }

@@ -1,0 +1,211 @@
+"""The sidecar HTTP endpoint: health, metrics and the output files, as clients see them."""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from conftest import Site, page
+from daemon_harness import RunningDaemon
+from lxml import etree
+
+from sitemapd.watch import FAIL_HOOK
+
+
+def request(
+    port: int, path: str, headers: dict[str, str] | None = None, method: str = "GET"
+) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request(method, path, headers=headers or {})
+        response = conn.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        conn.close()
+
+
+def http_port(daemon: RunningDaemon) -> int:
+    daemon.wait_for_log(r"HTTP endpoint on 127\.0\.0\.1:\d+")
+    match = re.search(r"HTTP endpoint on 127\.0\.0\.1:(\d+)", daemon.log())
+    assert match is not None
+    return int(match.group(1))
+
+
+@pytest.fixture
+def served(site: Site) -> Iterator[tuple[Site, RunningDaemon, int]]:
+    site.configure(
+        sitemap="gzip = false",
+        source='[daemon]\ndebounce = 0.05\n[http]\nlisten = "127.0.0.1:0"\nserve_files = true\n',
+    )
+    site.write("index.html", page("Home"))
+    site.write("a.html", page("A"))
+    (site.base / "secret.txt").write_text("not for you")
+    daemon = RunningDaemon(site)
+    daemon.wait_ready()
+    try:
+        yield site, daemon, http_port(daemon)
+    finally:
+        if daemon.proc.poll() is None:
+            daemon.kill()
+
+
+def test_health_and_metrics(served: tuple[Site, RunningDaemon, int]) -> None:
+    _, _, port = served
+    status, _, body = request(port, "/healthz")
+    assert (status, body) == (200, b"ok\n")
+    status, headers, body = request(port, "/metrics")
+    assert status == 200
+    assert headers["Content-Type"].startswith("text/plain")
+    text = body.decode()
+    assert 'sitemapd_urls{state="live"} 2.0' in text
+    assert "sitemapd_publishes_total 1.0" in text
+    assert "sitemapd_bytes_written_total" in text
+    assert "sitemapd_batch_seconds_bucket" in text
+    assert "sitemapd_source_errors_total 0.0" in text
+    assert re.search(r"sitemapd_last_publish_timestamp_seconds \d", text)
+    assert "sitemapd_healthy 1.0" in text
+
+
+def test_files_with_etag_and_conditional_requests(served: tuple[Site, RunningDaemon, int]) -> None:
+    site, _, port = served
+    status, headers, body = request(port, "/sitemap.xml")
+    assert status == 200
+    assert headers["Content-Type"] == "application/xml"
+    assert body == (site.out / "sitemap.xml").read_bytes()
+    assert int(headers["Content-Length"]) == len(body)
+    etag, modified = headers["ETag"], headers["Last-Modified"]
+    assert request(port, "/sitemap.xml", {"If-None-Match": etag})[0] == 304
+    assert request(port, "/sitemap.xml", {"If-None-Match": '"other", ' + etag})[0] == 304
+    assert request(port, "/sitemap.xml", {"If-None-Match": '"other"'})[0] == 200
+    assert request(port, "/sitemap.xml", {"If-Modified-Since": modified})[0] == 304
+    earlier = email.utils.formatdate(time.time() - 86400 * 365, usegmt=True)
+    assert request(port, "/sitemap.xml", {"If-Modified-Since": earlier})[0] == 200
+    status, headers, body = request(port, "/sitemap-1.xml", method="HEAD")
+    assert (status, body) == (200, b"")
+    assert int(headers["Content-Length"]) == (site.out / "sitemap-1.xml").stat().st_size
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/../secret.txt",
+        "/%2e%2e/secret.txt",
+        "/%2E%2E%2Fsecret.txt",
+        "/..%2fsecret.txt",
+        "//etc/passwd",
+        "/%2fetc%2fpasswd",
+        "/etc/passwd",
+        "/",
+        "/nope.xml",
+        "/.sitemapd-tmp-sitemap.xml-1",
+        "/sitemap.xml/",
+        "/%00sitemap.xml",
+    ],
+)
+def test_nothing_outside_the_output_is_served(
+    served: tuple[Site, RunningDaemon, int], path: str
+) -> None:
+    _, _, port = served
+    status, _, body = request(port, path)
+    assert status == 404
+    assert b"secret" not in body
+    assert b"root:" not in body
+
+
+def test_gzip_files_are_served_as_gzip_files(site: Site) -> None:
+    site.configure(
+        sitemap="gzip = true",
+        source='[http]\nlisten = "127.0.0.1:0"\nserve_files = true\n',
+    )
+    site.write("index.html", page("Home"))
+    daemon = RunningDaemon(site)
+    try:
+        daemon.wait_ready()
+        status, headers, body = request(http_port(daemon), "/sitemap-1.xml.gz")
+        assert status == 200
+        assert headers["Content-Type"] == "application/gzip"
+        assert "Content-Encoding" not in headers
+        assert body == (site.out / "sitemap-1.xml.gz").read_bytes()
+    finally:
+        daemon.kill()
+
+
+def test_files_are_off_unless_asked_for(site: Site) -> None:
+    site.configure(source='[http]\nlisten = "127.0.0.1:0"\n')
+    site.write("index.html", page("Home"))
+    daemon = RunningDaemon(site)
+    try:
+        daemon.wait_ready()
+        port = http_port(daemon)
+        assert request(port, "/sitemap.xml")[0] == 404
+        assert request(port, "/healthz")[0] == 200
+    finally:
+        daemon.kill()
+
+
+@pytest.mark.slow
+def test_concurrent_clients_always_get_complete_files(
+    served: tuple[Site, RunningDaemon, int],
+) -> None:
+    site, daemon, port = served
+    for n in range(300):
+        site.write(f"bulk/p{n}.html", page(f"P{n}", "words " * 50))
+    daemon.wait_for_log(r"published: 300 new")
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def publish_continuously() -> None:
+        n = 0
+        while not stop.is_set():
+            site.write(f"bulk/p{n % 300}.html", page(f"P{n}", f"edit {n} " * 50))
+            n += 1
+            time.sleep(0.1)  # longer than the debounce: each edit is published
+
+    def client(count: int) -> None:
+        for _ in range(count):
+            try:
+                status, headers, body = request(port, "/sitemap-1.xml")
+                assert status == 200
+                assert int(headers["Content-Length"]) == len(body)
+                root = etree.fromstring(body)
+                assert len(root) == 302
+            except Exception as exc:
+                errors.append(repr(exc))
+
+    before = daemon.publishes()
+    writer = threading.Thread(target=publish_continuously)
+    writer.start()
+    clients = [threading.Thread(target=client, args=(10,)) for _ in range(20)]
+    for thread in clients:
+        thread.start()
+    for thread in clients:
+        thread.join()
+    stop.set()
+    writer.join()
+    assert errors == []
+    assert daemon.publishes() - before >= 2  # the files really changed under the clients
+
+
+def test_a_failed_watcher_makes_the_daemon_unhealthy(site: Site, tmp_path: object) -> None:
+    site.configure(source='[http]\nlisten = "127.0.0.1:0"\n')
+    site.write("index.html", page("Home"))
+    os.environ[FAIL_HOOK] = "1"
+    try:
+        daemon = RunningDaemon(site)
+    finally:
+        del os.environ[FAIL_HOOK]
+    try:
+        daemon.wait_ready()
+        status, _, body = request(http_port(daemon), "/healthz")
+        assert status == 503
+        assert b"watching disabled by SITEMAPD_TEST_FAIL_WATCHERS" in body
+        _, _, metrics = request(http_port(daemon), "/metrics")
+        assert b"sitemapd_healthy 0.0" in metrics
+    finally:
+        daemon.kill()
