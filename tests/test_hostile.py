@@ -167,8 +167,9 @@ LIST_LINES: list[bytes] = [
 ]
 
 
-def line_of(content: bytes) -> int:
-    return LIST_LINES.index(content) + 1
+def line_of(start: bytes) -> int:
+    """Return the number of the list line starting with `start`."""
+    return next(n for n, line in enumerate(LIST_LINES, start=1) if line.startswith(start))
 
 
 def configure_list(site: Site) -> Path:
@@ -222,13 +223,10 @@ def test_urllist_hostile_lines(site: Site) -> None:
         LONG_URL[:200]: "characters long (limit 2048)",
         "https://example.com/dated.html": "bad datetime 'yesterday'",
     }
-    lines = {item: line_of(item.encode()) for item in expected if item not in (LONG_URL[:200],)}
-    lines[LONG_URL[:200]] = line_of(LONG_URL.encode())
-    lines["https://example.com/dated.html"] = line_of(b"https://example.com/dated.html\tyesterday")
-    latin1 = f"line {line_of(b'https://example.com/caf' + bytes([0xE9]) + b'.html')}"
+    latin1 = f"line {line_of(b'https://example.com/caf' + bytes([0xE9]))}"
     assert set(invalid) == {*expected, latin1}
     for item, words in expected.items():
-        assert invalid[item].startswith(f"line {lines[item]}: "), (item, invalid[item])
+        assert invalid[item].startswith(f"line {line_of(item.encode())}: "), invalid[item]
         assert words in invalid[item], (item, invalid[item])
     assert invalid[latin1] == "not valid UTF-8"
     assert report["invalid"]["count"] == 13
