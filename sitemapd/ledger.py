@@ -300,6 +300,13 @@ class Ledger:
 
     # -- writes --------------------------------------------------------------------
 
+    def set_cursor(self, name: str, value: str) -> None:
+        """Store cursor `name` on its own (cursors of sources commit with `apply`)."""
+        with self._transaction():
+            self.conn.execute(
+                "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)", (name, value)
+            )
+
     def record_publish(
         self,
         written: Mapping[str, tuple[str, int]],

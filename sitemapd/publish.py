@@ -121,21 +121,21 @@ class Publisher:
             for shard_id, lastmod in index_rows
         )
         self._write(self.sitemap.index, index.encode(), written, report)
-        # Only now that the index is in place may files it no longer names go.
+        # Only now that the index is in place may files it no longer names go: shards of
+        # this index, and anything published under names no longer in use (a renamed index
+        # and its shards).
         named = {self.names.shard(shard_id) for shard_id, _ in index_rows}
+        current = named | {self.sitemap.index}
+        retired = [name for name in self.ledger.published_names() if name not in current]
         for path in sorted(self.out.iterdir()):
-            if self.names.is_shard(path.name) and path.name not in named:
+            stale = self.names.is_shard(path.name) and path.name not in named
+            if stale or path.name in retired:
                 path.unlink(missing_ok=True)
                 report.removed.append(path.name)
         if report.removed:
             _fsync_dir(self.out)
-        gone_records = [
-            name
-            for name in self.ledger.published_names()
-            if self.names.is_shard(name) and name not in named
-        ]
         self._update_robots_txt(report)
-        self.ledger.record_publish(written, dirty, self.ledger.empty_shards(), gone_records, at=now)
+        self.ledger.record_publish(written, dirty, self.ledger.empty_shards(), retired, at=now)
         return report
 
     def _intact(self, name: str) -> bool:
@@ -172,11 +172,14 @@ class Publisher:
             current = b""
         except OSError as exc:
             raise PublishError(f"cannot read {path} ({exc.strerror})") from exc
-        updated = robots.with_sitemap_line(current, self.names.index_url)
+        retired = self.ledger.cursor("robots_sitemap_line")
+        updated = robots.with_sitemap_line(current, self.names.index_url, retired)
         if updated != current:
             atomic_write(path, updated)
             report.written.append(str(path))
             report.bytes_written += len(updated)
+        if retired != self.names.index_url:
+            self.ledger.set_cursor("robots_sitemap_line", self.names.index_url)
 
     def _remove_leftover_temps(self) -> None:
         for path in self.out.glob(_TEMP_PREFIX + "*"):

@@ -35,14 +35,20 @@ def rules(data: bytes) -> RobotsRules:
     return RobotsRules(fingerprint, allows)
 
 
-def with_sitemap_line(data: bytes, index_url: str) -> bytes:
-    """Return robots.txt `data` with exactly one `Sitemap:` line for `index_url`."""
+def _names(line: bytes) -> bytes | None:
+    match = _SITEMAP_LINE.match(line.rstrip(b"\r\n"))
+    return match.group(1) if match else None
+
+
+def with_sitemap_line(data: bytes, index_url: str, retired: str | None = None) -> bytes:
+    """Return robots.txt `data` with exactly one `Sitemap:` line for `index_url`.
+
+    Lines naming `retired` (the index URL we published before a rename) are removed.
+    """
+    if retired and retired != index_url:
+        data = b"".join(line for line in _lines(data) if _names(line) != retired.encode())
     lines = _lines(data)
-    ours = [
-        n
-        for n, line in enumerate(lines)
-        if (m := _SITEMAP_LINE.match(line.rstrip(b"\r\n"))) and m.group(1) == index_url.encode()
-    ]
+    ours = [n for n, line in enumerate(lines) if _names(line) == index_url.encode()]
     if ours:
         # Keep the first where it stands; drop duplicates.
         return b"".join(line for n, line in enumerate(lines) if n not in ours[1:])

@@ -239,3 +239,18 @@ def test_ultimate_sitemap_parser_reads_exactly_the_live_urls(
     found = [p.url for p in tree.all_pages()]
     assert len(found) == len(set(found))
     assert set(found) == expected
+
+
+def test_renaming_the_index_retires_the_old_line_and_files(site: Site) -> None:
+    site.configure(site='robots_txt = "site/robots.txt"')
+    site.write("robots.txt", "User-agent: *\nDisallow:\nSitemap: https://example.com/other.xml\n")
+    site.write("index.html", page("Home"))
+    site.build()
+    site.configure(site='robots_txt = "site/robots.txt"', sitemap='index = "map.xml"')
+    site.build()
+    assert sorted(p.name for p in site.out.iterdir()) == ["map-1.xml", "map.xml"]
+    assert (site.root / "robots.txt").read_text() == (
+        "User-agent: *\nDisallow:\nSitemap: https://example.com/other.xml\n"
+        "Sitemap: https://example.com/map.xml\n"
+    )
+    assert set(published(site.out, "map.xml")) == {"https://example.com/"}
