@@ -310,7 +310,7 @@ LIMITS = st.one_of(
 
 @pytest.mark.slow
 @settings(
-    max_examples=45,
+    max_examples=120,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
