@@ -1,0 +1,248 @@
+"""Configuration errors: exit 2 with one line naming the file and the dotted key."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import page, published, run_cli, write_atomic
+
+SITE = 'base_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'
+SITEMAP = "max_urls = 1000\n"
+SOURCE = 'type = "directory"\nroot = "site"\n'
+
+
+def doc(
+    site: str = SITE, sitemap: str = SITEMAP, source: str | None = SOURCE, top: str = ""
+) -> str:
+    """Return a config document; each argument is the body of its table."""
+    text = f"{top}[site]\n{site}\n[sitemap]\n{sitemap}\n"
+    if source is not None:
+        text += f"[[source]]\n{source}\n"
+    return text
+
+
+# (id, config text, dotted key, words the message must hold after the key)
+CASES = [
+    ("unknown-table", doc(top='[sites]\nbase_url = "x"\n'), "sites", "unknown key"),
+    ("unknown-site-key", doc(site=SITE + 'base_ur = "x"\n'), "site.base_ur", "unknown key"),
+    ("unknown-sitemap-key", doc(sitemap="max_url = 5\n"), "sitemap.max_url", "unknown key"),
+    ("unknown-source-key", doc(source=SOURCE + 'rooot = "x"\n'), "source[0].rooot", "unknown key"),
+    (
+        "unknown-second-source-key",
+        doc(source=SOURCE + '\n[[source]]\ntype = "urllist"\npath = "u.txt"\nroot = "x"\n'),
+        "source[1].root",
+        "unknown key",
+    ),
+    (
+        "max-urls-string",
+        doc(sitemap='max_urls = "10"\n'),
+        "sitemap.max_urls",
+        "must be an integer, got a string",
+    ),
+    (
+        "gzip-int",
+        doc(sitemap="gzip = 1\n"),
+        "sitemap.gzip",
+        "must be true or false, got an integer",
+    ),
+    (
+        "include-string",
+        doc(source=SOURCE + 'include = "x"\n'),
+        "source[0].include",
+        "must be a list of strings",
+    ),
+    (
+        "max-urls-zero",
+        doc(sitemap="max_urls = 0\n"),
+        "sitemap.max_urls",
+        "must be at least 1, got 0",
+    ),
+    (
+        "max-urls-over",
+        doc(sitemap="max_urls = 50001\n"),
+        "sitemap.max_urls",
+        "must be at most 50000, got 50001",
+    ),
+    (
+        "max-bytes-over",
+        doc(sitemap="max_bytes = 60000000\n"),
+        "sitemap.max_bytes",
+        "must be at most 52428800, got 60000000",
+    ),
+    (
+        "gzip-level-over",
+        doc(sitemap="gzip = true\ngzip_level = 10\n"),
+        "sitemap.gzip_level",
+        "must be at most 9, got 10",
+    ),
+    (
+        "url-prefix-no-slashes",
+        doc(source=SOURCE + 'url_prefix = "blog"\n'),
+        "source[0].url_prefix",
+        "must start and end with '/'",
+    ),
+    (
+        "base-url-ftp",
+        doc(site=SITE.replace("https://example.com/", "ftp://example.com/")),
+        "site.base_url",
+        "scheme 'ftp' is not http or https",
+    ),
+    (
+        "output-url-other-host",
+        doc(site=SITE + 'output_url = "https://cdn.example.net/maps/"\n'),
+        "site.output_url",
+        "https://cdn.example.net/maps/",
+    ),
+    (
+        "missing-base-url",
+        doc(site='output_dir = "out"\nstate_dir = "state"\n'),
+        "site.base_url",
+        "is required",
+    ),
+    (
+        "missing-output-dir",
+        doc(site='base_url = "https://example.com/"\nstate_dir = "state"\n'),
+        "site.output_dir",
+        "is required",
+    ),
+    ("missing-root", doc(source='type = "directory"\n'), "source[0].root", "is required"),
+    ("no-source", doc(source=None), "source", "at least one [[source]]"),
+    (
+        "unknown-source-type",
+        doc(source='type = "sitemapz"\nroot = "site"\n'),
+        "source[0].type",
+        "unknown source type 'sitemapz'",
+    ),
+    (
+        "duplicate-source-names",
+        doc(
+            source=SOURCE + 'name = "pages"\n\n[[source]]\ntype = "urllist"\npath = "u.txt"\n'
+            'name = "pages"\n'
+        ),
+        "source[1].name",
+        "duplicate source name 'pages'",
+    ),
+    (
+        "invalid-ignore-regex",
+        doc(source=SOURCE + 'ignore = ["<!-- build: .* -->", "csrf=(["]\n'),
+        "source[0].ignore[1]",
+        "not a valid regular expression",
+    ),
+]
+
+
+def check_config(config: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return run_cli("check-config", "-c", str(config), *extra, check=False)
+
+
+def assert_config_error(
+    result: subprocess.CompletedProcess[str], config: Path, prefix: str, words: str
+) -> None:
+    """Exit 2 and exactly one stderr line: `sitemapd: configuration error: FILE: PREFIX...`."""
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    head = f"sitemapd: configuration error: {config}: {prefix}"
+    assert lines[0].startswith(head), lines[0]
+    assert words in lines[0][len(head) :], lines[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "words"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_bad_config_exits_2_naming_file_and_key(
+    tmp_path: Path, text: str, key: str, words: str
+) -> None:
+    config = tmp_path / "sitemapd.toml"
+    config.write_text(text)
+    (tmp_path / "site").mkdir()
+    assert_config_error(check_config(config), config, f"{key}: ", words)
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "words"),
+    [c[1:] for c in CASES if c[0] in ("unknown-source-key", "max-urls-over", "no-source")],
+)
+def test_build_refuses_a_bad_config_and_touches_nothing(
+    tmp_path: Path, text: str, key: str, words: str
+) -> None:
+    config = tmp_path / "sitemapd.toml"
+    config.write_text(text)
+    (tmp_path / "site").mkdir()
+    write_atomic(tmp_path / "site" / "a.html", page("A"))
+    result = run_cli("build", "-c", str(config), check=False)
+    assert_config_error(result, config, f"{key}: ", words)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site", "sitemapd.toml"]
+
+
+def test_malformed_toml_names_the_file_and_line(tmp_path: Path) -> None:
+    config = tmp_path / "sitemapd.toml"
+    config.write_text('[site]\nbase_url = "https://example.com/"\noutput_dir = out\n')
+    result = check_config(config)
+    assert_config_error(result, config, "not valid TOML", "line 3")
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "nowhere.toml"
+    for command in ("check-config", "build"):
+        result = run_cli(command, "-c", str(config), check=False)
+        assert_config_error(result, config, "no such file", "")
+        assert result.stderr == f"sitemapd: configuration error: {config}: no such file\n"
+
+
+def test_valid_config_prints_ok(tmp_path: Path) -> None:
+    config = tmp_path / "sitemapd.toml"
+    config.write_text(
+        doc(
+            sitemap="max_urls = 50000\nmax_bytes = 52428800\ngzip = true\ngzip_level = 9\n"
+            'index = "maps.xml"\n',
+            source=SOURCE + 'url_prefix = "/docs/"\nignore = ["nonce=\\\\w+"]\n\n'
+            '[[source]]\ntype = "urllist"\npath = "urls.txt"\n',
+        )
+    )
+    result = check_config(config)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"ok: {config}: 2 sources, index maps.xml\n"
+    assert result.stderr == ""
+
+
+def test_relative_paths_resolve_against_the_config_folder(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    write_atomic(project / "site" / "a.html", page("A"))
+    write_atomic(project / "site" / "b" / "index.html", page("B"))
+    (project / "robots.txt").write_text("User-agent: *\nDisallow: /b/\n")
+    config = project / "sitemapd.toml"
+    config.write_text(doc(site=SITE + 'robots_txt = "robots.txt"\n'))
+    # The config named relative to a cwd that is not its folder.
+    relative = os.path.relpath(config, elsewhere)
+    assert relative == "../project/sitemapd.toml"
+    result = subprocess.run(
+        [sys.executable, "-m", "sitemapd", "build", "-c", relative],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert list(elsewhere.iterdir()) == []
+    assert (project / "state" / "ledger.sqlite3").is_file()
+    # robots.txt was found (b/ is disallowed) and received the Sitemap line.
+    assert set(published(project / "out")) == {"https://example.com/a.html"}
+    assert (
+        (project / "robots.txt").read_text().endswith("Sitemap: https://example.com/sitemap.xml\n")
+    )
+    ok = subprocess.run(
+        [sys.executable, "-m", "sitemapd", "check-config", "-c", relative],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ok.stdout == f"ok: {config}: 1 sources, index sitemap.xml\n"
