@@ -97,7 +97,12 @@ class Engine:
         cursors = {k: v for sc in scans for k, v in sc.cursors.items()}
         items: Iterator[Item] = chain.from_iterable(sc.items for sc in scans)
         changes = self.ledger.apply(
-            items, complete=complete, robots=self.robots_rules(), cursors=cursors, now=now
+            items,
+            complete=complete,
+            robots=self.robots_rules(),
+            cursors=cursors,
+            now=now,
+            configured=[source.name for source in self.config.sources],
         )
         report = self.publisher.publish(now)
         seconds = time.perf_counter() - started

@@ -159,8 +159,13 @@ def _drop_url_indexes(conn: sqlite3.Connection) -> None:
     conn.execute("DROP INDEX IF EXISTS urls_shard")
 
 
+def _migrate_v2(db: Database) -> None:
+    # With the size alone, an edit that keeps a file's size went unnoticed and unrepaired.
+    db.table("published").add_column("mtime_ns", int)
+
+
 # Append only: a released migration never changes; the list index + 1 is the version.
-MIGRATIONS: list[Callable[[Database], None]] = [_migrate_v1]
+MIGRATIONS: list[Callable[[Database], None]] = [_migrate_v1, _migrate_v2]
 
 
 def _unchanged(values: tuple[Any, ...], obs: Observation, source_id: int) -> bool:
@@ -287,12 +292,12 @@ class Ledger:
         """Return the ids of shards left with no members."""
         return [r[0] for r in self.conn.execute("SELECT id FROM shards WHERE url_count = 0")]
 
-    def published(self, name: str) -> tuple[str, int] | None:
-        """Return `(sha256, size)` of output file `name` as last published, or None."""
+    def published(self, name: str) -> tuple[str, int, int | None] | None:
+        """Return `(sha256, size, mtime_ns)` of output file `name` as published, or None."""
         row = self.conn.execute(
-            "SELECT sha256, bytes FROM published WHERE name = ?", (name,)
+            "SELECT sha256, bytes, mtime_ns FROM published WHERE name = ?", (name,)
         ).fetchone()
-        return None if row is None else (row[0], row[1])
+        return None if row is None else (row[0], row[1], row[2])
 
     def published_names(self) -> list[str]:
         """Return the names of every output file sitemapd has published."""
@@ -309,7 +314,7 @@ class Ledger:
 
     def record_publish(
         self,
-        written: Mapping[str, tuple[str, int]],
+        written: Mapping[str, tuple[str, int, int]],
         clean: Iterable[int],
         dropped_shards: Iterable[int],
         removed_files: Iterable[str],
@@ -318,8 +323,9 @@ class Ledger:
         """Remember published files, mark shards clean and forget dropped ones."""
         with self._transaction():
             self.conn.executemany(
-                "INSERT OR REPLACE INTO published (name, sha256, bytes, at) VALUES (?, ?, ?, ?)",
-                [(name, sha, size, at) for name, (sha, size) in written.items()],
+                "INSERT OR REPLACE INTO published (name, sha256, bytes, mtime_ns, at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(name, sha, size, mtime, at) for name, (sha, size, mtime) in written.items()],
             )
             self.conn.executemany("UPDATE shards SET dirty = 0 WHERE id = ?", [(i,) for i in clean])
             self.conn.executemany(
@@ -361,18 +367,20 @@ class Ledger:
         robots: RobotsRules | None = None,
         cursors: Mapping[str, str] | None = None,
         now: str | None = None,
+        configured: Collection[str] | None = None,
     ) -> ChangeSet:
         """Apply observations in one transaction with `cursors`; return what changed.
 
         `complete` names sources whose items were a full scan: any URL they own that
-        was not among the items is gone.
+        was not among the items is gone. With `configured`, URLs still owned by a source
+        no longer in it (renamed or removed) and not observed now are gone too.
         """
         try:
             with self._transaction():
                 run = _Apply(self, robots, now or w3c.now())
                 run.start(complete)
                 run.consume(items)
-                run.finish(complete)
+                run.finish(complete, configured)
                 self.conn.executemany(
                     "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
                     sorted((cursors or {}).items()),
@@ -604,12 +612,17 @@ class _Apply:
                 [(NEW, self.now, params[0]) for params in inserts if params[2] == LIVE],
             )
 
-    def finish(self, complete: Collection[str]) -> None:
+    def finish(self, complete: Collection[str], configured: Collection[str] | None) -> None:
         if self.bulk:
             self._finish_bulk()
         else:
             for source in complete:
                 self._mark_gone(self.source_id(source))
+            for name, source_id in list(self._source_ids.items()):
+                if configured is not None and name not in configured:
+                    gone = self._mark_gone(source_id)
+                    if gone:
+                        log.warning("source %r is no longer configured: %d URLs gone", name, gone)
         self.changes.moved += self.shards.enforce_limits()
         self.conn.executemany(
             "INSERT INTO journal (url_id, kind, at) VALUES (?, ?, ?)", self.journal
@@ -646,7 +659,8 @@ class _Apply:
             state.url_count, state.bytes, state.lastmod = count, size, lastmod
         self.shards.dirty.update(self.shards.states)
 
-    def _mark_gone(self, source_id: int) -> None:
+    def _mark_gone(self, source_id: int) -> int:
+        """Remove what `source_id` owns and was not seen in this run; return how many."""
         rows = [
             _Row(*row)
             for row in self.conn.execute(
@@ -658,6 +672,7 @@ class _Apply:
         for row in rows:
             self._remove(row)
         self.conn.executemany(_UPDATE_URL, [row.update_params() for row in rows])
+        return len(rows)
 
     def _recheck_robots(self) -> None:
         """Re-apply changed robots.txt rules to every present URL."""

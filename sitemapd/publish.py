@@ -106,7 +106,7 @@ class Publisher:
         except OSError as exc:
             raise PublishError(f"cannot create output directory {self.out} ({exc})") from exc
         self._remove_leftover_temps()
-        written: dict[str, tuple[str, int]] = {}
+        written: dict[str, tuple[str, int, int]] = {}
         dirty = {shard_id for shard_id, _ in self.ledger.shards_to_render()}
         index_rows = self.ledger.index_rows()
         for shard_id, _ in index_rows:
@@ -139,14 +139,20 @@ class Publisher:
         return report
 
     def _intact(self, name: str) -> bool:
+        """True when `name` is on disk exactly as published (same size and mtime)."""
         record = self.ledger.published(name)
         try:
-            return record is not None and (self.out / name).stat().st_size == record[1]
+            st = (self.out / name).stat()
         except FileNotFoundError:
             return False
+        return record is not None and (st.st_size, st.st_mtime_ns) == record[1:]
 
     def _write(
-        self, name: str, text: bytes, written: dict[str, tuple[str, int]], report: PublishReport
+        self,
+        name: str,
+        text: bytes,
+        written: dict[str, tuple[str, int, int]],
+        report: PublishReport,
     ) -> None:
         digest = hashlib.sha256(text).hexdigest()
         record = self.ledger.published(name)
@@ -157,7 +163,7 @@ class Publisher:
             # mtime=0 and no file name in the header: the same sitemap gives the same bytes.
             data = gzip.compress(text, compresslevel=self.sitemap.gzip_level, mtime=0)
         atomic_write(self.out / name, data)
-        written[name] = (digest, len(data))
+        written[name] = (digest, len(data), (self.out / name).stat().st_mtime_ns)
         report.written.append(name)
         report.bytes_written += len(data)
         log.debug("wrote %s (%d bytes)", name, len(data))

@@ -7,6 +7,7 @@ from typing import Any
 
 from .config import Config
 from .publish import OutputNames
+from .render.sitemap import SHARD_OVERHEAD
 
 _EXAMPLES = 50  # excluded and invalid items listed per report
 
@@ -39,9 +40,9 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
         {
             "file": names.shard(shard_id),
             "urls": url_count,
-            "bytes": size,
+            "bytes": size + SHARD_OVERHEAD,
             "url_fill": round(url_count / limits.max_urls, 4),
-            "byte_fill": round(size / limits.max_bytes, 4),
+            "byte_fill": round((size + SHARD_OVERHEAD) / limits.max_bytes, 4),
             "lastmod": lastmod,
         }
         for shard_id, url_count, size, lastmod in conn.execute(

@@ -226,3 +226,35 @@ def test_unreadable_file_is_counted_and_kept(site: Site) -> None:
     assert "b.html: unreadable (Permission denied)" in result.stderr
     assert site.urls() == lastmods
     assert '"reason": "unreadable (Permission denied)"' in site.cli("status", "--json").stdout
+
+
+def test_a_same_size_edit_to_a_published_file_is_repaired(site: Site) -> None:
+    site.write("a.html", page("A"))
+    site.build()
+    shard = site.out / "sitemap-1.xml"
+    original = shard.read_bytes()
+    shard.write_bytes(original.replace(b"<lastmod>2", b"<lastmod>1", 1))
+    assert len(shard.read_bytes()) == len(original)
+    site.build()
+    assert shard.read_bytes() == original
+
+
+def test_renaming_a_source_keeps_lastmods_and_removing_it_retires_its_urls(
+    site: Site,
+) -> None:
+    site.configure(source='name = "pages"')
+    path = site.write("a.html", page("A"))
+    os.utime(path, (at("2024-01-01T00:00:00Z"),) * 2)
+    site.build()
+    site.configure(source='name = "renamed"')
+    site.build()
+    assert site.urls() == {"https://example.com/a.html": "2024-01-01T00:00:00+00:00"}
+    (site.base / "urls.txt").write_text("https://example.com/listed.html\n")
+    site.config.write_text(
+        site.config.read_text().replace(
+            '[[source]]\ntype = "directory"\nroot = "site"\nname = "renamed"',
+            '[[source]]\ntype = "urllist"\npath = "urls.txt"',
+        )
+    )
+    site.build()
+    assert set(site.urls()) == {"https://example.com/listed.html"}
