@@ -39,6 +39,7 @@ _TYPES = {
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 256  # the listen backlog: bursts of crawler requests queue, not fail
     # The endpoint's state, set by Sidecar.
     output_dir: Path
     serve_files: bool

@@ -167,25 +167,29 @@ def test_concurrent_clients_always_get_complete_files(
             n += 1
             time.sleep(0.1)  # longer than the debounce: each edit is published
 
-    def client(count: int) -> None:
-        for _ in range(count):
-            try:
-                status, headers, body = request(port, "/sitemap-1.xml")
-                assert status == 200
-                assert int(headers["Content-Length"]) == len(body)
-                root = etree.fromstring(body)
-                assert len(root) == 302
-            except Exception as exc:
-                errors.append(repr(exc))
+    start = threading.Barrier(200)
+
+    def client() -> None:
+        start.wait()  # all 200 requests at once
+        try:
+            status, headers, body = request(port, "/sitemap-1.xml")
+            assert status == 200
+            assert int(headers["Content-Length"]) == len(body)
+            root = etree.fromstring(body)
+            assert len(root) == 302
+        except Exception as exc:  # every failure is reported, not just the first
+            errors.append(repr(exc))
 
     before = daemon.publishes()
     writer = threading.Thread(target=publish_continuously)
     writer.start()
-    clients = [threading.Thread(target=client, args=(10,)) for _ in range(20)]
-    for thread in clients:
-        thread.start()
-    for thread in clients:
-        thread.join()
+    for _round in range(3):  # three waves, spread over several publishes
+        clients = [threading.Thread(target=client) for _ in range(200)]
+        for thread in clients:
+            thread.start()
+        for thread in clients:
+            thread.join()
+        time.sleep(1.0)
     stop.set()
     writer.join()
     assert errors == []
