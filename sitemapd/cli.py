@@ -92,6 +92,7 @@ def run(config_path: Path) -> None:
     cfg = config.load(config_path)
     with StateLock(cfg.site.state_dir):
         daemon = Daemon(cfg)
+        daemon.install_signal_handlers()
         try:
             daemon.start()
             daemon.serve_forever()

@@ -18,7 +18,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from . import config as config_module
 from . import w3c
-from .config import Config, DirectorySource
+from .config import Config
 from .engine import BuildResult, Engine
 from .errors import ConfigError
 from .metrics import Metrics
@@ -149,6 +149,13 @@ class Daemon:
         )
         self.writer = threading.Thread(target=self._write_loop, name="sitemapd-writer")
         self._live = 0
+        # Sources whose last read failed, with why, and how often in a row.
+        self.failing: dict[str, str] = {}
+        self._retries: dict[str, int] = {}
+        # Held while watchers are started or stopped (health job, reload, stop).
+        self._watchers_lock = threading.RLock()
+        self.terminate = threading.Event()
+        self._wake = threading.Event()
         self._overflow = _OverflowListener(self)
 
     # Lifecycle ---------------------------------------------------------------------
@@ -190,7 +197,21 @@ class Daemon:
                 self.batch_started = None
         self.metrics.batch(result)
         self.last_publish = w3c.now()
+        for name in result.scanned:
+            self.failing.pop(name, None)
+            self._retries.pop(name, None)
+        for name, reason in result.failed.items():
+            self.failing[name] = reason
+            self._retry_later(name)
         return result
+
+    def _retry_later(self, name: str) -> None:
+        """Read a source that failed again, after a growing delay (it may never send events)."""
+        tries = self._retries[name] = self._retries.get(name, 0) + 1
+        delay = min(5.0 * 2 ** (tries - 1), 300.0)
+        timer = threading.Timer(delay, self.queue.add_rescan, args=(name,))
+        timer.daemon = True
+        timer.start()
 
     # Health ------------------------------------------------------------------------
 
@@ -204,6 +225,10 @@ class Daemon:
             found.append("scheduler stopped")
         if self.ready and not self.writer.is_alive():
             found.append("writer stopped")
+        for name, reason in list(self.failing.items()):
+            if name in self.watchers and not self.watchers[name].healthy():
+                continue  # already named by its watcher
+            found.append(f"{name}: last read failed: {reason}")
         started = self.batch_started
         if started is not None and time.monotonic() - started > self.config.daemon.stuck_after:
             found.append(f"writer stuck in one batch for {time.monotonic() - started:.0f}s")
@@ -249,40 +274,46 @@ class Daemon:
         self._stop_watchers()
         self.stopping.set()
         self.queue.wake()
-        self.writer.join()
+        if self.writer.is_alive():
+            self.writer.join()
         logging.getLogger("watchdog.observers.inotify_c").removeHandler(self._overflow)
         if self.sidecar is not None:
             self.sidecar.stop()
         self.engine.close()
         self.notifier.close()
 
-    def serve_forever(self) -> None:
-        """Run until SIGTERM or SIGINT; SIGHUP reloads the configuration."""
-        stop = threading.Event()
+    def install_signal_handlers(self) -> None:
+        """SIGTERM / SIGINT stop, SIGHUP reloads; call from the main thread before start()."""
 
         def on_stop(signum: int, frame: FrameType | None) -> None:
-            stop.set()
+            self.terminate.set()
+            self._wake.set()
 
         def on_hup(signum: int, frame: FrameType | None) -> None:
             self.reload_requested.set()
-            stop.set()  # wake the wait below
+            self._wake.set()
 
         signal.signal(signal.SIGTERM, on_stop)
         signal.signal(signal.SIGINT, on_stop)
         signal.signal(signal.SIGHUP, on_hup)
-        tick = min(1.0, self.notifier.watchdog_interval or 1.0)
-        last_status = ""
-        while True:
-            stop.wait(tick)
-            if self.reload_requested.is_set():
+
+    def serve_forever(self) -> None:
+        """Handle reload requests until told to stop; health pings run in their own thread."""
+        threading.Thread(target=self._supervise, name="sitemapd-notify", daemon=True).start()
+        while not self.terminate.is_set():
+            self._wake.wait(1.0)
+            self._wake.clear()
+            if self.reload_requested.is_set() and not self.terminate.is_set():
                 self.reload_requested.clear()
-                stop.clear()
                 self.notifier.reloading()
                 self.reload()
                 self.notifier.send(READY=1, STATUS=self.status())
-                continue
-            if stop.is_set():
-                return
+
+    def _supervise(self) -> None:
+        """Send WATCHDOG=1 while healthy and STATUS when it changes, until stopping."""
+        tick = min(1.0, self.notifier.watchdog_interval or 1.0)
+        last_status = ""
+        while not self.stopping.wait(tick):
             # WATCHDOG=1 only while healthy: a stuck or half-dead daemon gets restarted.
             if self.notifier.watchdog_interval and not self.problems():
                 self.notifier.send(WATCHDOG=1)
@@ -304,8 +335,7 @@ class Daemon:
         """The kernel dropped events: only a full reconcile can tell what changed."""
         log.warning("events were lost (inotify queue overflow): reconciling")
         for source in self.config.sources:
-            if isinstance(source, DirectorySource):
-                self.queue.add_rescan(source.name)
+            self.queue.add_rescan(source.name)
 
     def _write_loop(self) -> None:
         failures = 0
@@ -352,12 +382,17 @@ class Daemon:
             log.error("%s: %s: keeping the published output", name, watcher.failure)
 
     def _stop_watchers(self) -> None:
-        for watcher in self.watchers.values():
-            watcher.stop()
-        self.watchers.clear()
+        with self._watchers_lock:
+            for watcher in self.watchers.values():
+                watcher.stop()
+            self.watchers.clear()
 
     def check_watchers(self) -> None:
         """Restart any watcher that died or whose folder was replaced (scheduler job)."""
+        with self._watchers_lock:
+            self._check_watchers()
+
+    def _check_watchers(self) -> None:
         for name, watcher in list(self.watchers.items()):
             if watcher.healthy():
                 continue
@@ -386,7 +421,7 @@ class Daemon:
         if self.sidecar is not None:
             self.sidecar.server.output_dir = new.site.output_dir
             self.sidecar.server.serve_files = new.http.serve_files
-        with self.engine_lock:
+        with self._watchers_lock, self.engine_lock:
             self._stop_watchers()
             self.engine.close()
             self.config = new

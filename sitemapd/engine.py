@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain
 
 from . import robots, sources, w3c
 from .config import Config
 from .errors import SourceError
-from .ledger import ChangeSet, Ledger, RobotsRules
+from .ledger import ALLOW_ALL, ChangeSet, Ledger, RobotsRules
 from .observation import Item
 from .publish import Publisher, PublishReport
 from .shards import Limits
@@ -25,7 +25,10 @@ class BuildResult:
     changes: ChangeSet
     report: PublishReport
     seconds: float
-    source_errors: int = 0  # sources that could not be read at all
+    # Sources (or robots.txt) that could not be read, with why; what they gave is kept.
+    failed: dict[str, str] = field(default_factory=dict)
+    # Sources read in full.
+    scanned: list[str] = field(default_factory=list)
 
 
 class Engine:
@@ -42,11 +45,11 @@ class Engine:
         """Close the ledger."""
         self.ledger.close()
 
-    def robots_rules(self) -> RobotsRules | None:
-        """Return the site's robots.txt rules, or None when no robots.txt is configured."""
+    def robots_rules(self) -> RobotsRules:
+        """Return the site's robots.txt rules (allowing all when none is configured)."""
         path = self.config.site.robots_txt
         if path is None:
-            return None
+            return ALLOW_ALL
         try:
             return robots.rules(path.read_bytes())
         except FileNotFoundError:
@@ -79,7 +82,7 @@ class Engine:
         site = self.config.site
         skip = (str(site.output_dir), str(site.state_dir))
         scans: list[sources.Scan] = []
-        source_errors = 0
+        failed: dict[str, str] = {}
         for source in self.config.sources:
             try:
                 if source.name in rescan:
@@ -91,11 +94,16 @@ class Engine:
             except SourceError as exc:
                 if strict:
                     raise
-                source_errors += 1
+                failed[source.name] = str(exc)
                 log.error("%s", exc)
+        # The ledger reads both at the end of the transaction, after every item: a scan
+        # that fails part-way (below) withdraws its claim to completeness and its cursor.
         complete = [scan.name for scan in scans if scan.complete]
         cursors = {k: v for sc in scans for k, v in sc.cursors.items()}
-        items: Iterator[Item] = chain.from_iterable(sc.items for sc in scans)
+        streams = (
+            sc.items if strict else self._soft(sc, complete, cursors, failed) for sc in scans
+        )
+        items: Iterator[Item] = chain.from_iterable(streams)
         changes = self.ledger.apply(
             items,
             complete=complete,
@@ -118,4 +126,20 @@ class Engine:
             report.bytes_written,
             seconds,
         )
-        return BuildResult(changes, report, seconds, source_errors)
+        scanned = [scan.name for scan in scans if scan.name in complete]
+        return BuildResult(changes, report, seconds, failed, scanned)
+
+    @staticmethod
+    def _soft(
+        scan: sources.Scan, complete: list[str], cursors: dict[str, str], failed: dict[str, str]
+    ) -> Iterator[Item]:
+        """Yield the scan's items; if reading fails part-way, log it and keep what came."""
+        try:
+            yield from scan.items
+        except SourceError as exc:
+            log.error("%s", exc)
+            failed[scan.name] = str(exc)
+            if scan.name in complete:
+                complete.remove(scan.name)
+            for key in scan.cursors:
+                cursors.pop(key, None)

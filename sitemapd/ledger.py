@@ -57,6 +57,11 @@ class RobotsRules:
     allows: Callable[[str], bool]
 
 
+# No robots.txt configured: every URL allowed. A fingerprint of its own, so turning the
+# rules off lifts their exclusions and turning them on applies them to every URL.
+ALLOW_ALL = RobotsRules("none", lambda url: True)
+
+
 @dataclass(slots=True)
 class ChangeSet:
     """What one `apply()` changed."""
@@ -364,7 +369,7 @@ class Ledger:
         items: Iterable[Item],
         *,
         complete: Collection[str] = (),
-        robots: RobotsRules | None = None,
+        robots: RobotsRules = ALLOW_ALL,
         cursors: Mapping[str, str] | None = None,
         now: str | None = None,
         configured: Collection[str] | None = None,
@@ -404,7 +409,7 @@ class _Transaction:
 class _Apply:
     """One `Ledger.apply()` run: the decisions, shard moves and journal of a transaction."""
 
-    def __init__(self, ledger: Ledger, robots: RobotsRules | None, now: str) -> None:
+    def __init__(self, ledger: Ledger, robots: RobotsRules, now: str) -> None:
         self.conn = ledger.conn
         self.ledger = ledger
         self.robots = robots
@@ -430,7 +435,7 @@ class _Apply:
     def _reason(self, loc: str, page_reason: str | None) -> str | None:
         if page_reason:
             return page_reason
-        if self.robots is not None and not self.robots.allows(loc):
+        if not self.robots.allows(loc):
             return ROBOTS_REASON
         return None
 
@@ -518,19 +523,17 @@ class _Apply:
     # Phases ------------------------------------------------------------------------
 
     def start(self, complete: Collection[str]) -> None:
-        (count,) = self.conn.execute("SELECT count(*) FROM urls").fetchone()
         # An empty ledger takes a bulk path: no lookups, indexes built once at the end.
-        self.bulk = count == 0
+        self.bulk = self.conn.execute("SELECT 1 FROM urls LIMIT 1").fetchone() is None
         if self.bulk:
             _drop_url_indexes(self.conn)
         else:
             self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS seen (id INTEGER PRIMARY KEY)")
             self.conn.execute("DELETE FROM temp.seen")
         self.conn.executemany("DELETE FROM rejects WHERE source = ?", [(s,) for s in complete])
-        robots_changed = self.robots and self.ledger.cursor("robots") != self.robots.fingerprint
-        if robots_changed and not self.bulk:
-            self._recheck_robots()
-        if self.robots is not None:
+        if self.ledger.cursor("robots") != self.robots.fingerprint:
+            if not self.bulk:
+                self._recheck_robots()
             self.conn.execute(
                 "INSERT OR REPLACE INTO cursors (name, value) VALUES ('robots', ?)",
                 (self.robots.fingerprint,),
@@ -618,8 +621,11 @@ class _Apply:
         else:
             for source in complete:
                 self._mark_gone(self.source_id(source))
+            # Only a run that read every configured source in full may retire the others:
+            # their URLs may be waiting to be claimed by a renamed source.
+            retire = configured is not None and set(configured) <= set(complete)
             for name, source_id in list(self._source_ids.items()):
-                if configured is not None and name not in configured:
+                if retire and configured is not None and name not in configured:
                     gone = self._mark_gone(source_id)
                     if gone:
                         log.warning("source %r is no longer configured: %d URLs gone", name, gone)

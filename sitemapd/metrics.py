@@ -75,7 +75,7 @@ class Metrics:
     def batch(self, result: BuildResult) -> None:
         """Record one successful apply-and-publish."""
         self.batch_seconds.observe(result.seconds)
-        self.source_errors.inc(result.changes.rejected + result.source_errors)
+        self.source_errors.inc(result.changes.rejected + len(result.failed))
         self.last_publish.set_to_current_time()
         if result.report.written:
             self.publishes.inc()

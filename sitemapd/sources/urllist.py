@@ -34,10 +34,11 @@ def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
     if ledger.cursor(cursor) == key:
         handle.close()
         return Scan(source.name, iter(()), complete=False)
-    return Scan(source.name, _items(source, policy, handle), complete=True, cursors={cursor: key})
+    items = _items(source, policy, handle, key)
+    return Scan(source.name, items, complete=True, cursors={cursor: key})
 
 
-def _items(source: UrlListSource, policy: URLPolicy, handle: BinaryIO) -> Iterator[Item]:
+def _items(source: UrlListSource, policy: URLPolicy, handle: BinaryIO, key: str) -> Iterator[Item]:
     name = source.name
     normalise = policy.normalise
     try:
@@ -63,5 +64,15 @@ def _items(source: UrlListSource, policy: URLPolicy, handle: BinaryIO) -> Iterat
                     # The URL itself is fine: keep it, without a time of its own.
                     yield rejected(name, url[:_SHOWN], f"line {number}: bad datetime {stamp!r}")
             yield Observation(loc, name, None, source_time)
+        try:
+            unchanged = file_key(os.stat(source.path)) == key
+        except OSError:
+            unchanged = False
+        if not unchanged:
+            # Being rewritten in place: what we read may be a fraction of the list.
+            raise SourceError(
+                f"{name}: {source.path} changed while being read; it will be read again "
+                "(write the list to a temporary file and rename it into place)"
+            )
     finally:
         handle.close()
