@@ -82,6 +82,11 @@ def build(config_path: Path) -> None:
         f"{changes.rejected} invalid; wrote {len(report.written)} files "
         f"({report.bytes_written} bytes), removed {len(report.removed)} in {result.seconds:.2f}s"
     )
+    if result.failed:
+        # Published, but a deploy hook should hear that a source was not read as it should.
+        for name, reason in result.failed.items():
+            click.echo(f"sitemapd: error: {name}: {reason}", err=True)
+        sys.exit(1)
 
 
 @main.command()

@@ -285,6 +285,8 @@ def _site(table: _Table, base: Path) -> SiteConfig:
             "output_url", f"must be a folder URL ending in '/' on {origin.root}, got {output_url!r}"
         )
     state_dir = table.path("state_dir", base)
+    if state_dir == output_dir or state_dir.is_relative_to(output_dir):
+        raise table.error("state_dir", "must not be inside output_dir: the ledger is not public")
     robots_txt = table.optional_path("robots_txt", base)
     table.done()
     return SiteConfig(base_url, origin, output_dir, output_url, state_dir, robots_txt)
@@ -296,7 +298,8 @@ def _sitemap(table: _Table) -> SitemapConfig:
         raise table.error("index", f"must be a file name ending in .xml, got {index!r}")
     config = SitemapConfig(
         max_urls=table.integer("max_urls", MAX_URLS, 1, MAX_URLS),
-        max_bytes=table.integer("max_bytes", MAX_BYTES, 4096, MAX_BYTES),
+        # The floor holds the largest possible entry (2,048 characters of `&`, escaped).
+        max_bytes=table.integer("max_bytes", MAX_BYTES, 16384, MAX_BYTES),
         gzip=table.flag("gzip", False),
         gzip_level=table.integer("gzip_level", 6, 1, 9),
         index=index,

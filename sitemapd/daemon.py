@@ -143,6 +143,7 @@ class Daemon:
                 config.http.serve_files,
                 self.problems,
                 self.metrics,
+                lambda name: self.engine.publisher.names.is_output(name),
             )
         self.scheduler = BackgroundScheduler(
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 30}

@@ -126,7 +126,9 @@ class Engine:
             report.bytes_written,
             seconds,
         )
-        scanned = [scan.name for scan in scans if scan.name in complete]
+        for name in changes.empty_scans:
+            failed[name] = "a full scan found nothing: treated as an outage"
+        scanned = [s.name for s in scans if s.name in complete and s.name not in failed]
         return BuildResult(changes, report, seconds, failed, scanned)
 
     @staticmethod

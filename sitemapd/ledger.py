@@ -72,6 +72,8 @@ class ChangeSet:
     rejected: int = 0
     moved: int = 0
     dirty_shards: list[int] = field(default_factory=list)
+    # Complete scans that found nothing while their source had URLs: kept, not removed.
+    empty_scans: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -417,6 +419,8 @@ class _Apply:
         self.changes = ChangeSet()
         self.shards = Shards(self.conn, ledger.limits)
         self.journal: list[tuple[int, str, str]] = []
+        # Sources that gave at least one present URL in this run.
+        self.observed: set[str] = set()
         self._source_ids: dict[str, int] = dict(
             (name, id_) for id_, name in self.conn.execute("SELECT id, name FROM sources")
         )
@@ -550,6 +554,7 @@ class _Apply:
                     [(r.source, r.item, r.reason, self.now) for r in rejects],
                 )
             present = [item for item in chunk if not isinstance(item, Rejected)]
+            self.observed.update(item.source for item in present)
             if self.bulk:
                 self._insert([self._new_row(o) for o in present if isinstance(o, Observation)])
             else:
@@ -620,7 +625,18 @@ class _Apply:
             self._finish_bulk()
         else:
             for source in complete:
-                self._mark_gone(self.source_id(source))
+                if source in self.observed or not self._owns_any(source):
+                    self._mark_gone(self.source_id(source))
+                else:
+                    # A full scan that finds nothing at all is far likelier an empty mount
+                    # or a failed export than a site deleting every page.
+                    self.changes.empty_scans.append(source)
+                    log.error(
+                        "%s: a full scan found nothing while it has published URLs: treated "
+                        "as an outage, they stay (remove the source from the config to drop "
+                        "them)",
+                        source,
+                    )
             # Only a run that read every configured source in full may retire the others:
             # their URLs may be waiting to be claimed by a renamed source.
             retire = configured is not None and set(configured) <= set(complete)
@@ -665,20 +681,29 @@ class _Apply:
             state.url_count, state.bytes, state.lastmod = count, size, lastmod
         self.shards.dirty.update(self.shards.states)
 
+    def _owns_any(self, source: str) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM urls WHERE source_id = ? AND status IN (?, ?) LIMIT 1",
+            (self.source_id(source), LIVE, EXCLUDED),
+        ).fetchone()
+        return row is not None
+
     def _mark_gone(self, source_id: int) -> int:
         """Remove what `source_id` owns and was not seen in this run; return how many."""
-        rows = [
-            _Row(*row)
-            for row in self.conn.execute(
-                f"SELECT {_URL_COLUMNS} FROM urls WHERE source_id = ? AND status IN (?, ?) "
-                "AND id NOT IN (SELECT id FROM temp.seen)",
-                (source_id, LIVE, EXCLUDED),
-            )
-        ]
-        for row in rows:
-            self._remove(row)
-        self.conn.executemany(_UPDATE_URL, [row.update_params() for row in rows])
-        return len(rows)
+        last_id, removed = 0, 0
+        # In batches: a source that lost a million URLs must not need them all in memory.
+        while batch := self.conn.execute(
+            f"SELECT {_URL_COLUMNS} FROM urls WHERE id > ? AND source_id = ? "
+            "AND status IN (?, ?) AND id NOT IN (SELECT id FROM temp.seen) ORDER BY id LIMIT ?",
+            (last_id, source_id, LIVE, EXCLUDED, _CHUNK),
+        ).fetchall():
+            rows = [_Row(*values) for values in batch]
+            for row in rows:
+                self._remove(row)
+            self.conn.executemany(_UPDATE_URL, [row.update_params() for row in rows])
+            removed += len(rows)
+            last_id = rows[-1].id
+        return removed
 
     def _recheck_robots(self) -> None:
         """Re-apply changed robots.txt rules to every present URL."""

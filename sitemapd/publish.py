@@ -13,6 +13,7 @@ import hashlib
 import logging
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,13 +37,17 @@ class PublishReport:
     bytes_written: int = 0
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that no reader ever sees a partial file."""
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace `path` with `data` so that no reader ever sees a partial file.
+
+    `mode` keeps an existing file's permissions; new files get 0o666 minus the umask.
+    """
     temp = path.with_name(f"{_TEMP_PREFIX}{path.name}-{os.getpid()}")
     try:
-        # 0o666 minus the umask, as for any new file: the web server must read it.
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
         try:
+            if mode is not None:
+                os.fchmod(fd, mode)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
@@ -54,6 +59,25 @@ def atomic_write(path: Path, data: bytes) -> None:
     except OSError as exc:
         temp.unlink(missing_ok=True)
         raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
+
+
+def _remove_leftover_temps(folder: Path) -> None:
+    """Remove temp files that a crashed sitemapd left in `folder` (never a live one's)."""
+    for path in folder.glob(_TEMP_PREFIX + "*"):
+        pid = path.name.rpartition("-")[2]
+        if pid.isdigit() and int(pid) != os.getpid() and _running(int(pid)):
+            continue
+        path.unlink(missing_ok=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -77,6 +101,10 @@ class OutputNames:
     def shard(self, shard_id: int) -> str:
         """Return the file name of shard `shard_id`."""
         return f"{self._stem}-{shard_id}.xml" + (".gz" if self._gzip else "")
+
+    def is_output(self, name: str) -> bool:
+        """True when `name` is a file sitemapd writes into the output directory."""
+        return name == self.index or self.is_shard(name)
 
     def is_shard(self, name: str) -> bool:
         """True when `name` is a shard file of this site, compressed or not."""
@@ -105,7 +133,7 @@ class Publisher:
             self.out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise PublishError(f"cannot create output directory {self.out} ({exc})") from exc
-        self._remove_leftover_temps()
+        _remove_leftover_temps(self.out)
         written: dict[str, tuple[str, int, int]] = {}
         dirty = {shard_id for shard_id, _ in self.ledger.shards_to_render()}
         index_rows = self.ledger.index_rows()
@@ -121,6 +149,8 @@ class Publisher:
             for shard_id, lastmod in index_rows
         )
         self._write(self.sitemap.index, index.encode(), written, report)
+        # robots.txt names the new index before any retired file goes.
+        self._update_robots_txt(report)
         # Only now that the index is in place may files it no longer names go: shards of
         # this index, and anything published under names no longer in use (a renamed index
         # and its shards).
@@ -134,7 +164,6 @@ class Publisher:
                 report.removed.append(path.name)
         if report.removed:
             _fsync_dir(self.out)
-        self._update_robots_txt(report)
         self.ledger.record_publish(written, dirty, self.ledger.empty_shards(), retired, at=now)
         return report
 
@@ -169,24 +198,23 @@ class Publisher:
         log.debug("wrote %s (%d bytes)", name, len(data))
 
     def _update_robots_txt(self, report: PublishReport) -> None:
-        path = self.site.robots_txt
-        if path is None:
+        if self.site.robots_txt is None:
             return
+        # Edit the file a symlink points to, keeping its permissions.
+        path = self.site.robots_txt.resolve()
         try:
             current = path.read_bytes()
+            mode: int | None = stat.S_IMODE(path.stat().st_mode)
         except FileNotFoundError:
-            current = b""
+            current, mode = b"", None
         except OSError as exc:
             raise PublishError(f"cannot read {path} ({exc.strerror})") from exc
         retired = self.ledger.cursor("robots_sitemap_line")
         updated = robots.with_sitemap_line(current, self.names.index_url, retired)
         if updated != current:
-            atomic_write(path, updated)
+            _remove_leftover_temps(path.parent)
+            atomic_write(path, updated, mode)
             report.written.append(str(path))
             report.bytes_written += len(updated)
         if retired != self.names.index_url:
             self.ledger.set_cursor("robots_sitemap_line", self.names.index_url)
-
-    def _remove_leftover_temps(self) -> None:
-        for path in self.out.glob(_TEMP_PREFIX + "*"):
-            path.unlink(missing_ok=True)

@@ -88,7 +88,10 @@ class Shards:
         moved = 0
         for shard_id in sorted(self.states):
             state = self.states[shard_id]
-            while state.url_count > self.limits.max_urls or state.bytes > self.limits.entry_budget:
+            # A lone member stays: moving it could only make another shard over-full.
+            while state.url_count > 1 and (
+                state.url_count > self.limits.max_urls or state.bytes > self.limits.entry_budget
+            ):
                 excess_urls = max(state.url_count - self.limits.max_urls, 1)
                 rows = self.conn.execute(
                     "SELECT id, entry_bytes, lastmod FROM urls WHERE shard = ? "

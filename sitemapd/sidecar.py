@@ -45,6 +45,8 @@ class _Server(ThreadingHTTPServer):
     serve_files: bool
     problems: Callable[[], list[str]]
     metrics: Metrics
+    # Only files sitemapd writes are served, never whatever else shares the folder.
+    is_output: Callable[[str], bool]
 
     def handle_error(self, request: object, client_address: object) -> None:
         # A client that hangs up mid-response is routine, not a traceback on stderr.
@@ -98,7 +100,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_file(self, path: str, head: bool) -> None:
         name = path.removeprefix("/")
-        if not _NAME.match(name):
+        if not _NAME.match(name) or not self.server.is_output(name):
             self._not_found(head)
             return
         try:
@@ -138,7 +140,7 @@ class _Handler(BaseHTTPRequestHandler):
         if since:
             try:
                 when = email.utils.parsedate_to_datetime(since).timestamp()
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 return False
             return int(mtime) <= when
         return False
@@ -154,6 +156,7 @@ class Sidecar:
         serve_files: bool,
         problems: Callable[[], list[str]],
         metrics: Metrics,
+        is_output: Callable[[str], bool],
     ) -> None:
         host, port = parse_listen(listen)
         self.server = (_Server6 if ":" in host else _Server)((host, port), _Handler)
@@ -161,6 +164,7 @@ class Sidecar:
         self.server.serve_files = serve_files
         self.server.problems = problems
         self.server.metrics = metrics
+        self.server.is_output = is_output
         self.thread = threading.Thread(
             target=self.server.serve_forever, name="sitemapd-http", daemon=True
         )

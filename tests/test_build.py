@@ -258,3 +258,36 @@ def test_renaming_a_source_keeps_lastmods_and_removing_it_retires_its_urls(
     )
     site.build()
     assert set(site.urls()) == {"https://example.com/listed.html"}
+
+
+def test_a_scan_that_finds_nothing_is_an_outage_not_a_mass_deletion(site: Site) -> None:
+    site.write("a.html", page("A"))
+    site.write("b.html", page("B"))
+    site.build()
+    before = snapshot(site.out)
+    for path in site.root.iterdir():
+        path.unlink()  # an empty mount point, a failed deploy
+    result = site.cli("build", check=False)
+    assert result.returncode == 1
+    assert "a full scan found nothing: treated as an outage" in result.stderr
+    assert snapshot(site.out) == before
+    site.write("a.html", page("A"))
+    site.build()
+    assert set(site.urls()) == {"https://example.com/a.html"}
+
+
+def test_turning_robots_rules_off_and_on_applies_them_to_every_url(site: Site) -> None:
+    site.write("robots.txt", "User-agent: *\nDisallow: /private/\n")
+    site.write("private/a.html", page("A"))
+    site.write("index.html", page("Home"))
+    site.configure(site='robots_txt = "site/robots.txt"')
+    site.build()
+    assert set(site.urls()) == {"https://example.com/"}
+    site.configure()
+    site.build()
+    assert set(site.urls()) == {"https://example.com/", "https://example.com/private/a.html"}
+    site.write("private/b.html", page("B"))
+    site.build()
+    site.configure(site='robots_txt = "site/robots.txt"')
+    site.build()
+    assert set(site.urls()) == {"https://example.com/"}

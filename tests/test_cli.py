@@ -54,7 +54,7 @@ def mixed(site: Site) -> Site:
     )
     site.configure(
         site='robots_txt = "robots.txt"',
-        sitemap="max_urls = 3\nmax_bytes = 4096",
+        sitemap="max_urls = 3\nmax_bytes = 16384",
         source='name = "pages"\n[[source]]\ntype = "urllist"\npath = "list.txt"\nname = "list"',
     )
     put(site, "a.html", page("A"), "2025-01-01T00:00:00Z")
@@ -148,7 +148,7 @@ def test_status_shard_bytes_are_the_file_size(mixed: Site) -> None:
     report = json.loads(mixed.cli("status", "--json").stdout)
     sizes = {p.name: p.stat().st_size for p in mixed.out.glob("sitemap-*.xml")}
     assert [(s["file"], s["bytes"], s["byte_fill"]) for s in report["shards"]] == [
-        (name, sizes[name], round(sizes[name] / 4096, 4)) for name in sorted(sizes)
+        (name, sizes[name], round(sizes[name] / 16384, 4)) for name in sorted(sizes)
     ]
 
 

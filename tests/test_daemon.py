@@ -282,3 +282,51 @@ def test_a_failing_batch_is_logged_and_retried(watched: Site, daemons: list) -> 
     site.out.unlink()
     daemon.wait_for_urls(u("", "a.html", "x.html"), timeout=60)
     assert daemon.stop() == 0
+
+
+def test_sigterm_after_sighup_still_stops(watched: Site, daemons: list) -> None:
+    daemon = run(watched, daemons)
+    daemon.proc.send_signal(signal.SIGHUP)
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert daemon.proc.wait(30) == 0
+
+
+def test_a_list_rewritten_in_place_is_never_published_half_read(site: Site, daemons: list) -> None:
+    listing = site.base / "urls.txt"
+    lines = [f"https://example.com/story/{n}.html\n" for n in range(2000)]
+    listing.write_text("".join(lines))
+    site.config.write_text(
+        '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'
+        '[[source]]\ntype = "urllist"\npath = "urls.txt"\n' + DAEMON
+    )
+    daemon = run(site, daemons)
+    expected = {line.strip() for line in lines}
+    daemon.wait_for_urls(expected)
+    smallest = len(expected)
+    done = threading.Event()
+
+    def watch_output() -> None:
+        nonlocal smallest
+        while not done.is_set():
+            try:
+                smallest = min(smallest, len(published(site.out)))
+            except Exception:
+                continue
+
+    watcher = threading.Thread(target=watch_output)
+    watcher.start()
+    try:
+        with listing.open("w") as handle:  # `export > urls.txt`: slow, in place
+            for n, line in enumerate(lines):
+                handle.write(line)
+                if n % 100 == 0:
+                    handle.flush()
+                    time.sleep(0.05)
+        lines.append("https://example.com/story/new.html\n")
+        with listing.open("a") as handle:
+            handle.write(lines[-1])
+        daemon.wait_for_urls(expected | {"https://example.com/story/new.html"}, timeout=60)
+    finally:
+        done.set()
+        watcher.join()
+    assert smallest == len(expected)

@@ -103,16 +103,16 @@ def test_lower_limits_reshard_within_them(big: Path) -> None:
 
 
 def test_byte_limit_splits_shards(tmp_path: Path) -> None:
-    long = "x" * 1500
+    long = "x" * 1900
     (tmp_path / "urls.txt").write_text(
         "".join(f"https://example.com/{long}/{n}\n" for n in range(30))
     )
     (tmp_path / "sitemapd.toml").write_text(
         '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'
-        '[sitemap]\nmax_bytes = 10000\n[[source]]\ntype = "urllist"\npath = "urls.txt"\n'
+        '[sitemap]\nmax_bytes = 16384\n[[source]]\ntype = "urllist"\npath = "urls.txt"\n'
     )
     run_cli("build", "-c", str(tmp_path / "sitemapd.toml"))
     shards = [p for p in (tmp_path / "out").iterdir() if p.name != "sitemap.xml"]
-    assert len(shards) == 5  # six ~1.6 kB entries per 10,000-byte file
-    assert all(p.stat().st_size <= 10_000 for p in shards)
+    assert len(shards) == 4  # eight ~2 kB entries per 16,384-byte file
+    assert all(p.stat().st_size <= 16_384 for p in shards)
     assert len(published(tmp_path / "out")) == 30

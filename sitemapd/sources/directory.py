@@ -113,9 +113,11 @@ def _observe_paths(
         path = source.root / relpath
         if any(os.path.realpath(path).startswith(s + os.sep) for s in skipped):
             continue
-        if path.is_dir():
+        if path.is_dir() and not path.is_symlink():  # as walk(): symlinked folders are not followed
             if os.path.realpath(path) not in skipped:
                 yield from _items(source, policy, ledger, walk(source, skip, relpath))
+        elif path.is_dir():
+            continue
         elif include.match(relpath) and not exclude.match(relpath):
             if path.is_file():
                 yield from _items(source, policy, ledger, iter([(relpath, path)]))
