@@ -18,9 +18,9 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from . import config as config_module
 from . import w3c
-from .config import Config
+from .config import Config, DirectorySource, UrlListSource
 from .engine import BuildResult, Engine
-from .errors import ConfigError
+from .errors import ConfigError, SitemapdError
 from .metrics import Metrics
 from .sidecar import Sidecar
 from .systemd import Notifier
@@ -29,6 +29,7 @@ from .watch import Watcher
 log = logging.getLogger(__name__)
 
 _HEALTH_EVERY = 2.0  # seconds between watcher health checks
+ROBOTS_WATCH = "robots.txt"  # the watcher of a robots.txt outside every source root
 _MAX_BACKOFF = 60.0
 
 
@@ -152,6 +153,8 @@ class Daemon:
         self._live = 0
         # Sources whose last read failed, with why, and how often in a row.
         self.failing: dict[str, str] = {}
+        # Why the last batch failed, until one succeeds.
+        self.batch_error: str | None = None
         self._retries: dict[str, int] = {}
         # Held while watchers are started or stopped (health job, reload, stop).
         self._watchers_lock = threading.RLock()
@@ -169,17 +172,21 @@ class Daemon:
         self._start_watchers()
         scanning = threading.Event()
         threading.Thread(target=self._extend_start, args=(scanning,), daemon=True).start()
+        written = 0
         try:
-            result = self._update({}, self._source_names())
+            written = len(self._update({}, self._source_names()).report.written)
+        except SitemapdError as exc:
+            self.errors += 1
+            self.batch_error = str(exc)
+            log.error("first publish failed (%s); retrying", exc)
+            self._reconcile_all()
         finally:
             scanning.set()
         self.writer.start()
         self._schedule()
         self.scheduler.start()
         self.ready = True
-        log.info(
-            "ready: %d URLs live; %d files written at start", self._live, len(result.report.written)
-        )
+        log.info("ready: %d URLs live; %d files written at start", self._live, written)
         self.notifier.ready(self.status())
 
     def _extend_start(self, done: threading.Event) -> None:
@@ -230,6 +237,8 @@ class Daemon:
             if name in self.watchers and not self.watchers[name].healthy():
                 continue  # already named by its watcher
             found.append(f"{name}: last read failed: {reason}")
+        if self.batch_error:
+            found.append(f"publishing failed: {self.batch_error}")
         started = self.batch_started
         if started is not None and time.monotonic() - started > self.config.daemon.stuck_after:
             found.append(f"writer stuck in one batch for {time.monotonic() - started:.0f}s")
@@ -351,11 +360,21 @@ class Daemon:
             try:
                 self._update(batch.paths, batch.rescan)
                 failures = 0
-            except Exception:
+                self.batch_error = None
+            except Exception as exc:
                 failures += 1
                 self.errors += 1
+                self.batch_error = str(exc) or type(exc).__name__
+                self.metrics.batch_failures.inc()
                 delay = min(2.0**failures, _MAX_BACKOFF)
-                log.exception("batch failed; reconciling its sources in %.0fs", delay)
+                # Our own errors say what is wrong in one line; anything else is a bug.
+                log.log(
+                    logging.ERROR,
+                    "batch failed (%s); reconciling its sources in %.0fs",
+                    exc,
+                    delay,
+                    exc_info=not isinstance(exc, SitemapdError),
+                )
                 for name in batch.paths.keys() | batch.rescan:
                     self.queue.add_rescan(name)
                 if self.stopping.wait(delay):
@@ -366,7 +385,13 @@ class Daemon:
     def _start_watchers(self) -> None:
         site = self.config.site
         skip = (str(site.output_dir), str(site.state_dir))
-        for source in self.config.sources:
+        watched = list(self.config.sources)
+        robots_txt = site.robots_txt
+        roots = [s.root for s in self.config.sources if isinstance(s, DirectorySource)]
+        if robots_txt is not None and not any(robots_txt.is_relative_to(r) for r in roots):
+            # Any batch re-reads robots.txt; this makes its edits one.
+            watched.append(UrlListSource(name=ROBOTS_WATCH, path=robots_txt))
+        for source in watched:
             watcher = Watcher(source, skip, self.queue.add_paths, self.queue.add_rescan)
             self.watchers[source.name] = watcher
             self._start_watcher(watcher)

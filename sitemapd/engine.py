@@ -53,6 +53,10 @@ class Engine:
         try:
             return robots.rules(path.read_bytes())
         except FileNotFoundError:
+            if not path.parent.is_dir():
+                # The folder is gone (a redeploy in progress): its rules are unknown, not
+                # empty, and publishing now could list what they disallow.
+                raise SourceError(f"robots.txt folder {path.parent} is missing") from None
             return robots.rules(b"")
         except OSError as exc:
             raise SourceError(f"cannot read robots.txt {path} ({exc.strerror})") from exc

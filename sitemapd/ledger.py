@@ -343,22 +343,24 @@ class Ledger:
             )
 
     def seed(self, entries: Iterable[tuple[str, str | None]], now: str | None = None) -> int:
-        """Remember `(loc, lastmod)` from an existing sitemap; return how many were new.
+        """Remember `(loc, lastmod)` from an existing sitemap; return how many were kept.
 
         Seeded URLs are not published until a source observes them; then they keep the
-        seeded lastmod unless their content changes later.
+        seeded lastmod unless their content changes later. Entries without a lastmod, or
+        with one in the future, teach nothing: the source's own time serves better.
         """
         now = now or w3c.now()
         added = 0
         with self._transaction():
             for loc, lastmod in entries:
-                stamp = min(lastmod or now, now)
+                if lastmod is None or lastmod > now:
+                    continue
                 cursor = self.conn.execute(
                     "INSERT INTO urls (loc, status, source_time, lastmod, first_seen, "
                     "change_count, entry_bytes) VALUES (?, ?, ?, ?, ?, 0, ?) "
                     "ON CONFLICT (loc) DO UPDATE SET lastmod = excluded.lastmod, "
                     "source_time = excluded.source_time WHERE urls.status = ?",
-                    (loc, SEEDED, stamp, stamp, now, entry_size(loc), SEEDED),
+                    (loc, SEEDED, lastmod, lastmod, now, entry_size(loc), SEEDED),
                 )
                 added += cursor.rowcount
         return added

@@ -60,6 +60,11 @@ class Metrics:
             "Items skipped as invalid or unreadable, and sources that could not be read",
             registry=self.registry,
         )
+        self.batch_failures = Counter(
+            "sitemapd_batch_failures",
+            "Batches that failed and were retried",
+            registry=self.registry,
+        )
         self.last_publish = Gauge(
             "sitemapd_last_publish_timestamp_seconds",
             "Unix time of the last publish that succeeded",

@@ -212,8 +212,18 @@ class Publisher:
         retired = self.ledger.cursor("robots_sitemap_line")
         updated = robots.with_sitemap_line(current, self.names.index_url, retired)
         if updated != current:
-            _remove_leftover_temps(path.parent)
-            atomic_write(path, updated, mode)
+            try:
+                _remove_leftover_temps(path.parent)
+                atomic_write(path, updated, mode)
+            except (OSError, PublishError) as exc:
+                # The sitemaps are out; a read-only robots.txt must not stop them.
+                log.warning(
+                    "cannot add the Sitemap: line to %s (%s): make its folder writable "
+                    "(systemd: ReadWritePaths=) or add the line by hand",
+                    path,
+                    exc,
+                )
+                return
             report.written.append(str(path))
             report.bytes_written += len(updated)
         if retired != self.names.index_url:

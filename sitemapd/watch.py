@@ -82,7 +82,14 @@ class Watcher:
         self.source = source
         self.on_paths = on_paths
         self.on_rescan = on_rescan
-        self._skip = tuple(os.path.realpath(path) + os.sep for path in skip)
+        # A skipped folder that holds the watched one (sitemaps written into the web root)
+        # would hide every event: there, only our own files are ignored (see _queue).
+        folder = os.path.realpath(self.folder) + os.sep
+        self._skip = tuple(
+            p
+            for p in (os.path.realpath(path) + os.sep for path in skip)
+            if not folder.startswith(p)
+        )
         self.observer: BaseObserver | None = None
         self.backend = "none"
         self.root_id: tuple[int, int] | None = None
@@ -187,6 +194,8 @@ class Watcher:
     def _queue(self, path: str) -> None:
         if path.startswith(self._skip) or (path + os.sep).startswith(self._skip):
             return
+        if os.path.basename(path).startswith(".sitemapd-tmp-"):
+            return  # our own writes in progress
         relpath = os.path.relpath(path, self.folder)
         if relpath == "." or relpath.startswith(".." + os.sep) or relpath == "..":
             return

@@ -291,3 +291,18 @@ def test_turning_robots_rules_off_and_on_applies_them_to_every_url(site: Site) -
     site.configure(site='robots_txt = "site/robots.txt"')
     site.build()
     assert set(site.urls()) == {"https://example.com/"}
+
+
+def test_import_without_lastmods_keeps_the_files_own_time(site: Site) -> None:
+    old = site.base / "old-sitemap.xml"
+    old.write_text(
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<url><loc>https://example.com/a.html</loc></url>"
+        "<url><loc>https://example.com/b.html</loc><lastmod>2099-01-01</lastmod></url>"
+        "</urlset>"
+    )
+    for name in ("a.html", "b.html"):
+        os.utime(site.write(name, page(name)), (at("2024-05-05T05:05:05Z"),) * 2)
+    site.cli("import", str(old))
+    site.build()
+    assert set(site.urls().values()) == {"2024-05-05T05:05:05+00:00"}

@@ -277,7 +277,7 @@ def test_a_failing_batch_is_logged_and_retried(watched: Site, daemons: list) -> 
     shutil.rmtree(site.out)
     site.out.write_text("not a folder")  # publishing cannot succeed now
     site.write("x.html", page("X"))
-    daemon.wait_for_log(r"batch failed; reconciling its sources")
+    daemon.wait_for_log(r"batch failed \(.*\); reconciling its sources")
     assert daemon.proc.poll() is None
     site.out.unlink()
     daemon.wait_for_urls(u("", "a.html", "x.html"), timeout=60)
@@ -330,3 +330,49 @@ def test_a_list_rewritten_in_place_is_never_published_half_read(site: Site, daem
         done.set()
         watcher.join()
     assert smallest == len(expected)
+
+
+def test_sitemaps_written_into_the_content_root_still_follow_changes(
+    site: Site, daemons: list
+) -> None:
+    site.config.write_text(
+        '[site]\nbase_url = "https://example.com/"\noutput_dir = "site"\n'
+        'state_dir = "state"\n[[source]]\ntype = "directory"\nroot = "site"\n' + DAEMON
+    )
+    site.out = site.root
+    site.write("index.html", page("Home"))
+    daemon = run(site, daemons)
+    site.write("new.html", page("New"))
+    daemon.wait_for_urls(u("", "new.html"), timeout=10)
+
+
+def test_robots_txt_outside_the_root_is_watched(site: Site, daemons: list) -> None:
+    robots = site.base / "robots.txt"
+    robots.write_text("User-agent: *\nDisallow:\n")
+    site.configure(site='robots_txt = "robots.txt"', source=DAEMON)
+    site.write("index.html", page("Home"))
+    site.write("private/a.html", page("A"))
+    daemon = run(site, daemons)
+    daemon.wait_for_urls(u("", "private/a.html"))
+    robots.write_text("User-agent: *\nDisallow: /private/\n")
+    daemon.wait_for_urls(u(""), timeout=10)
+
+
+def test_a_vanished_robots_folder_never_publishes_what_it_disallowed(
+    site: Site, daemons: list
+) -> None:
+    site.configure(site='robots_txt = "site/robots.txt"', source=DAEMON)
+    site.write("robots.txt", "User-agent: *\nDisallow: /search\n")
+    site.write("index.html", page("Home"))
+    site.write("search/index.html", page("Search"))
+    daemon = run(site, daemons)
+    before = daemon.wait_for_urls(u(""))
+    release = site.base / "release"
+    shutil.copytree(site.root, release)
+    shutil.rmtree(site.root)
+    daemon.wait_for_log(r"robots.txt folder .* is missing")
+    time.sleep(2.5)  # health checks and retries run meanwhile
+    assert published(site.out) == before
+    shutil.copytree(release, site.root)
+    site.write("new.html", page("New"))
+    daemon.wait_for_urls(u("", "new.html"), timeout=30)

@@ -333,3 +333,15 @@ def test_ignored_build_stamp_changes_nothing(site: Site) -> None:
     assert {k: v for k, v in after.items() if k != ROOT + "p3.html"} == {
         k: v for k, v in first.items() if k != ROOT + "p3.html"
     }
+
+
+def test_a_datetime_after_a_space_is_an_error_not_part_of_the_url(site: Site) -> None:
+    (site.base / "urls.txt").write_text("https://example.com/a 2026-11-20\nhttps://example.com/b\n")
+    site.config.write_text(
+        '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'
+        '[[source]]\ntype = "urllist"\npath = "urls.txt"\n'
+    )
+    result = site.build()
+    assert "1 invalid" in result.stdout
+    assert set(site.urls()) == {"https://example.com/b"}
+    assert "separate the datetime with a tab" in site.cli("status").stdout

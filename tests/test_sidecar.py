@@ -213,3 +213,21 @@ def test_a_failed_watcher_makes_the_daemon_unhealthy(site: Site, tmp_path: objec
         assert b"sitemapd_healthy 0.0" in metrics
     finally:
         daemon.kill()
+
+
+def test_failing_publishes_make_the_daemon_unhealthy(
+    served: tuple[Site, RunningDaemon, int],
+) -> None:
+    site, daemon, port = served
+    for path in site.out.iterdir():
+        path.unlink()
+    site.out.rmdir()
+    site.out.write_text("not a folder")
+    site.write("x.html", page("X"))
+    daemon.wait_for_log(r"batch failed")
+    status, _, body = request(port, "/healthz")
+    assert status == 503
+    assert b"publishing failed: cannot create output directory" in body
+    assert b"sitemapd_batch_failures_total 1.0" in request(port, "/metrics")[2]
+    site.out.unlink()
+    daemon.wait_until(lambda: request(port, "/healthz")[0] == 200, timeout=60)

@@ -51,6 +51,12 @@ def _items(source: UrlListSource, policy: URLPolicy, handle: BinaryIO, key: str)
             if not line or line.startswith("#"):
                 continue
             url, _, stamp = line.partition("\t")
+            head, _, tail = url.rpartition(" ")
+            if head and not stamp and _looks_like_datetime(tail):
+                yield rejected(
+                    name, url[:_SHOWN], f"line {number}: separate the datetime with a tab"
+                )
+                continue
             try:
                 loc = normalise(url)
             except InvalidURL as exc:
@@ -76,3 +82,11 @@ def _items(source: UrlListSource, policy: URLPolicy, handle: BinaryIO, key: str)
             )
     finally:
         handle.close()
+
+
+def _looks_like_datetime(text: str) -> bool:
+    try:
+        w3c.parse(text)
+    except ValueError:
+        return False
+    return True
