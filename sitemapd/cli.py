@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sqlite3
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -51,6 +52,17 @@ def _errors_exit(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+@contextlib.contextmanager
+def _locked_engine(cfg: config.Config) -> Iterator[Engine]:
+    """Yield the site's Engine while holding the state-directory lock."""
+    with StateLock(cfg.site.state_dir):
+        engine = Engine(cfg)
+        try:
+            yield engine
+        finally:
+            engine.close()
+
+
 @click.group()
 @click.version_option(__version__, prog_name="sitemapd")
 @click.option(
@@ -70,12 +82,8 @@ def main(log_level: str) -> None:
 def build(config_path: Path) -> None:
     """Scan every source once, update the ledger and publish what changed."""
     cfg = config.load(config_path)
-    with StateLock(cfg.site.state_dir):
-        engine = Engine(cfg)
-        try:
-            result = engine.build()
-        finally:
-            engine.close()
+    with _locked_engine(cfg) as engine:
+        result = engine.build()
     changes, report = result.changes, result.report
     click.echo(
         f"{changes.new} new, {changes.updated} updated, {changes.gone} gone, "
@@ -113,12 +121,8 @@ def import_(config_path: Path, files: tuple[Path, ...]) -> None:
     """Seed lastmods from existing sitemaps or indexes (.xml or .xml.gz)."""
     cfg = config.load(config_path)
     tally = ImportTally()
-    with StateLock(cfg.site.state_dir):
-        engine = Engine(cfg)
-        try:
-            seeded = engine.ledger.seed(read_sitemaps(list(files), engine.policy, tally), w3c.now())
-        finally:
-            engine.close()
+    with _locked_engine(cfg) as engine:
+        seeded = engine.ledger.seed(read_sitemaps(list(files), engine.policy, tally), w3c.now())
     click.echo(
         f"read {tally.urls} URLs from {tally.files} files ({tally.skipped} skipped); "
         f"seeded {seeded}"

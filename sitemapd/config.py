@@ -34,6 +34,11 @@ class SiteConfig:
     state_dir: Path
     robots_txt: Path | None
 
+    @property
+    def not_content(self) -> tuple[str, str]:
+        """Return the folders sitemapd writes, which are never pages."""
+        return (str(self.output_dir), str(self.state_dir))
+
 
 @dataclass(frozen=True, slots=True)
 class SitemapConfig:

@@ -384,7 +384,7 @@ class Daemon:
 
     def _start_watchers(self) -> None:
         site = self.config.site
-        skip = (str(site.output_dir), str(site.state_dir))
+        skip = site.not_content
         watched = list(self.config.sources)
         robots_txt = site.robots_txt
         roots = [s.root for s in self.config.sources if isinstance(s, DirectorySource)]

@@ -83,8 +83,7 @@ class Engine:
         """
         started = time.perf_counter()
         now = now or w3c.now()
-        site = self.config.site
-        skip = (str(site.output_dir), str(site.state_dir))
+        skip = self.config.site.not_content
         scans: list[sources.Scan] = []
         failed: dict[str, str] = {}
         for source in self.config.sources:

@@ -607,8 +607,9 @@ class _Apply:
             row = _Row(*values)
             before = row.update_params()
             self._observe(row, item)
-            if row.update_params() != before:
-                updates.append(row.update_params())
+            after = row.update_params()
+            if after != before:
+                updates.append(after)
         self._insert(inserts)
         self.conn.executemany(_UPDATE_URL, updates)
         self.conn.executemany("INSERT OR IGNORE INTO temp.seen VALUES (?)", seen)
@@ -641,10 +642,9 @@ class _Apply:
                     )
             # Only a run that read every configured source in full may retire the others:
             # their URLs may be waiting to be claimed by a renamed source.
-            retire = configured is not None and set(configured) <= set(complete)
-            for name, source_id in list(self._source_ids.items()):
-                if retire and configured is not None and name not in configured:
-                    gone = self._mark_gone(source_id)
+            if configured is not None and set(configured) <= set(complete):
+                for name, source_id in list(self._source_ids.items()):
+                    gone = 0 if name in configured else self._mark_gone(source_id)
                     if gone:
                         log.warning("source %r is no longer configured: %d URLs gone", name, gone)
         self.changes.moved += self.shards.enforce_limits()
@@ -663,14 +663,13 @@ class _Apply:
             )
             self._recount_shards()
             _create_url_indexes(self.conn)
+            # `_new_row` counted the duplicates too.
+            self.changes.new = sum(state.url_count for state in self.shards.states.values())
         self.conn.execute(
             "INSERT INTO journal (url_id, kind, at) SELECT id, ?, ? FROM urls "
             "WHERE status = ? ORDER BY id",
             (NEW, self.now, LIVE),
         )
-        (self.changes.new,) = self.conn.execute(
-            "SELECT count(*) FROM urls WHERE status = ?", (LIVE,)
-        ).fetchone()
 
     def _recount_shards(self) -> None:
         for state in self.shards.states.values():

@@ -11,6 +11,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from .engine import BuildResult
+from .status import STATES, url_counts
 
 
 class _LedgerCollector(Collector):
@@ -21,11 +22,11 @@ class _LedgerCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         family = GaugeMetricFamily("sitemapd_urls", "URLs in the ledger by state", labels=["state"])
-        counts = {"live": 0, "excluded": 0, "gone": 0, "seeded": 0}
+        counts = dict.fromkeys(STATES, 0)
         try:
             conn = sqlite3.connect(f"{self.ledger_path.as_uri()}?mode=ro", uri=True)
             try:
-                counts.update(conn.execute("SELECT status, count(*) FROM urls GROUP BY status"))
+                counts = url_counts(conn)
             finally:
                 conn.close()
         except sqlite3.Error:

@@ -167,9 +167,9 @@ class Publisher:
         self.ledger.record_publish(written, dirty, self.ledger.empty_shards(), retired, at=now)
         return report
 
-    def _intact(self, name: str) -> bool:
+    def _intact(self, name: str, record: tuple[str, int, int | None] | None = None) -> bool:
         """True when `name` is on disk exactly as published (same size and mtime)."""
-        record = self.ledger.published(name)
+        record = record or self.ledger.published(name)
         try:
             st = (self.out / name).stat()
         except FileNotFoundError:
@@ -185,7 +185,7 @@ class Publisher:
     ) -> None:
         digest = hashlib.sha256(text).hexdigest()
         record = self.ledger.published(name)
-        if record is not None and record[0] == digest and self._intact(name):
+        if record is not None and record[0] == digest and self._intact(name, record):
             return
         data = text
         if name.endswith(".gz"):

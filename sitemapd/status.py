@@ -12,9 +12,18 @@ from .render.sitemap import SHARD_OVERHEAD
 _EXAMPLES = 50  # excluded and invalid items listed per report
 
 
+STATES = ("live", "excluded", "gone", "seeded")
+
+
+def url_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """Return how many URLs the ledger holds in each state."""
+    counts = dict.fromkeys(STATES, 0)
+    counts.update(conn.execute("SELECT status, count(*) FROM urls GROUP BY status"))
+    return counts
+
+
 def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dict[str, Any]:
     """Return the status report as plain data (what `status --json` prints)."""
-    counts = dict(conn.execute("SELECT status, count(*) FROM urls GROUP BY status").fetchall())
     excluded = [
         {"loc": loc, "reason": reason}
         for loc, reason in conn.execute(
@@ -51,9 +60,7 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
     ]
     (last_publish,) = conn.execute("SELECT max(at) FROM published").fetchone()
     return {
-        "urls": {
-            status: counts.get(status, 0) for status in ("live", "excluded", "gone", "seeded")
-        },
+        "urls": url_counts(conn),
         "excluded_by_reason": by_reason,
         "excluded": excluded,
         "invalid": {"count": invalid_count, "items": invalid},

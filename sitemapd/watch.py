@@ -32,6 +32,7 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from .config import DirectorySource, SourceConfig, UrlListSource
+from .sources.base import skipped_below
 
 log = logging.getLogger(__name__)
 
@@ -82,14 +83,7 @@ class Watcher:
         self.source = source
         self.on_paths = on_paths
         self.on_rescan = on_rescan
-        # A skipped folder that holds the watched one (sitemaps written into the web root)
-        # would hide every event: there, only our own files are ignored (see _queue).
-        folder = os.path.realpath(self.folder) + os.sep
-        self._skip = tuple(
-            p
-            for p in (os.path.realpath(path) + os.sep for path in skip)
-            if not folder.startswith(p)
-        )
+        self._skip = tuple(path + os.sep for path in skipped_below(self.folder, skip))
         self.observer: BaseObserver | None = None
         self.backend = "none"
         self.root_id: tuple[int, int] | None = None

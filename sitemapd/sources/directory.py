@@ -19,7 +19,7 @@ from ..errors import InvalidURL, SourceError
 from ..ledger import Ledger
 from ..observation import Gone, Item, Observation, Seen
 from ..urls import URLPolicy
-from .base import Scan, rejected
+from .base import Scan, rejected, skipped_below
 from .globs import compile_globs
 
 _BATCH = 500
@@ -57,26 +57,12 @@ def file_key(stat: os.stat_result) -> str:
     return f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ino}"
 
 
-def _skipped(source: DirectorySource, skip: tuple[str, ...]) -> set[str]:
-    """Return the real paths of folders under the root that are never content.
-
-    A skipped folder that holds the root itself (sitemaps written into the web root) skips
-    nothing: there only sitemapd's own files are left out, as dotfiles or by their names.
-    """
-    root = os.path.realpath(source.root) + os.sep
-    return {
-        real
-        for real in (os.path.realpath(path) for path in skip)
-        if not root.startswith(real + os.sep)
-    }
-
-
 def walk(
     source: DirectorySource, skip: tuple[str, ...], under: str = ""
 ) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """Yield `(relative path, entry)` of every candidate file below `under`, sorted."""
     include, exclude = compile_globs(source.include), compile_globs(source.exclude)
-    skipped = _skipped(source, skip)
+    skipped = skipped_below(source.root, skip)
     stack = [(under + "/" if under else "", str(source.root / under))]
     while stack:
         prefix, folder = stack.pop()
@@ -120,7 +106,7 @@ def _observe_paths(
     the state of the disk decides.
     """
     include, exclude = compile_globs(source.include), compile_globs(source.exclude)
-    skipped = _skipped(source, skip)
+    skipped = skipped_below(source.root, skip)
     for relpath in sorted(relpaths):
         if any(part.startswith(".") for part in relpath.split("/")):
             continue
