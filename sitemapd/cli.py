@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 
 import click
 
-from . import __version__, config, logs, status, w3c
+from . import __version__, config, logs, outbox, status, w3c
+from .changelog.ddl import ddl
 from .daemon import Daemon
 from .engine import Engine
 from .errors import ConfigError, SitemapdError
@@ -84,12 +85,16 @@ def build(config_path: Path) -> None:
     cfg = config.load(config_path)
     with _locked_engine(cfg) as engine:
         result = engine.build()
+        # Notifications owed but not delivered stay owed: the next build or run sends them.
+        undelivered = outbox.deliver_now(engine.ledger, cfg)
     changes, report = result.changes, result.report
     click.echo(
         f"{changes.new} new, {changes.updated} updated, {changes.gone} gone, "
         f"{changes.rejected} invalid; wrote {len(report.written)} files "
         f"({report.bytes_written} bytes), removed {len(report.removed)} in {result.seconds:.2f}s"
     )
+    if undelivered:
+        click.echo(f"{undelivered} notifications not delivered yet (kept for the next run)")
     if result.failed:
         # Published, but a deploy hook should hear that a source was not read as it should.
         for name, reason in result.failed.items():
@@ -170,3 +175,13 @@ def check_config(config_path: Path) -> None:
     """Validate the configuration file; exit 2 naming the first bad key."""
     cfg = config.load(config_path)
     click.echo(f"ok: {cfg.path}: {len(cfg.sources)} sources, index {cfg.sitemap.index}")
+
+
+@main.command(name="changelog-sql")
+@click.option("--postgres", "kind", flag_value="postgres", default=True, help="PostgreSQL.")
+@click.option("--sqlite", "kind", flag_value="sqlite", help="SQLite.")
+@click.option("--table", default="sitemap_changes", show_default=True, help="Change table.")
+@click.option("--channel", default="sitemapd", show_default=True, help="NOTIFY channel.")
+def changelog_sql(kind: str, table: str, channel: str) -> None:
+    """Print the change table, index and trigger template a CMS installs for sitemapd."""
+    click.echo(ddl(kind, table, channel), nl=False)

@@ -12,7 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
+from .changelog.spec import ChangelogSpec
+from .content import parse_selector
 from .errors import ConfigError
 from .listen import parse_listen
 from .urls import Origin
@@ -20,6 +23,10 @@ from .urls import Origin
 MAX_URLS = 50_000
 MAX_BYTES = 52_428_800
 DEFAULT_INDEX = "sitemap.xml"
+HOUR = 3600.0
+# Google News takes articles from the last two days only.
+MAX_NEWS_AGE = 48 * HOUR
+DEFAULT_CRAWLERS = (("googlebot", "Googlebot"), ("bingbot", "bingbot"))
 
 T = TypeVar("T")
 
@@ -47,6 +54,53 @@ class SitemapConfig:
     gzip: bool = False
     gzip_level: int = 6
     index: str = DEFAULT_INDEX
+    # hreflang alternates of pages that declare them, as xhtml:link entries.
+    alternates: bool = True
+    # image:image entries from og:image and a source's content_selector.
+    images: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FeedConfig:
+    """RSS 2.0 and Atom 1.0 feeds of recent updates, on when `[feed]` exists."""
+
+    title: str
+    atom: str
+    rss: str
+    # Public URLs of the two feeds (rel="self", WebSub topics).
+    atom_url: str
+    rss_url: str
+    subtitle: str | None = None
+    # Updates since the oldest crawler fetch of a feed are kept, but never fewer than
+    # those of the last `min_window` seconds.
+    min_window: float = 48 * HOUR
+    max_entries: int = 1000
+    # Ceiling on RFC 5005 pages of updates some crawler has not fetched yet.
+    max_pages: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class NewsConfig:
+    """The Google News sitemap, on when `[news]` exists."""
+
+    publication_name: str
+    language: str
+    file: str = "news-sitemap.xml"
+    max_age: float = MAX_NEWS_AGE
+
+
+@dataclass(frozen=True, slots=True)
+class WebSubConfig:
+    hubs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class IndexNowConfig:
+    key: str
+    endpoint: str
+    key_location: str
+    # Write `<key>.txt` into output_dir (the default key_location points there).
+    key_file: bool = True
 
 
 BACKENDS = ("auto", "inotify", "polling")
@@ -86,6 +140,13 @@ class DirectorySource:
     # How `run` watches the root: inotify, or polling for NFS and other remote mounts.
     backend: str = "auto"
     poll_interval: float = 2.0
+    # Language of pages that do not say (<html lang>), for the news sitemap and hreflang.
+    language: str | None = None
+    # Which pages are news articles: "auto" (those that say so: JSON-LD *Article,
+    # og:type article, article:published_time), "all", or "none".
+    articles: str = "auto"
+    # Where a page's main images are (a simple CSS selector), for image:image entries.
+    content_selector: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +157,34 @@ class UrlListSource:
     path: Path
 
 
-SourceConfig = DirectorySource | UrlListSource
+@dataclass(frozen=True, slots=True)
+class ChangelogSource:
+    """A database change table (or query) read after a cursor kept in the ledger."""
+
+    name: str
+    spec: ChangelogSpec
+    # Seconds between polls; with PostgreSQL LISTEN/NOTIFY wakes it at once.
+    poll_interval: float = 2.0
+    # Rows per read; one read is one ledger transaction with its cursor.
+    batch_size: int = 10_000
+    # Optional SELECT of every live URL (first column), run every reconcile to catch
+    # deletions the change log missed.
+    reconcile_query: str | None = None
+    language: str | None = None
+    articles: str = "auto"
+
+
+@dataclass(frozen=True, slots=True)
+class AccessLogSource:
+    """A web server access log: when crawlers fetched the feeds, what they got for URLs."""
+
+    name: str
+    path: Path
+    poll_interval: float = 5.0
+
+
+SourceConfig = DirectorySource | UrlListSource | ChangelogSource | AccessLogSource
+ContentSource = DirectorySource | UrlListSource | ChangelogSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +195,17 @@ class Config:
     sources: tuple[SourceConfig, ...]
     daemon: DaemonConfig = DaemonConfig()
     http: HttpConfig = HttpConfig()
+    feed: FeedConfig | None = None
+    news: NewsConfig | None = None
+    websub: WebSubConfig = WebSubConfig()
+    indexnow: IndexNowConfig | None = None
+    # (name, User-Agent pattern) of the crawlers whose fetches are recorded, in order.
+    crawlers: tuple[tuple[str, re.Pattern[str]], ...] = ()
+
+    @property
+    def content_sources(self) -> tuple[ContentSource, ...]:
+        """Return the sources that give URLs (every one but access logs)."""
+        return tuple(s for s in self.sources if not isinstance(s, AccessLogSource))
 
     @property
     def ledger_path(self) -> Path:
@@ -166,6 +265,38 @@ class _Table:
             raise self.error(key, f"must be a number from {low:g} to {high:g}, got {value!r}")
         return float(value)
 
+    def duration(self, key: str, default: float, low: float, high: float) -> float:
+        """Return seconds from a number or a string like "90s", "30m", "48h", "2d"."""
+        self.used.add(key)
+        value = self.data.get(key, default)
+        if isinstance(value, str):
+            match = _DURATION.fullmatch(value.strip())
+            if match is None:
+                raise self.error(key, f"must be seconds or a duration like '48h', got {value!r}")
+            value = float(match[1]) * _UNITS[match[2] or "s"]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(key, f"must be seconds or a duration like '48h', got {_kind(value)}")
+        if not low <= value <= high:
+            raise self.error(key, f"must be from {_span(low)} to {_span(high)}, got {_span(value)}")
+        return float(value)
+
+    def web_url(self, key: str, default: str) -> str:
+        """Return an absolute http(s) URL."""
+        value = self.text(key, default)
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise self.error(key, f"must be an absolute http(s) URL, got {value!r}")
+        return value
+
+    def file_name(self, key: str, default: str, suffix: str = "") -> str:
+        """Return a plain file name (no folder) ending in `suffix`."""
+        value = self.text(key, default)
+        if not value or "/" in value or value.startswith(".") or not value.endswith(suffix):
+            raise self.error(
+                key, f"must be a file name ending in {suffix or 'anything'}, got {value!r}"
+            )
+        return value
+
     def choice(self, key: str, default: str, choices: tuple[str, ...]) -> str:
         value = self.text(key, default)
         if value not in choices:
@@ -201,6 +332,16 @@ class _Table:
             raise self.error(unknown[0], "unknown key")
 
 
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
+_UNITS = {"s": 1.0, "m": 60.0, "h": HOUR, "d": 24 * HOUR}
+
+
+def _span(seconds: float) -> str:
+    if seconds >= HOUR and seconds % HOUR == 0:
+        return f"{seconds / HOUR:g}h"
+    return f"{seconds:g}s"
+
+
 def _kind(value: object) -> str:
     names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
     names.update({list: "an array", dict: "a table"})
@@ -231,17 +372,143 @@ def parse(raw: dict[str, Any], file: Path) -> Config:
     daemon = _daemon(top.table("daemon"))
     http = _http(top.table("http"))
     sources_raw = top.get("source", list, [], "an array of tables ([[source]])")
-    if not sources_raw:
-        raise top.error("source", "at least one [[source]] table is required")
     sources = tuple(
         _source(_Table(file, f"source[{n}]", item), base) for n, item in enumerate(sources_raw)
     )
+    if not any(not isinstance(source, AccessLogSource) for source in sources):
+        raise top.error("source", "at least one [[source]] table giving URLs is required")
+    feed = _feed(top.table("feed"), site) if "feed" in raw else None
+    news = _news(top.table("news")) if "news" in raw else None
+    websub = _websub(top.table("websub"))
+    indexnow = _indexnow(top.table("indexnow"), site) if "indexnow" in raw else None
+    crawlers = _crawlers(top.table("crawlers")) if "crawlers" in raw else _DEFAULT_CRAWLERS
     top.done()
     names = [source.name for source in sources]
     for n, name in enumerate(names):
         if name in names[:n]:
             raise top.error(f"source[{n}].name", f"duplicate source name {name!r}")
-    return Config(file.resolve(), site, sitemap, sources, daemon, http)
+    _check_file_names(top, sitemap, feed, news, indexnow)
+    if websub.hubs and feed is None:
+        raise top.error("websub.hubs", "needs a [feed] section: hubs are told about feeds")
+    return Config(
+        file.resolve(),
+        site,
+        sitemap,
+        sources,
+        daemon,
+        http,
+        feed=feed,
+        news=news,
+        websub=websub,
+        indexnow=indexnow,
+        crawlers=crawlers,
+    )
+
+
+def _check_file_names(
+    top: _Table,
+    sitemap: SitemapConfig,
+    feed: FeedConfig | None,
+    news: NewsConfig | None,
+    indexnow: IndexNowConfig | None,
+) -> None:
+    """Raise ConfigError when two outputs would be written to the same file."""
+    stem = sitemap.index.removesuffix(".xml")
+    shard = re.compile(rf"{re.escape(stem)}-\d+\.xml(\.gz)?\Z")
+    taken = {sitemap.index: "sitemap.index"}
+    named = []
+    if feed is not None:
+        named += [("feed.atom", feed.atom), ("feed.rss", feed.rss)]
+    if news is not None:
+        named.append(("news.file", news.file))
+    if indexnow is not None and indexnow.key_file:
+        named.append(("indexnow.key", indexnow.key + ".txt"))
+    for key, name in named:
+        if name in taken or shard.match(name):
+            other = taken.get(name, "the sitemap shards")
+            raise top.error(key, f"file name {name!r} is already used by {other}")
+        taken[name] = key
+
+
+def _feed(table: _Table, site: SiteConfig) -> FeedConfig:
+    title = table.required_text("title")
+    atom = table.file_name("atom", "atom.xml", ".xml")
+    rss = table.file_name("rss", "rss.xml", ".xml")
+    if atom == rss:
+        raise table.error("rss", f"must differ from feed.atom ({atom!r})")
+    subtitle = table.text("subtitle", "") or None
+    config = FeedConfig(
+        title=title,
+        atom=atom,
+        rss=rss,
+        atom_url=table.web_url("atom_url", site.output_url + atom),
+        rss_url=table.web_url("rss_url", site.output_url + rss),
+        subtitle=subtitle,
+        min_window=table.duration("min_window", 48 * HOUR, 60, 365 * 24 * HOUR),
+        max_entries=table.integer("max_entries", 1000, 1, 50_000),
+        max_pages=table.integer("max_pages", 50, 1, 10_000),
+    )
+    table.done()
+    return config
+
+
+def _news(table: _Table) -> NewsConfig:
+    language = table.required_text("language")
+    if not _LANGUAGE.fullmatch(language.lower()):
+        raise table.error(
+            "language", f"must be an ISO 639 code like 'en' or 'zh-cn', got {language!r}"
+        )
+    config = NewsConfig(
+        publication_name=table.required_text("publication_name"),
+        language=language,
+        file=table.file_name("file", "news-sitemap.xml", ".xml"),
+        max_age=table.duration("max_age", MAX_NEWS_AGE, 60, MAX_NEWS_AGE),
+    )
+    table.done()
+    return config
+
+
+def _websub(table: _Table) -> WebSubConfig:
+    hubs = table.texts("hubs", ())
+    for n, hub in enumerate(hubs):
+        parts = urlsplit(hub)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise table.error(f"hubs[{n}]", f"must be an absolute http(s) URL, got {hub!r}")
+    table.done()
+    return WebSubConfig(hubs=hubs)
+
+
+def _indexnow(table: _Table, site: SiteConfig) -> IndexNowConfig:
+    key = table.required_text("key")
+    if not _INDEXNOW_KEY.fullmatch(key):
+        raise table.error("key", "must be 8 to 128 characters of a-z, A-Z, 0-9 and '-'")
+    config = IndexNowConfig(
+        key=key,
+        endpoint=table.web_url("endpoint", "https://api.indexnow.org/indexnow"),
+        key_location=table.web_url("key_location", f"{site.output_url}{key}.txt"),
+        key_file=table.flag("key_file", True),
+    )
+    table.done()
+    return config
+
+
+def _crawlers(table: _Table) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    crawlers = []
+    for name in table.data:
+        pattern = table.text(name, "")
+        try:
+            crawlers.append((name, re.compile(pattern)))
+        except re.error as exc:
+            raise table.error(name, f"not a valid regular expression ({exc})") from exc
+        if not pattern:
+            raise table.error(name, "must be a non-empty User-Agent pattern")
+    table.done()
+    return tuple(crawlers)
+
+
+_DEFAULT_CRAWLERS = tuple((name, re.compile(pattern)) for name, pattern in DEFAULT_CRAWLERS)
+_INDEXNOW_KEY = re.compile(r"[A-Za-z0-9-]{8,128}")
+_LANGUAGE = re.compile(r"[a-z]{2,3}|zh-cn|zh-tw")
 
 
 def _http(table: _Table) -> HttpConfig:
@@ -308,6 +575,8 @@ def _sitemap(table: _Table) -> SitemapConfig:
         gzip=table.flag("gzip", False),
         gzip_level=table.integer("gzip_level", 6, 1, 9),
         index=index,
+        alternates=table.flag("alternates", True),
+        images=table.flag("images", False),
     )
     table.done()
     return config
@@ -353,7 +622,32 @@ def _directory(table: _Table, base: Path) -> SourceConfig:
         ignore=tuple(patterns),
         backend=table.choice("backend", "auto", BACKENDS),
         poll_interval=table.number("poll_interval", 2.0, 0.1, 3600),
+        language=_source_language(table),
+        articles=table.choice("articles", "auto", ARTICLES),
+        content_selector=_selector(table),
     )
+
+
+ARTICLES = ("auto", "all", "none")
+
+
+def _source_language(table: _Table) -> str | None:
+    language = table.text("language", "")
+    if language and not re.fullmatch(r"[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*", language):
+        raise table.error(
+            "language", f"must be a language tag like 'en' or 'pt-BR', got {language!r}"
+        )
+    return language or None
+
+
+def _selector(table: _Table) -> str | None:
+    selector = table.text("content_selector", "")
+    if selector:
+        try:
+            parse_selector(selector)
+        except ValueError as exc:
+            raise table.error("content_selector", str(exc)) from exc
+    return selector or None
 
 
 def _urllist(table: _Table, base: Path) -> SourceConfig:
@@ -361,4 +655,69 @@ def _urllist(table: _Table, base: Path) -> SourceConfig:
     return UrlListSource(name=table.text("name", f"urllist:{path}"), path=path)
 
 
-_SOURCE_READERS.update(directory=_directory, urllist=_urllist)
+def _changelog(table: _Table, base: Path) -> SourceConfig:
+    dsn = table.required_text("dsn")
+    if dsn.startswith("sqlite:///") and not dsn.startswith("sqlite:////"):
+        # A relative SQLite path resolves against the config file, like every other path.
+        dsn = "sqlite:///" + str((base / dsn.removeprefix("sqlite:///")).resolve())
+    query = table.text("query", "") or None
+    name_table = table.text("table", "" if query else "sitemap_changes") or None
+    if query and name_table:
+        raise table.error("query", "give either table or query, not both")
+    if name_table and not re.fullmatch(
+        r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?", name_table
+    ):
+        raise table.error("table", f"must be a plain (schema.)table name, got {name_table!r}")
+    columns = table.table("columns")
+    url_template = columns.text("url_template", "") or None
+    deleted = columns.text("deleted", "") or None
+    meta = tuple(
+        (field, column)
+        for field in ("title", "published", "language", "news_title")
+        if (column := columns.text(field, ""))
+    )
+    spec = ChangelogSpec(
+        dsn=dsn,
+        table=name_table,
+        query=query,
+        id_column=columns.text("id", "id"),
+        url_column=None if url_template else columns.text("url", "url"),
+        url_template=url_template,
+        op_column=None if deleted else columns.text("op", "op"),
+        deleted_column=deleted,
+        changed_at_column=columns.text("changed_at", "changed_at"),
+        hash_column=columns.text("content_hash", "") or None,
+        xid_column=columns.text("txid", "txid"),
+        meta_columns=meta,
+        channel=table.text("channel", "sitemapd"),
+        overlap=table.integer("overlap", 1000, 0, 10_000_000),
+    )
+    columns.done()
+    return ChangelogSource(
+        name=table.text("name", f"changelog:{_safe_dsn(dsn)}"),
+        spec=spec,
+        poll_interval=table.number("poll_interval", 2.0, 0.05, 3600),
+        batch_size=table.integer("batch_size", 10_000, 1, 1_000_000),
+        reconcile_query=table.text("reconcile_query", "") or None,
+        language=_source_language(table),
+        articles=table.choice("articles", "auto", ARTICLES),
+    )
+
+
+def _safe_dsn(dsn: str) -> str:
+    """Return `dsn` without its password, for names and messages."""
+    return re.sub(r"(//[^:/@]*):[^@/]*@", r"\1@", dsn)
+
+
+def _accesslog(table: _Table, base: Path) -> SourceConfig:
+    path = table.path("path", base)
+    return AccessLogSource(
+        name=table.text("name", f"accesslog:{path}"),
+        path=path,
+        poll_interval=table.number("poll_interval", 5.0, 0.1, 3600),
+    )
+
+
+_SOURCE_READERS.update(
+    directory=_directory, urllist=_urllist, changelog=_changelog, accesslog=_accesslog
+)

@@ -2,26 +2,48 @@
 
 The hash is taken after the configured `ignore` patterns are removed, so build stamps,
 CSRF tokens and counters do not count as changes. From the `<head>` we read the title,
-the canonical link and robots meta directives.
+the canonical link, robots meta directives, the language, hreflang alternates, Open
+Graph tags and schema.org article data (JSON-LD). The body is read only when a content
+selector is configured: then its JSON-LD and the article's images count too.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
-from dataclasses import dataclass
-from urllib.parse import urljoin
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from urllib.parse import urldefrag, urljoin
 
 import lxml.html
 from lxml import etree
 
-from .errors import InvalidURL
-from .urls import URLPolicy
+from . import w3c
+from .errors import ConfigError, InvalidURL
+from .render.extensions import HREFLANG
+from .render.news import news_language
+from .urls import Origin, URLPolicy
 
 _BODY = re.compile(rb"<body[\s>]", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 _ROBOTS_NAMES = {"robots", "googlebot"}
 _NOINDEX = {"noindex", "none"}
+
+MAX_IMAGES = 1000
+_OG_IMAGE_KEYS = {"og:image", "og:image:url", "og:image:secure_url"}
+_LD_JSON = re.compile(
+    rb"<script\b[^>]*?\btype\s*=\s*[\"']?application/ld\+json\b[^>]*>(.*?)</script\s*>",
+    re.IGNORECASE | re.DOTALL,
+)
+# Real pages nest a few levels (@graph, mainEntity); the bound stops hostile nesting.
+_LD_MAX_DEPTH = 8
+# schema.org article-like types whose names do not end in "Article".
+_POSTING_TYPES = {"BlogPosting", "LiveBlogPosting", "SocialMediaPosting", "DiscussionForumPosting"}
+_IDENT = r"-?[A-Za-z_][A-Za-z0-9_-]*"
+_COMPOUND = re.compile(rf"([A-Za-z][A-Za-z0-9-]*)?((?:[#.]{_IDENT})*)")
+_PART = re.compile(rf"[#.]{_IDENT}")
 
 
 def content_hash(data: bytes, ignore: tuple[re.Pattern[bytes], ...] = ()) -> str:
@@ -33,39 +55,243 @@ def content_hash(data: bytes, ignore: tuple[re.Pattern[bytes], ...] = ()) -> str
 
 @dataclass(frozen=True, slots=True)
 class PageFacts:
+    """What a page's HTML says about itself; hrefs and image URLs as written."""
+
     title: str | None = None
     canonical: str | None = None
     noindex: bool = False
+    language: str | None = None
+    published: str | None = None
+    headline: str | None = None
+    article: bool = False
+    alternates: tuple[tuple[str, str], ...] = ()
+    images: tuple[str, ...] = ()
 
 
-def read_page(data: bytes) -> PageFacts:
-    """Return the title, canonical href and noindex flag from an HTML document's head."""
-    # Everything we read lives in <head>; parsing only that keeps large pages cheap.
+@dataclass(frozen=True, slots=True)
+class Compound:
+    """One step of a selector: a tag, an id and classes, each optional."""
+
+    tag: str | None
+    id: str | None
+    classes: frozenset[str]
+
+    def matches(self, element: etree._Element) -> bool:
+        """True when `element` has this step's tag, id and every one of its classes."""
+        if self.tag is not None and element.tag != self.tag:
+            return False
+        if self.id is not None and element.get("id") != self.id:
+            return False
+        return self.classes <= set((element.get("class") or "").split())
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """A descendant chain of compound selectors, the CSS subset content selectors use."""
+
+    steps: tuple[Compound, ...]
+
+    def matches(self, element: etree._Element) -> bool:
+        """True when `element` matches the last step and its ancestors the earlier ones."""
+        if not self.steps[-1].matches(element):
+            return False
+        pending = len(self.steps) - 2
+        # Matching each step at the nearest ancestor that fits is enough for descendant chains.
+        for ancestor in element.iterancestors():
+            if pending < 0:
+                break
+            if self.steps[pending].matches(ancestor):
+                pending -= 1
+        return pending < 0
+
+
+def parse_selector(text: str) -> Selector:
+    """Return the selector `text`: tags, `#id`, `.class` and descendant spaces only.
+
+    Raises ValueError naming what falls outside that subset.
+    """
+    words = text.split()
+    if not words:
+        raise ValueError("content selector is empty")
+    return Selector(tuple(_parse_compound(word) for word in words))
+
+
+def _parse_compound(word: str) -> Compound:
+    match = _COMPOUND.fullmatch(word)
+    if match is None:
+        raise ValueError(
+            f"unsupported content selector part {word!r}: use tag, #id and .class "
+            "(e.g. 'main .article-body', 'div#content.story'), separated by spaces"
+        )
+    tag, rest = match.group(1), match.group(2)
+    ids = [part[1:] for part in _PART.findall(rest) if part.startswith("#")]
+    if len(ids) > 1:
+        raise ValueError(f"content selector part {word!r} names more than one #id")
+    classes = frozenset(part[1:] for part in _PART.findall(rest) if part.startswith("."))
+    return Compound(tag.lower() if tag else None, ids[0] if ids else None, classes)
+
+
+@lru_cache(maxsize=16)
+def _cached_selector(text: str) -> Selector:
+    return parse_selector(text)
+
+
+def read_page(data: bytes, content_selector: str | None = None) -> PageFacts:
+    """Return what an HTML document says about itself (see PageFacts).
+
+    Only `<head>` is read unless `content_selector` is given: then the body's JSON-LD and
+    the `<img>` inside the selected elements count too. Raises ValueError for a bad selector.
+    """
+    selector = _cached_selector(content_selector) if content_selector is not None else None
+    # Nearly everything we read lives in <head>; parsing only that keeps large pages cheap.
     match = _BODY.search(data)
     head = data[: match.start()] if match else data
-    if not head.strip():
-        return PageFacts()
+    tree = _parse(head) if head.strip() else None
+    facts, meta, images = _head_facts(tree) if tree is not None else (PageFacts(), {}, [])
+    published, headline, article = _json_ld(head if selector is None else data)
+    if selector is not None:
+        body = _parse(data)
+        if body is not None:
+            images.extend(_content_images(body, selector))
+    return replace(
+        facts,
+        published=published or _w3c(meta.get("article:published_time")),
+        headline=headline or _text(meta.get("og:title")),
+        article=article or meta.get("og:type", "").lower() == "article",
+        images=tuple(dict.fromkeys(images))[:MAX_IMAGES],
+    )
+
+
+def _parse(data: bytes) -> etree._Element | None:
+    """Return the parsed document, or None when lxml finds no document in `data`."""
     try:
-        tree = lxml.html.document_fromstring(head)
+        # libxml2 reads a page that declares no charset as Latin-1; UTF-8 is the better guess.
+        return lxml.html.document_fromstring(data.decode("utf-8"))
     except (etree.ParserError, ValueError):
-        return PageFacts()
+        # Not UTF-8, or an XML declaration lxml refuses in a str: let the page's charset rule.
+        pass
+    try:
+        return lxml.html.document_fromstring(data)
+    except (etree.ParserError, ValueError):
+        return None
+
+
+def _head_facts(tree: etree._Element) -> tuple[PageFacts, dict[str, str], list[str]]:
+    """Return the head's facts, the first content of each og:/article: meta, and og:images."""
     title = tree.findtext(".//title")
     canonical = None
+    alternates: dict[str, str] = {}
     for link in tree.iter("link"):
         rels = (link.get("rel") or "").lower().split()
-        if "canonical" in rels and link.get("href"):
-            canonical = (link.get("href") or "").strip()
-            break
+        href = (link.get("href") or "").strip()
+        if "canonical" in rels and href and canonical is None:
+            canonical = href
+        hreflang = (link.get("hreflang") or "").strip().lower()
+        if "alternate" in rels and hreflang and href:
+            alternates.setdefault(hreflang, href)
     noindex = False
-    for meta in tree.iter("meta"):
-        if (meta.get("name") or "").strip().lower() in _ROBOTS_NAMES:
-            directives = {d.strip().lower() for d in (meta.get("content") or "").split(",")}
+    meta: dict[str, str] = {}
+    images: list[str] = []
+    for element in tree.iter("meta"):
+        name = (element.get("name") or "").strip().lower()
+        if name in _ROBOTS_NAMES:
+            directives = {d.strip().lower() for d in (element.get("content") or "").split(",")}
             noindex = noindex or bool(directives & _NOINDEX)
-    return PageFacts(
-        title=_SPACE.sub(" ", title).strip() or None if title else None,
+        # Many sites write Open Graph tags with name= instead of property=.
+        key = (element.get("property") or "").strip().lower() or name
+        if key.startswith(("og:", "article:")):
+            content = (element.get("content") or "").strip()
+            if content:
+                meta.setdefault(key, content)
+                if key in _OG_IMAGE_KEYS:
+                    images.append(content)
+    language = (tree.get("lang") or tree.get("xml:lang") or "").strip()
+    facts = PageFacts(
+        title=_text(title),
         canonical=canonical,
         noindex=noindex,
+        language=language or None,
+        alternates=tuple(alternates.items()),
     )
+    return facts, meta, images
+
+
+def _json_ld(data: bytes) -> tuple[str | None, str | None, bool]:
+    """Return (datePublished, headline, found) of the page's schema.org articles."""
+    if b"ld+json" not in data:
+        return None, None, False
+    published = headline = None
+    found = False
+    for block in _LD_JSON.finditer(data):
+        try:
+            document = json.loads(block.group(1).decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            continue
+        for node in _ld_nodes(document, 0):
+            if not _is_article(node.get("@type")):
+                continue
+            found = True
+            published = published or _w3c(node.get("datePublished"))
+            headline = headline or _text(node.get("headline"))
+    return published, headline, found
+
+
+def _ld_nodes(value: object, depth: int) -> Iterator[dict[str, object]]:
+    """Yield the JSON-LD objects in `value`: itself, list items, @graph and mainEntity."""
+    if depth > _LD_MAX_DEPTH:
+        return
+    if isinstance(value, list):
+        for item in value:
+            yield from _ld_nodes(item, depth + 1)
+    elif isinstance(value, dict):
+        yield value
+        for key in ("@graph", "mainEntity"):
+            yield from _ld_nodes(value.get(key), depth + 1)
+
+
+def _is_article(types: object) -> bool:
+    """True when a JSON-LD `@type` (a string or a list) names an article type."""
+    names = types if isinstance(types, list) else [types]
+    for name in names:
+        if isinstance(name, str):
+            # Types may come as "NewsArticle", "schema:NewsArticle" or a full schema.org URL.
+            short = name.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+            if short.endswith("Article") or short in _POSTING_TYPES:
+                return True
+    return False
+
+
+def _w3c(value: object) -> str | None:
+    """Return `value` as a canonical W3C datetime, or None when it is not one with a zone."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return w3c.parse(value)
+    except ValueError:
+        return None
+
+
+def _text(value: object) -> str | None:
+    """Return `value` with whitespace collapsed, or None when it is not a non-blank string."""
+    if not isinstance(value, str):
+        return None
+    return _SPACE.sub(" ", value).strip() or None
+
+
+def _content_images(tree: etree._Element, selector: Selector) -> Iterator[str]:
+    """Yield `<img>` sources inside the elements `selector` matches, in document order."""
+    seen: set[etree._Element] = set()
+    for element in tree.iter(etree.Element):
+        if element in seen or not selector.matches(element):
+            continue
+        for img in element.iter("img"):
+            src = (img.get("src") or "").strip()
+            if not src or src[:5].lower() == "data:":
+                # Lazy-loading pages keep the real URL in data-src and a placeholder in src.
+                src = (img.get("data-src") or "").strip()
+            if src:
+                yield src
+        seen.update(element.iter())
 
 
 def exclusion(facts: PageFacts, loc: str, policy: URLPolicy) -> str | None:
@@ -75,12 +301,21 @@ def exclusion(facts: PageFacts, loc: str, policy: URLPolicy) -> str | None:
     if facts.canonical is None:
         return None
     try:
-        canonical = policy.normalise(urljoin(loc, facts.canonical))
+        canonical = _resolve(loc, facts.canonical, policy)
     except InvalidURL:
         return f"canonical: {facts.canonical}"
     if _same_page(canonical, loc):
         return None
     return f"canonical: {canonical}"
+
+
+def _resolve(loc: str, href: str, policy: URLPolicy) -> str:
+    """Return `href` resolved against `loc` in canonical form; raises InvalidURL."""
+    try:
+        url = urljoin(loc, href)
+    except ValueError as exc:  # urllib rejects a malformed IPv6 host
+        raise InvalidURL(f"unparseable URL ({exc})") from exc
+    return policy.normalise(url)
 
 
 def _same_page(canonical: str, loc: str) -> bool:
@@ -91,3 +326,61 @@ def _same_page(canonical: str, loc: str) -> bool:
         if canonical.endswith("/" + suffix) and canonical[: -len(suffix)] == loc:
             return True
     return canonical in (loc + ".html", loc + ".htm")
+
+
+@dataclass(frozen=True, slots=True)
+class ArticleMeta:
+    """A page's news, hreflang and image data, normalised for rendering."""
+
+    published: str | None
+    language: str | None
+    news_title: str | None
+    article: bool
+    # (hreflang, canonical URL), sorted by hreflang with x-default last.
+    alternates: tuple[tuple[str, str], ...]
+    # Absolute http(s) URLs on any host (images often live on a CDN).
+    images: tuple[str, ...]
+
+
+def article_meta(facts: PageFacts, loc: str, policy: URLPolicy) -> ArticleMeta:
+    """Return the article data of the page at `loc`; invalid or off-site alternates are dropped."""
+    return ArticleMeta(
+        published=facts.published,
+        language=news_language(facts.language),
+        news_title=facts.headline or facts.title,
+        article=facts.article,
+        alternates=_alternates(facts, loc, policy),
+        images=tuple(dict.fromkeys(_image_urls(facts.images, loc)))[:MAX_IMAGES],
+    )
+
+
+def _alternates(facts: PageFacts, loc: str, policy: URLPolicy) -> tuple[tuple[str, str], ...]:
+    found: dict[str, str] = {}
+    for hreflang, href in facts.alternates:
+        if not HREFLANG.match(hreflang):
+            continue
+        try:
+            found.setdefault(hreflang, _resolve(loc, href, policy))
+        except InvalidURL:
+            continue
+    # hreflang sets must name every member, the page itself included.
+    own = (facts.language or "").lower().replace("_", "-")
+    if (
+        found
+        and HREFLANG.match(own)
+        and own not in found
+        and not any(_same_page(url, loc) for url in found.values())
+    ):
+        found[own] = loc
+    return tuple(sorted(found.items(), key=lambda item: (item[0] == "x-default", item[0])))
+
+
+def _image_urls(images: tuple[str, ...], loc: str) -> Iterator[str]:
+    """Yield the canonical spelling of each http(s) image URL, resolved against `loc`."""
+    for raw in images:
+        try:
+            url = urldefrag(urljoin(loc, raw.strip())).url
+            # The image's own origin: images may live on any host, but are spelled canonically.
+            yield URLPolicy(Origin.from_base_url(url)).normalise(url)
+        except (ConfigError, InvalidURL, ValueError):  # ValueError: urllib, bad IPv6 host
+            continue

@@ -17,12 +17,14 @@ from types import FrameType
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from . import config as config_module
-from . import w3c
-from .config import Config, DirectorySource, UrlListSource
+from . import outbox, w3c
+from .config import AccessLogSource, ChangelogSource, Config, DirectorySource, UrlListSource
 from .engine import BuildResult, Engine
 from .errors import ConfigError, SitemapdError
 from .metrics import Metrics
+from .outbox import Courier
 from .sidecar import Sidecar
+from .sources.accesslog import crawler_of
 from .systemd import Notifier
 from .watch import Watcher
 
@@ -31,6 +33,9 @@ log = logging.getLogger(__name__)
 _HEALTH_EVERY = 2.0  # seconds between watcher health checks
 ROBOTS_WATCH = "robots.txt"  # the watcher of a robots.txt outside every source root
 _MAX_BACKOFF = 60.0
+REFRESH, OUTBOX = "refresh", "outbox"
+# Seconds between re-renders of what ages with time (news sitemaps, the feed window).
+_REFRESH_EVERY = 60.0
 
 
 @dataclass
@@ -39,9 +44,12 @@ class Batch:
 
     paths: dict[str, set[str]] = field(default_factory=dict)
     rescan: set[str] = field(default_factory=set)
+    # Work that reads no source: REFRESH (re-render what time changes: news ageing,
+    # the feed window), OUTBOX (record notification outcomes).
+    tasks: set[str] = field(default_factory=set)
 
     def __bool__(self) -> bool:
-        return bool(self.paths or self.rescan)
+        return bool(self.paths or self.rescan or self.tasks)
 
 
 class WorkQueue:
@@ -62,6 +70,12 @@ class WorkQueue:
         """Queue a full reconcile of `source`."""
         with self._cond:
             self._batch.rescan.add(source)
+            self._arrived()
+
+    def add_task(self, task: str) -> None:
+        """Queue work that reads no source (REFRESH, OUTBOX)."""
+        with self._cond:
+            self._batch.tasks.add(task)
             self._arrived()
 
     def _arrived(self) -> None:
@@ -135,6 +149,7 @@ class Daemon:
         self.errors = 0
         self.last_publish: str | None = None
         self.reload_error: str | None = None
+        self.key_rejected: str | None = None
         self.metrics = Metrics(config.ledger_path, lambda: not self.problems(), self.queue.depth)
         self.sidecar: Sidecar | None = None
         if config.http.listen:
@@ -145,6 +160,7 @@ class Daemon:
                 self.problems,
                 self.metrics,
                 lambda name: self.engine.publisher.names.is_output(name),
+                self._served,
             )
         self.scheduler = BackgroundScheduler(
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 30}
@@ -161,6 +177,11 @@ class Daemon:
         self.terminate = threading.Event()
         self._wake = threading.Event()
         self._overflow = _OverflowListener(self)
+        self.courier = Courier(config, lambda: self.queue.add_task(OUTBOX))
+        self._listeners: dict[str, threading.Thread] = {}
+        # Feed fetches the sidecar served to crawlers, waiting for the writer.
+        self._fetches: dict[str, str] = {}
+        self._fetches_lock = threading.Lock()
 
     # Lifecycle ---------------------------------------------------------------------
 
@@ -182,9 +203,12 @@ class Daemon:
             self._reconcile_all()
         finally:
             scanning.set()
+        self._notify()
+        self.courier.start()
         self.writer.start()
         self._schedule()
         self.scheduler.start()
+        self._start_listeners()
         self.ready = True
         log.info("ready: %d URLs live; %d files written at start", self._live, written)
         self.notifier.ready(self.status())
@@ -205,6 +229,8 @@ class Daemon:
                 self.batch_started = None
         self.metrics.batch(result)
         self.last_publish = w3c.now()
+        for name in result.more:
+            self.queue.add_paths(name, {""})  # a change-log backlog: keep draining
         for name in result.scanned:
             self.failing.pop(name, None)
             self._retries.pop(name, None)
@@ -239,6 +265,8 @@ class Daemon:
             found.append(f"{name}: last read failed: {reason}")
         if self.batch_error:
             found.append(f"publishing failed: {self.batch_error}")
+        if self.key_rejected:
+            found.append(f"indexnow: the key was refused: {self.key_rejected}")
         started = self.batch_started
         if started is not None and time.monotonic() - started > self.config.daemon.stuck_after:
             found.append(f"writer stuck in one batch for {time.monotonic() - started:.0f}s")
@@ -252,6 +280,10 @@ class Daemon:
             f"queue {self.queue.depth()}",
             f"{self.errors} errors",
         ]
+        if self.courier.waiting():
+            parts.append(f"{self.courier.waiting()} notifications waiting")
+        for target, reason in list(self.courier.failing.items()):
+            parts.append(f"{target} failing: {reason}")
         problems = self.problems()
         if problems:
             parts.append("UNHEALTHY: " + "; ".join(problems))
@@ -274,6 +306,30 @@ class Daemon:
             id="health",
             replace_existing=True,
         )
+        for job in self.scheduler.get_jobs():
+            if job.id.startswith("poll:"):
+                job.remove()
+        for source in self.config.sources:
+            if isinstance(source, ChangelogSource | AccessLogSource):
+                # Change logs are polled (NOTIFY only wakes the poll early); access logs
+                # grow too often to watch.
+                self.scheduler.add_job(
+                    self.queue.add_paths,
+                    "interval",
+                    args=(source.name, {""}),
+                    seconds=source.poll_interval,
+                    id=f"poll:{source.name}",
+                    replace_existing=True,
+                )
+        if self.config.news or self.config.feed:
+            self.scheduler.add_job(
+                self.queue.add_task,
+                "interval",
+                args=(REFRESH,),
+                seconds=_REFRESH_EVERY,
+                id="refresh",
+                replace_existing=True,
+            )
 
     def stop(self) -> None:
         """Stop watching, finish and publish the pending batch, close the ledger."""
@@ -286,6 +342,7 @@ class Daemon:
         self.queue.wake()
         if self.writer.is_alive():
             self.writer.join()
+        self.courier.stop()
         logging.getLogger("watchdog.observers.inotify_c").removeHandler(self._overflow)
         if self.sidecar is not None:
             self.sidecar.stop()
@@ -358,7 +415,10 @@ class Daemon:
                     return
                 continue
             try:
-                self._update(batch.paths, batch.rescan)
+                self._take_fetches()
+                if batch.paths or batch.rescan or REFRESH in batch.tasks:
+                    self._update(batch.paths, batch.rescan)
+                self._notify()
                 failures = 0
                 self.batch_error = None
             except Exception as exc:
@@ -377,15 +437,69 @@ class Daemon:
                 )
                 for name in batch.paths.keys() | batch.rescan:
                     self.queue.add_rescan(name)
+                for task in batch.tasks:
+                    self.queue.add_task(task)
                 if self.stopping.wait(delay):
                     return
 
     # Watchers ----------------------------------------------------------------------
 
+    def _notify(self) -> None:
+        """Record finished notifications and hand the courier what is owed (writer only)."""
+        ledger = self.engine.ledger
+        outbox.settle(ledger, self.courier.results())
+        self.key_rejected = ledger.cursor(outbox.KEY_REJECTED) or None
+        self.courier.offer(outbox.pending(ledger, self.config))
+
+    def _served(self, name: str, status: int, user_agent: str) -> None:
+        """Note a feed the sidecar served, when a crawler fetched it (sidecar threads)."""
+        feed = self.config.feed
+        if feed is None or not (200 <= status < 300 or status == 304):
+            return
+        if name != feed.atom and name != feed.rss:
+            return
+        crawler = crawler_of(user_agent, self.config.crawlers)
+        if crawler is not None:
+            with self._fetches_lock:
+                self._fetches[crawler] = w3c.now()
+            self.queue.add_task(REFRESH)
+
+    def _take_fetches(self) -> None:
+        with self._fetches_lock:
+            fetches, self._fetches = self._fetches, {}
+        if fetches:
+            self.engine.ledger.record_crawls(fetches, [], {})
+
+    def _start_listeners(self) -> None:
+        """Wake the poll of each change log that can notify (PostgreSQL LISTEN)."""
+        for source in self.config.sources:
+            if isinstance(source, ChangelogSource) and source.name not in self._listeners:
+                thread = threading.Thread(
+                    target=self._listen, args=(source,), name=f"listen:{source.name}", daemon=True
+                )
+                self._listeners[source.name] = thread
+                thread.start()
+
+    def _listen(self, source: ChangelogSource) -> None:
+        while not self.stopping.is_set():
+            current = next((s for s in self.config.sources if s.name == source.name), None)
+            if current is None:
+                break  # removed by a reload
+            try:
+                woken = self.engine.reader(source).wait(1.0)
+            except SitemapdError:
+                woken = False
+                self.stopping.wait(self.config.daemon.debounce + 1.0)
+            if woken:
+                self.queue.add_paths(source.name, {""})
+        self._listeners.pop(source.name, None)
+
     def _start_watchers(self) -> None:
         site = self.config.site
         skip = site.not_content
-        watched = list(self.config.sources)
+        watched: list[DirectorySource | UrlListSource] = [
+            s for s in self.config.sources if isinstance(s, DirectorySource | UrlListSource)
+        ]
         robots_txt = site.robots_txt
         roots = [s.root for s in self.config.sources if isinstance(s, DirectorySource)]
         if robots_txt is not None and not any(robots_txt.is_relative_to(r) for r in roots):

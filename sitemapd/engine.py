@@ -7,14 +7,17 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
+from urllib.parse import urlsplit
 
 from . import robots, sources, w3c
-from .config import Config
-from .errors import SourceError
+from .changelog import Reader, open_reader
+from .config import AccessLogSource, ChangelogSource, Config, ContentSource, DirectorySource
+from .errors import InvalidURL, SourceError
 from .ledger import ALLOW_ALL, ChangeSet, Ledger, RobotsRules
 from .observation import Item
 from .publish import Publisher, PublishReport
 from .shards import Limits
+from .sources import accesslog, changelog
 from .urls import URLPolicy
 
 log = logging.getLogger(__name__)
@@ -27,8 +30,10 @@ class BuildResult:
     seconds: float
     # Sources (or robots.txt) that could not be read, with why; what they gave is kept.
     failed: dict[str, str] = field(default_factory=dict)
-    # Sources read in full.
+    # Sources read in full (change logs: up to date).
     scanned: list[str] = field(default_factory=list)
+    # Change-log sources that hold more rows than one batch took.
+    more: set[str] = field(default_factory=set)
 
 
 class Engine:
@@ -40,9 +45,12 @@ class Engine:
         limits = Limits(config.sitemap.max_urls, config.sitemap.max_bytes)
         self.ledger = Ledger(config.ledger_path, limits)
         self.publisher = Publisher(config, self.ledger)
+        self.readers: dict[str, Reader] = {}
 
     def close(self) -> None:
-        """Close the ledger."""
+        """Close the change-log readers and the ledger."""
+        for reader in self.readers.values():
+            reader.close()
         self.ledger.close()
 
     def robots_rules(self) -> RobotsRules:
@@ -62,11 +70,65 @@ class Engine:
             raise SourceError(f"cannot read robots.txt {path} ({exc.strerror})") from exc
 
     def build(self, now: str | None = None) -> BuildResult:
-        """Scan every source in full, apply in one transaction, publish; return it all.
+        """Scan every source in full (change logs up to date), apply, publish; return it.
 
         Raises SourceError when a source cannot be read (nothing is applied then).
         """
-        return self.update({}, {source.name for source in self.config.sources}, now=now)
+        rescan = {source.name for source in self.config.sources}
+        result = self.update({}, rescan, now=now)
+        while result.more:
+            more = self.update({}, result.more, now=now)
+            more.changes = result.changes.merged(more.changes)
+            result = more
+        return result
+
+    def read_access_log(self, source: AccessLogSource) -> None:
+        """Record what crawlers fetched since the log was last read; raises SourceError."""
+        feed = self.config.feed
+        targets = {urlsplit(url).path for url in (feed.atom_url, feed.rss_url)} if feed else set()
+        name = f"accesslog:{source.name}"
+        cursor = self.ledger.cursor(name)
+        while True:
+            chunk = accesslog.read_new(source.path, cursor)
+            facts = accesslog.crawl_facts(chunk.hits, self.config.crawlers, targets)
+            answers = []
+            for target, (status, crawler, at) in facts.answers.items():
+                try:
+                    loc = self.policy.normalise(self.policy.origin.root + target.lstrip("/"))
+                except InvalidURL:
+                    continue
+                answers.append((loc, status, crawler, at))
+            if chunk.bad_lines:
+                log.warning("%s: %d lines not in combined log format", source.name, chunk.bad_lines)
+            self.ledger.record_crawls(facts.feed_fetches, answers, {name: chunk.cursor})
+            cursor = chunk.cursor
+            if not chunk.more:
+                return
+
+    def reader(self, source: ChangelogSource) -> Reader:
+        """Return the change-log reader of `source`, opened on first use."""
+        found = self.readers.get(source.name)
+        if found is None:
+            found = self.readers[source.name] = open_reader(source.spec)
+        return found
+
+    def _scans(
+        self, source: ContentSource, ctx: sources.Context, paths: set[str], rescan: bool
+    ) -> list[sources.Scan]:
+        """Return the scans a batch asks of `source`; raises SourceError."""
+        if isinstance(source, DirectorySource):
+            if rescan:
+                return [sources.scan(source, ctx)]
+            return [sources.observe(source, ctx, paths)] if paths else []
+        if not (rescan or paths):
+            return []
+        if isinstance(source, ChangelogSource):
+            reader = self.reader(source)
+            found = [sources.scan(source, ctx, reader)]
+            if rescan and source.reconcile_query:
+                found.append(changelog.reconcile(source, ctx, reader))
+            return found
+        return [sources.scan(source, ctx)]
 
     def update(
         self,
@@ -83,17 +145,32 @@ class Engine:
         """
         started = time.perf_counter()
         now = now or w3c.now()
-        skip = self.config.site.not_content
+        ctx = sources.Context(
+            self.policy,
+            self.ledger,
+            now,
+            self.config.site.not_content,
+            self.config.sitemap.alternates,
+            self.config.sitemap.images,
+        )
         scans: list[sources.Scan] = []
         failed: dict[str, str] = {}
-        for source in self.config.sources:
+        for log_source in self.config.sources:
+            if isinstance(log_source, AccessLogSource) and (
+                log_source.name in rescan or paths.get(log_source.name)
+            ):
+                try:
+                    self.read_access_log(log_source)
+                except SourceError as exc:
+                    if strict:
+                        raise
+                    failed[log_source.name] = str(exc)
+                    log.error("%s", exc)
+        for source in self.config.content_sources:
             try:
-                if source.name in rescan:
-                    scans.append(sources.scan(source, self.policy, self.ledger, skip))
-                elif paths.get(source.name):
-                    scans.append(
-                        sources.observe(source, self.policy, self.ledger, skip, paths[source.name])
-                    )
+                scans += self._scans(
+                    source, ctx, paths.get(source.name, set()), source.name in rescan
+                )
             except SourceError as exc:
                 if strict:
                     raise
@@ -113,7 +190,7 @@ class Engine:
             robots=self.robots_rules(),
             cursors=cursors,
             now=now,
-            configured=[source.name for source in self.config.sources],
+            configured=[source.name for source in self.config.content_sources],
         )
         report = self.publisher.publish(now)
         seconds = time.perf_counter() - started
@@ -131,8 +208,9 @@ class Engine:
         )
         for name in changes.empty_scans:
             failed[name] = "a full scan found nothing: treated as an outage"
-        scanned = [s.name for s in scans if s.name in complete and s.name not in failed]
-        return BuildResult(changes, report, seconds, failed, scanned)
+        scanned = [s.name for s in scans if s.name not in failed and (s.complete or not s.more)]
+        more = {s.name for s in scans if s.more and s.name not in failed}
+        return BuildResult(changes, report, seconds, failed, sorted(set(scanned)), more)
 
     @staticmethod
     def _soft(

@@ -19,7 +19,7 @@ from sqlite_utils import Database
 
 from . import w3c
 from .errors import LedgerError
-from .observation import Gone, Item, Observation, Rejected, Seen
+from .observation import Checkpoint, Gone, Item, Observation, Rejected, Seen
 from .render.sitemap import entry_size
 from .shards import Limits, Shards
 
@@ -28,15 +28,18 @@ log = logging.getLogger(__name__)
 LIVE, EXCLUDED, GONE, SEEDED = "live", "excluded", "gone", "seeded"
 NEW, UPDATED = "new", "updated"
 ROBOTS_REASON = "robots.txt"
+# The journal rows the first (bulk) build wrote: the site as it was, not updates.
+BASELINE_CURSOR = "journal_baseline"
+# Journal position of the last successful publish: nothing newer is announced.
+PUBLISHED_CURSOR = "published_seq"
 _CHUNK = 2000
 
 _URL_COLUMNS = (
     "id, loc, source_id, status, reason, page_reason, content_hash, source_time, lastmod, "
-    "first_seen, change_count, title, file_key, shard, entry_bytes"
+    "first_seen, change_count, title, file_key, shard, entry_bytes, "
+    "published, language, news_title, article, alternates, extra"
 )
-_INSERT_URL = (
-    f"INSERT INTO urls ({_URL_COLUMNS}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
+_INSERT_URL = f"INSERT INTO urls ({_URL_COLUMNS}) VALUES (NULL{', ?' * 20})"
 # URLs from lists carry no content facts; binding fewer values makes bulk loads much faster.
 _INSERT_BARE = (
     "INSERT INTO urls (loc, source_id, status, source_time, lastmod, first_seen, change_count, "
@@ -44,8 +47,9 @@ _INSERT_BARE = (
 )
 _UPDATE_URL = (
     "UPDATE urls SET source_id = ?, status = ?, reason = ?, page_reason = ?, content_hash = ?, "
-    "source_time = ?, lastmod = ?, change_count = ?, title = ?, file_key = ?, shard = ? "
-    "WHERE id = ?"
+    "source_time = ?, lastmod = ?, change_count = ?, title = ?, file_key = ?, shard = ?, "
+    "entry_bytes = ?, published = ?, language = ?, news_title = ?, article = ?, "
+    "alternates = ?, extra = ? WHERE id = ?"
 )
 
 
@@ -80,6 +84,18 @@ class ChangeSet:
         """Return True when any published URL or shard changed."""
         return bool(self.new or self.updated or self.gone or self.dirty_shards)
 
+    def merged(self, later: ChangeSet) -> ChangeSet:
+        """Return the changes of this run and a `later` one together."""
+        return ChangeSet(
+            self.new + later.new,
+            self.updated + later.updated,
+            self.gone + later.gone,
+            self.rejected + later.rejected,
+            self.moved + later.moved,
+            sorted(set(self.dirty_shards) | set(later.dirty_shards)),
+            self.empty_scans + later.empty_scans,
+        )
+
 
 @dataclass(slots=True)
 class _Row:
@@ -100,6 +116,12 @@ class _Row:
     file_key: str | None
     shard: int | None
     entry_bytes: int
+    published: str | None
+    language: str | None
+    news_title: str | None
+    article: int | None
+    alternates: str | None
+    extra: str | None
 
     def update_params(self) -> tuple[Any, ...]:
         return (
@@ -114,8 +136,24 @@ class _Row:
             self.title,
             self.file_key,
             self.shard,
+            self.entry_bytes,
+            self.published,
+            self.language,
+            self.news_title,
+            self.article,
+            self.alternates,
+            self.extra,
             self.id,
         )
+
+
+def _facts(obs: Observation) -> tuple[str | None, str | None, int | None, str | None, str | None]:
+    """Return `(language, news_title, article, alternates, extra)` columns of `obs`."""
+    meta = obs.meta
+    if meta is None:
+        return None, None, None, None, obs.extra or None
+    alternates = "".join(f"{lang}\t{href}\n" for lang, href in meta.alternates) or None
+    return meta.language, meta.news_title, int(meta.article), alternates, obs.extra or None
 
 
 def _migrate_v1(db: Database) -> None:
@@ -171,8 +209,29 @@ def _migrate_v2(db: Database) -> None:
     db.table("published").add_column("mtime_ns", int)
 
 
+def _migrate_v3(db: Database) -> None:
+    # News, hreflang and image facts; the rendered extra elements count in entry_bytes.
+    for column, kind in (
+        ("published", str),
+        ("language", str),
+        ("news_title", str),
+        ("article", int),
+        ("alternates", str),
+        ("extra", str),
+    ):
+        db.table("urls").add_column(column, kind)
+    db.conn.execute(
+        "CREATE INDEX IF NOT EXISTS urls_published ON urls (published) WHERE article = 1"
+    )
+    # The last successful fetch of a feed per crawler, and what crawlers got for URLs.
+    db.table("crawls").create({"crawler": str, "fetched_at": str}, pk="crawler")
+    db.table("crawl_answers").create(
+        {"loc": str, "status": int, "crawler": str, "at": str}, pk="loc"
+    )
+
+
 # Append only: a released migration never changes; the list index + 1 is the version.
-MIGRATIONS: list[Callable[[Database], None]] = [_migrate_v1, _migrate_v2]
+MIGRATIONS: list[Callable[[Database], None]] = [_migrate_v1, _migrate_v2, _migrate_v3]
 
 
 def _unchanged(values: tuple[Any, ...], obs: Observation, source_id: int) -> bool:
@@ -189,6 +248,8 @@ def _unchanged(values: tuple[Any, ...], obs: Observation, source_id: int) -> boo
         and values[12] == obs.file_key
         and (obs.content_hash is None or obs.content_hash == values[6])
         and (obs.source_time is None or obs.source_time == values[7])
+        and values[16:21] == _facts(obs)
+        and (values[15] is not None or obs.meta is None or not obs.meta.article)
     )
 
 
@@ -257,6 +318,17 @@ class Ledger:
         )
         return dict(rows)
 
+    def present(self, source: str, locs: list[str]) -> set[str]:
+        """Return which of `locs` are present (not gone) and owned by `source`."""
+        marks = ",".join("?" * len(locs))
+        rows = self._read().execute(
+            f"SELECT loc FROM urls WHERE loc IN ({marks}) "
+            "AND source_id = (SELECT id FROM sources WHERE name = ?) "
+            f"AND status IN ('{LIVE}', '{EXCLUDED}')",
+            [*locs, source],
+        )
+        return {row[0] for row in rows}
+
     def live_count(self) -> int:
         """Return how many URLs are published."""
         (count,) = self.conn.execute(
@@ -283,11 +355,68 @@ class Ledger:
             "SELECT id, url_count FROM shards WHERE dirty = 1 ORDER BY id"
         ).fetchall()
 
-    def shard_rows(self, shard_id: int) -> Iterator[tuple[str, str]]:
-        """Yield `(loc, lastmod)` of the shard's members in their stable order."""
+    def shard_rows(self, shard_id: int) -> Iterator[tuple[str, str, str | None]]:
+        """Yield `(loc, lastmod, extra elements)` of the shard's members in stable order."""
         yield from self.conn.execute(
-            "SELECT loc, lastmod FROM urls WHERE shard = ? ORDER BY id", (shard_id,)
+            "SELECT loc, lastmod, extra FROM urls WHERE shard = ? ORDER BY id", (shard_id,)
         )
+
+    def newest_lastmod(self) -> str | None:
+        """Return the newest lastmod of any published URL, or None."""
+        (newest,) = self.conn.execute("SELECT max(lastmod) FROM shards").fetchone()
+        return str(newest) if newest else None
+
+    def articles(self, since: str) -> list[tuple[str, str, str | None, str | None, str | None]]:
+        """Return `(loc, published, language, news title, title)` of live articles first
+        published at or after `since`, newest first."""
+        return self.conn.execute(
+            "SELECT loc, published, language, news_title, title FROM urls "
+            "WHERE article = 1 AND published >= ? AND status = ? ORDER BY published DESC, loc",
+            (since, LIVE),
+        ).fetchall()
+
+    def last_seq(self) -> int:
+        """Return the newest journal sequence number (0 for an empty journal)."""
+        (seq,) = self.conn.execute("SELECT max(seq) FROM journal").fetchone()
+        return int(seq or 0)
+
+    def first_seq_since(self, at: str) -> int:
+        """Return the first journal seq recorded at or after `at` (binary search on seq:
+        journal times grow with seq)."""
+        low, high = 1, self.last_seq() + 1
+        while low < high:
+            middle = (low + high) // 2
+            row = self.conn.execute(
+                "SELECT at FROM journal WHERE seq >= ? ORDER BY seq LIMIT 1", (middle,)
+            ).fetchone()
+            if row is None or row[0] >= at:
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
+    def recent_changes(self, after_seq: int) -> Iterator[tuple[int, str, str, str | None, str]]:
+        """Yield `(seq, at, loc, title, lastmod)` of new/updated changes of live URLs after
+        `after_seq`, newest change first; a URL may appear more than once."""
+        yield from self.conn.execute(
+            "SELECT j.seq, j.at, u.loc, u.title, u.lastmod FROM journal j "
+            "JOIN urls u ON u.id = j.url_id WHERE j.seq > ? AND j.kind != ? AND u.status = ? "
+            "ORDER BY j.seq DESC",
+            (after_seq, GONE, LIVE),
+        )
+
+    def changed_urls(self, after_seq: int, upto_seq: int, limit: int) -> list[tuple[int, str]]:
+        """Return `(seq, loc)` of every journalled change in `(after_seq, upto_seq]`, in
+        order, at most `limit`."""
+        return self.conn.execute(
+            "SELECT j.seq, u.loc FROM journal j JOIN urls u ON u.id = j.url_id "
+            "WHERE j.seq > ? AND j.seq <= ? ORDER BY j.seq LIMIT ?",
+            (after_seq, upto_seq, limit),
+        ).fetchall()
+
+    def crawler_fetches(self) -> dict[str, str]:
+        """Return `{crawler: time of its last successful feed fetch}`."""
+        return dict(self.conn.execute("SELECT crawler, fetched_at FROM crawls"))
 
     def index_rows(self) -> list[tuple[int, str]]:
         """Return `(id, lastmod)` of every non-empty shard, in id order."""
@@ -319,6 +448,36 @@ class Ledger:
                 "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)", (name, value)
             )
 
+    def record_crawls(
+        self,
+        fetches: Mapping[str, str],
+        answers: Iterable[tuple[str, int, str, str]],
+        cursors: Mapping[str, str],
+    ) -> None:
+        """Record feed fetches per crawler and `(loc, status, crawler, at)` answers, with the
+        access log cursors, in one transaction; a 2xx/304 answer clears a URL's record."""
+        answers = list(answers)
+        with self._transaction():
+            self.conn.executemany(
+                "INSERT INTO crawls (crawler, fetched_at) VALUES (?, ?) ON CONFLICT (crawler) "
+                "DO UPDATE SET fetched_at = max(fetched_at, excluded.fetched_at)",
+                sorted(fetches.items()),
+            )
+            self.conn.executemany(
+                "DELETE FROM crawl_answers WHERE loc = ?",
+                [(loc,) for loc, status, _, _ in answers if status < 300 or status == 304],
+            )
+            # Only URLs the ledger knows: what a sitemap lists, or once listed.
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO crawl_answers (loc, status, crawler, at) "
+                "SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM urls WHERE loc = ?)",
+                [(*a, a[0]) for a in answers if not (a[1] < 300 or a[1] == 304)],
+            )
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
+                sorted(cursors.items()),
+            )
+
     def record_publish(
         self,
         written: Mapping[str, tuple[str, int, int]],
@@ -327,8 +486,14 @@ class Ledger:
         removed_files: Iterable[str],
         at: str,
     ) -> None:
-        """Remember published files, mark shards clean and forget dropped ones."""
+        """Remember published files, mark shards clean and forget dropped ones; note how
+        far the journal is published."""
         with self._transaction():
+            self.conn.execute(
+                "INSERT OR REPLACE INTO cursors (name, value) "
+                "SELECT ?, coalesce(max(seq), 0) FROM journal",
+                (PUBLISHED_CURSOR,),
+            )
             self.conn.executemany(
                 "INSERT OR REPLACE INTO published (name, sha256, bytes, mtime_ns, at) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -449,7 +614,7 @@ class _Apply:
         """Return the insert parameters of a URL seen for the first time."""
         reason = self._reason(obs.loc, obs.exclusion)
         lastmod = min(obs.source_time or self.now, self.now)
-        size = entry_size(obs.loc)
+        size = entry_size(obs.loc) + len(obs.extra.encode())
         shard = None
         if reason is None:
             shard = self.shards.place(size, lastmod)
@@ -469,7 +634,15 @@ class _Apply:
             obs.file_key,
             shard,
             size,
+            self._published(None, obs),
+            *_facts(obs),
         )
+
+    def _published(self, known: str | None, obs: Observation) -> str | None:
+        """Return an article's publication time: the first one seen, never moved by edits."""
+        if known is not None or obs.meta is None or not obs.meta.article:
+            return known
+        return min(obs.meta.published or self.now, self.now)
 
     def _observe(self, row: _Row, obs: Observation) -> None:
         """Update `row` for what `obs` says of it now."""
@@ -495,6 +668,14 @@ class _Apply:
         row.title = obs.title
         row.file_key = obs.file_key
         row.page_reason = obs.exclusion
+        row.published = self._published(row.published, obs)
+        extra = row.extra
+        row.language, row.news_title, row.article, row.alternates, row.extra = _facts(obs)
+        if row.extra != extra:
+            size = entry_size(row.loc) + len((row.extra or "").encode())
+            if row.status == LIVE and row.shard is not None:
+                self.shards.resize(row.shard, size - row.entry_bytes)
+            row.entry_bytes = size
         self._set_status(row, self._reason(row.loc, obs.exclusion), old_lastmod)
 
     def _set_status(
@@ -555,7 +736,12 @@ class _Apply:
                     "INSERT OR REPLACE INTO rejects (source, item, reason, at) VALUES (?, ?, ?, ?)",
                     [(r.source, r.item, r.reason, self.now) for r in rejects],
                 )
-            present = [item for item in chunk if not isinstance(item, Rejected)]
+            checkpoints = [item for item in chunk if isinstance(item, Checkpoint)]
+            if checkpoints:
+                self.conn.executemany(
+                    "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)", checkpoints
+                )
+            present = [item for item in chunk if isinstance(item, Observation | Seen | Gone)]
             self.observed.update(item.source for item in present)
             if self.bulk:
                 self._insert([self._new_row(o) for o in present if isinstance(o, Observation)])
@@ -566,8 +752,14 @@ class _Apply:
         """Insert rows made by `_new_row`."""
         bare, full = [], []
         for r in rows:
-            # Live, with no reason, hash, title or file: a listed URL.
-            if r[3] is None and r[5] is None and r[10] is None and r[11] is None:
+            # Live, with no reason, hash, title, file or facts: a listed URL.
+            if (
+                r[3] is None
+                and r[5] is None
+                and r[10] is None
+                and r[11] is None
+                and not any(r[14:])
+            ):
                 bare.append((r[0], r[1], r[6], r[7], r[8], r[12], r[13]))
             else:
                 full.append(r)
@@ -669,6 +861,12 @@ class _Apply:
             "INSERT INTO journal (url_id, kind, at) SELECT id, ?, ? FROM urls "
             "WHERE status = ? ORDER BY id",
             (NEW, self.now, LIVE),
+        )
+        # Feeds and notifications treat the first build as the site's baseline, not news.
+        self.conn.execute(
+            "INSERT OR REPLACE INTO cursors (name, value) "
+            "SELECT ?, coalesce(max(seq), 0) FROM journal",
+            (BASELINE_CURSOR,),
         )
 
     def _recount_shards(self) -> None:

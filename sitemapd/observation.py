@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from .content import ArticleMeta
 
 
 class Observation(NamedTuple):
@@ -19,6 +22,10 @@ class Observation(NamedTuple):
     exclusion: str | None = None
     # "size:mtime_ns:inode" of the file read, so an unchanged file is not read again.
     file_key: str | None = None
+    # News and language facts, when the source has any.
+    meta: ArticleMeta | None = None
+    # The rendered xhtml:link / image:image elements of its sitemap entry.
+    extra: str = ""
 
 
 class Seen(NamedTuple):
@@ -43,4 +50,11 @@ class Rejected(NamedTuple):
     reason: str
 
 
-Item = Observation | Seen | Gone | Rejected
+class Checkpoint(NamedTuple):
+    """A source's cursor after the items before it: stored in the same transaction."""
+
+    name: str
+    value: str
+
+
+Item = Observation | Seen | Gone | Rejected | Checkpoint

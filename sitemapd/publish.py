@@ -17,10 +17,14 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import robots
+from . import robots, w3c
 from .config import Config
 from .errors import PublishError
+from .feedwindow import feed_pages
 from .ledger import Ledger
+from .notify import indexnow
+from .render.feeds import FeedPage, atom, rss
+from .render.news import MAX_NEWS_ITEMS, NewsItem, news_language, news_urlset
 from .render.sitemap import sitemap_index, urlset
 
 log = logging.getLogger(__name__)
@@ -89,7 +93,7 @@ def _fsync_dir(folder: Path) -> None:
 
 
 class OutputNames:
-    """The file names and public URLs of a site's sitemaps."""
+    """The file names and public URLs of a site's sitemaps, news sitemaps and feeds."""
 
     def __init__(self, config: Config) -> None:
         self.index = config.sitemap.index
@@ -97,6 +101,14 @@ class OutputNames:
         self._gzip = config.sitemap.gzip
         self._stem = config.sitemap.index.removesuffix(".xml")
         self._shard_file = re.compile(rf"{re.escape(self._stem)}-(\d+)\.xml(\.gz)?\Z")
+        # Files whose later pages or parts are numbered from 2: news files, feeds.
+        self._paged = [name for name in _paged_names(config) if name]
+        self._news = config.news is not None
+        self.key_file = (
+            config.indexnow.key + ".txt"
+            if config.indexnow is not None and config.indexnow.key_file
+            else None
+        )
 
     def shard(self, shard_id: int) -> str:
         """Return the file name of shard `shard_id`."""
@@ -104,7 +116,17 @@ class OutputNames:
 
     def is_output(self, name: str) -> bool:
         """True when `name` is a file sitemapd writes into the output directory."""
-        return name == self.index or self.is_shard(name)
+        return (
+            name == self.index
+            or name == self.key_file
+            or self.is_shard(name)
+            or any(name == first or _is_part(name, first) for first in self._paged)
+        )
+
+    def is_news(self, name: str) -> bool:
+        """True when `name` is one of the site's news sitemaps."""
+        first = self._paged[0] if self._news else None
+        return first is not None and (name == first or _is_part(name, first))
 
     def is_shard(self, name: str) -> bool:
         """True when `name` is a shard file of this site, compressed or not."""
@@ -116,10 +138,39 @@ class OutputNames:
         return self.output_url + self.index
 
 
+def _paged_names(config: Config) -> list[str]:
+    feed = config.feed
+    return [
+        config.news.file if config.news else "",
+        feed.atom if feed else "",
+        feed.rss if feed else "",
+    ]
+
+
+def part_name(first: str, number: int) -> str:
+    """Return the name of part `number` (from 1) of a file whose first part is `first`."""
+    return first if number == 1 else f"{first.removesuffix('.xml')}-{number}.xml"
+
+
+def _is_part(name: str, first: str) -> bool:
+    stem = first.removesuffix(".xml")
+    return re.fullmatch(rf"{re.escape(stem)}-[1-9]\d*\.xml", name) is not None
+
+
+def _part_url(first_url: str, name: str) -> str:
+    """Return the URL of file `name` beside the file at `first_url`."""
+    return first_url.rsplit("/", 1)[0] + "/" + name
+
+
+# The feeds' `updated` when no URL has ever been published.
+_EPOCH = "1970-01-01T00:00:00+00:00"
+
+
 class Publisher:
     """Writes the ledger's sitemaps into the output directory, touching only what changed."""
 
     def __init__(self, config: Config, ledger: Ledger) -> None:
+        self.config = config
         self.site = config.site
         self.sitemap = config.sitemap
         self.ledger = ledger
@@ -127,7 +178,11 @@ class Publisher:
         self.names = OutputNames(config)
 
     def publish(self, now: str) -> PublishReport:
-        """Write every changed file, then remove files no index names; return what happened."""
+        """Write every changed file, then remove files no index names; return what happened.
+
+        Order: shards, news sitemaps, the index naming them, feeds, robots.txt, the
+        IndexNow key; only then are files that are no longer named removed.
+        """
         report = PublishReport()
         try:
             self.out.mkdir(parents=True, exist_ok=True)
@@ -140,25 +195,33 @@ class Publisher:
         for shard_id, _ in index_rows:
             name = self.names.shard(shard_id)
             if shard_id in dirty or not self._intact(name):
-                text = "".join(urlset(self.ledger.shard_rows(shard_id)))
+                rows = list(self.ledger.shard_rows(shard_id))
+                text = "".join(urlset(rows, extended=any(extra for _, _, extra in rows)))
                 self._write(name, text.encode(), written, report)
-        if not index_rows:
+        listed: list[tuple[str, str | None]] = [
+            (self.names.shard(shard_id), lastmod) for shard_id, lastmod in index_rows
+        ]
+        listed += self._publish_news(now, written, report)
+        if not listed:
             log.warning("no URL is live: publishing an empty sitemap index")
-        index = sitemap_index(
-            (self.site.output_url + self.names.shard(shard_id), lastmod)
-            for shard_id, lastmod in index_rows
-        )
+        index = sitemap_index((self.site.output_url + name, lastmod) for name, lastmod in listed)
         self._write(self.sitemap.index, index.encode(), written, report)
+        current = {name for name, _ in listed} | {self.sitemap.index}
+        if self.config.news is not None:
+            current.add(self.config.news.file)
+        current |= self._publish_feeds(now, written, report)
         # robots.txt names the new index before any retired file goes.
         self._update_robots_txt(report)
+        if self.names.key_file is not None and self.config.indexnow is not None:
+            name, data = indexnow.key_file(self.config.indexnow.key)
+            self._write(name, data, written, report)
+            current.add(name)
         # Only now that the index is in place may files it no longer names go: shards of
         # this index, and anything published under names no longer in use (a renamed index
-        # and its shards).
-        named = {self.names.shard(shard_id) for shard_id, _ in index_rows}
-        current = named | {self.sitemap.index}
+        # and its shards, news files and feed pages no longer needed).
         retired = [name for name in self.ledger.published_names() if name not in current]
         for path in sorted(self.out.iterdir()):
-            stale = self.names.is_shard(path.name) and path.name not in named
+            stale = self.names.is_shard(path.name) and path.name not in current
             if stale or path.name in retired:
                 path.unlink(missing_ok=True)
                 report.removed.append(path.name)
@@ -166,6 +229,71 @@ class Publisher:
             _fsync_dir(self.out)
         self.ledger.record_publish(written, dirty, self.ledger.empty_shards(), retired, at=now)
         return report
+
+    def _publish_news(
+        self, now: str, written: dict[str, tuple[str, int, int]], report: PublishReport
+    ) -> list[tuple[str, str | None]]:
+        """Write the news sitemaps; return `(name, newest publication)` of each."""
+        news = self.config.news
+        if news is None:
+            return []
+        since = w3c.format_epoch(w3c.to_epoch(now) - news.max_age)
+        items = [
+            NewsItem(
+                loc,
+                news.publication_name,
+                news_language(language) or news.language.lower(),
+                published,
+                news_title or title or loc,
+            )
+            for loc, published, language, news_title, title in self.ledger.articles(since)
+        ]
+        parts = [items[n : n + MAX_NEWS_ITEMS] for n in range(0, len(items), MAX_NEWS_ITEMS)]
+        listed: list[tuple[str, str | None]] = []
+        for number, part in enumerate(parts, start=1):
+            name = part_name(news.file, number)
+            self._write(name, news_urlset(part).encode(), written, report)
+            listed.append((name, max(item.published for item in part)))
+        if not parts:
+            # No article is recent: the first file stays, empty (crawlers that know it
+            # read no items rather than an error), but the index names it only while it
+            # has items: the sitemap schema wants at least one <url> in a document.
+            self._write(news.file, news_urlset([]).encode(), written, report)
+        return listed
+
+    def _publish_feeds(
+        self, now: str, written: dict[str, tuple[str, int, int]], report: PublishReport
+    ) -> set[str]:
+        """Write the Atom and RSS feeds and their pages; return the names written."""
+        feed = self.config.feed
+        if feed is None:
+            return set()
+        pages = feed_pages(self.ledger, feed, now)
+        fallback = self.ledger.newest_lastmod() or _EPOCH
+        names: set[str] = set()
+        for first, first_url, render in (
+            (feed.atom, feed.atom_url, atom),
+            (feed.rss, feed.rss_url, rss),
+        ):
+            urls = [_part_url(first_url, part_name(first, n)) for n in range(1, len(pages) + 1)]
+            for number, entries in enumerate(pages, start=1):
+                page = FeedPage(
+                    title=feed.title,
+                    self_url=urls[number - 1],
+                    site_url=self.site.origin.root,
+                    entries=entries,
+                    updated=max((e.updated for e in entries), default=fallback),
+                    hubs=self.config.websub.hubs,
+                    first_url=urls[0] if len(pages) > 1 else None,
+                    next_url=urls[number] if number < len(pages) else None,
+                    previous_url=urls[number - 2] if number > 1 else None,
+                    last_url=urls[-1] if len(pages) > 1 else None,
+                    subtitle=feed.subtitle,
+                )
+                name = part_name(first, number)
+                self._write(name, render(page), written, report)
+                names.add(name)
+        return names
 
     def _intact(self, name: str, record: tuple[str, int, int | None] | None = None) -> bool:
         """True when `name` is on disk exactly as published (same size and mtime)."""

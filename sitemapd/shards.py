@@ -83,6 +83,11 @@ class Shards:
             self._shrunk.add(shard_id)
         self.dirty.add(shard_id)
 
+    def resize(self, shard_id: int, delta: int) -> None:
+        """Note that a member of `shard_id` changed its entry, by `delta` bytes."""
+        self.states[shard_id].bytes += delta
+        self.dirty.add(shard_id)
+
     def enforce_limits(self) -> int:
         """Move the newest members out of any shard over the limits; return how many moved."""
         moved = 0

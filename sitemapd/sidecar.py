@@ -47,6 +47,8 @@ class _Server(ThreadingHTTPServer):
     metrics: Metrics
     # Only files sitemapd writes are served, never whatever else shares the folder.
     is_output: Callable[[str], bool]
+    # Told of every file served (name, status, User-Agent): crawler fetches of feeds.
+    on_served: Callable[[str, int, str], None]
 
     def handle_error(self, request: object, client_address: object) -> None:
         # A client that hangs up mid-response is routine, not a traceback on stderr.
@@ -115,12 +117,15 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             etag = f'"{st.st_ino:x}-{st.st_size:x}-{st.st_mtime_ns:x}"'
             modified = email.utils.formatdate(st.st_mtime, usegmt=True)
+            agent = self.headers.get("User-Agent", "")
             if self._not_modified(etag, st.st_mtime):
+                self.server.on_served(name, HTTPStatus.NOT_MODIFIED, agent)
                 self.send_response(HTTPStatus.NOT_MODIFIED)
                 self.send_header("ETag", etag)
                 self.send_header("Last-Modified", modified)
                 self.end_headers()
                 return
+            self.server.on_served(name, HTTPStatus.OK, agent)
             self.send_response(HTTPStatus.OK)
             self.send_header(
                 "Content-Type", _TYPES.get(Path(name).suffix, "application/octet-stream")
@@ -157,6 +162,7 @@ class Sidecar:
         problems: Callable[[], list[str]],
         metrics: Metrics,
         is_output: Callable[[str], bool],
+        on_served: Callable[[str, int, str], None] = lambda name, status, agent: None,
     ) -> None:
         host, port = parse_listen(listen)
         self.server = (_Server6 if ":" in host else _Server)((host, port), _Handler)
@@ -165,6 +171,7 @@ class Sidecar:
         self.server.problems = problems
         self.server.metrics = metrics
         self.server.is_output = is_output
+        self.server.on_served = on_served
         self.thread = threading.Thread(
             target=self.server.serve_forever, name="sitemapd-http", daemon=True
         )

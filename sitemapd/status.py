@@ -7,7 +7,7 @@ from typing import Any
 
 from .config import Config
 from .publish import OutputNames
-from .render.sitemap import SHARD_OVERHEAD
+from .render.sitemap import envelope_size
 
 _EXAMPLES = 50  # excluded and invalid items listed per report
 
@@ -45,21 +45,34 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
         )
     ]
     limits = config.sitemap
-    shards = [
-        {
-            "file": names.shard(shard_id),
-            "urls": url_count,
-            "bytes": size + SHARD_OVERHEAD,
-            "url_fill": round(url_count / limits.max_urls, 4),
-            "byte_fill": round((size + SHARD_OVERHEAD) / limits.max_bytes, 4),
-            "lastmod": lastmod,
-        }
-        for shard_id, url_count, size, lastmod in conn.execute(
-            "SELECT id, url_count, bytes, lastmod FROM shards WHERE url_count > 0 ORDER BY id"
+    extended = {
+        row[0] for row in conn.execute("SELECT DISTINCT shard FROM urls WHERE extra IS NOT NULL")
+    }
+    shards = []
+    for shard_id, url_count, size, lastmod in conn.execute(
+        "SELECT id, url_count, bytes, lastmod FROM shards WHERE url_count > 0 ORDER BY id"
+    ):
+        total = size + envelope_size(shard_id in extended)
+        shards.append(
+            {
+                "file": names.shard(shard_id),
+                "urls": url_count,
+                "bytes": total,
+                "url_fill": round(url_count / limits.max_urls, 4),
+                "byte_fill": round(total / limits.max_bytes, 4),
+                "lastmod": lastmod,
+            }
         )
-    ]
     (last_publish,) = conn.execute("SELECT max(at) FROM published").fetchone()
+    cursors = dict(conn.execute("SELECT name, value FROM cursors"))
     return {
+        "crawl_problems": crawl_problems(conn),
+        "hreflang_problems": hreflang_problems(conn),
+        "crawlers": dict(conn.execute("SELECT crawler, fetched_at FROM crawls ORDER BY crawler")),
+        "notifications": {
+            "indexnow_key_rejected": cursors.get("indexnow_key_rejected") or None,
+            "indexnow_pending": _indexnow_pending(conn, cursors),
+        },
         "urls": url_counts(conn),
         "excluded_by_reason": by_reason,
         "excluded": excluded,
@@ -86,6 +99,22 @@ def render_text(report: dict[str, Any]) -> str:
     if invalid["count"]:
         lines.append(f"invalid:      {invalid['count']}")
         lines += [f"  {i['source']}: {i['item']}  ({i['reason']})" for i in invalid["items"]]
+    for key, title in (
+        ("crawl_problems", "crawlers got errors or redirects for"),
+        ("hreflang_problems", "hreflang problems"),
+    ):
+        if report[key]:
+            lines.append(f"{title}: {len(report[key])}")
+            lines += [f"  {line}" for line in report[key][:_EXAMPLES]]
+    if report["crawlers"]:
+        lines.append(
+            "feed fetched: " + ", ".join(f"{c} {at}" for c, at in report["crawlers"].items())
+        )
+    notes = report["notifications"]
+    if notes["indexnow_pending"] is not None:
+        lines.append(f"indexnow:     {notes['indexnow_pending']} changes waiting")
+    if notes["indexnow_key_rejected"]:
+        lines.append(f"indexnow:     KEY REFUSED: {notes['indexnow_key_rejected']}")
     lines.append(f"shards:       {len(report['shards'])}")
     lines += [
         f"  {s['file']}: {s['urls']} URLs ({s['url_fill']:.1%}), {s['bytes']} bytes "
@@ -93,3 +122,47 @@ def render_text(report: dict[str, Any]) -> str:
         for s in report["shards"]
     ]
     return "\n".join(lines)
+
+
+def _indexnow_pending(conn: sqlite3.Connection, cursors: dict[str, str]) -> int | None:
+    if "indexnow" not in cursors:
+        return None
+    (count,) = conn.execute(
+        "SELECT count(*) FROM journal WHERE seq > ? AND seq <= ?",
+        (int(cursors["indexnow"]), int(cursors.get("published_seq") or 0)),
+    ).fetchone()
+    return int(count)
+
+
+def crawl_problems(conn: sqlite3.Connection) -> list[str]:
+    """Return a line per published URL that crawlers last got as an error or redirect."""
+    return [
+        f"{loc}: {crawler} got {status} at {at}"
+        for loc, status, crawler, at in conn.execute(
+            "SELECT a.loc, a.status, a.crawler, a.at FROM crawl_answers a "
+            "JOIN urls u ON u.loc = a.loc WHERE u.status = 'live' ORDER BY a.loc"
+        )
+    ]
+
+
+def hreflang_problems(conn: sqlite3.Connection) -> list[str]:
+    """Return a line per hreflang alternate that is not published or not reciprocal."""
+    groups: dict[str, dict[str, str]] = {}
+    for loc, text in conn.execute(
+        "SELECT loc, alternates FROM urls WHERE alternates IS NOT NULL AND status = 'live'"
+    ):
+        groups[loc] = dict(line.split("\t", 1) for line in text.splitlines())
+    problems = []
+    for loc, alternates in sorted(groups.items()):
+        for lang, href in alternates.items():
+            if href == loc:
+                continue
+            if href not in groups:
+                live = conn.execute(
+                    "SELECT 1 FROM urls WHERE loc = ? AND status = 'live'", (href,)
+                ).fetchone()
+                why = "does not list alternates" if live else "is not a published URL"
+                problems.append(f"{loc}: hreflang {lang} -> {href}, which {why}")
+            elif loc not in groups[href].values():
+                problems.append(f"{loc}: hreflang {lang} -> {href}, which does not link back")
+    return problems

@@ -9,17 +9,23 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sqlite3
+import time
 from pathlib import Path
 
-from . import robots
-from .config import Config
+from lxml import etree
+
+from . import robots, status, w3c
+from .config import MAX_NEWS_AGE, Config
 from .errors import InvalidURL, SitemapdError
 from .publish import OutputNames
+from .render.news import MAX_NEWS_ITEMS, NEWS_NS
 from .sitemapfile import NS, CountingReader, entries, open_sitemap, root_tag
 from .urls import URLPolicy
 
 _LASTMOD = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\Z")
 _SHOWN = 20  # problems of one kind listed per file before summarising
+NEWS = f"{{{NEWS_NS}}}"
 
 
 def verify(config: Config) -> list[str]:
@@ -40,14 +46,19 @@ def verify(config: Config) -> list[str]:
         problems.append(f"{index}: names no sitemap (no URL is live)")
     seen: set[bytes] = set()
     named = set()
+    names = OutputNames(config)
     for entry in shards:
         if not entry.loc.startswith(site.output_url):
             problems.append(f"{index}: {entry.loc} is not under {site.output_url}")
             continue
         name = entry.loc[len(site.output_url) :]
         named.add(name)
-        problems += _verify_shard(site.output_dir / name, entry.lastmod, config, seen)
-    names = OutputNames(config)
+        if names.is_news(name):
+            problems += _verify_news(site.output_dir / name, config)
+        else:
+            problems += _verify_shard(site.output_dir / name, entry.lastmod, config, seen)
+    if config.ledger_path.exists():
+        problems += _ledger_problems(config.ledger_path)
     for path in sorted(site.output_dir.iterdir()):
         if names.is_shard(path.name) and path.name not in named:
             problems.append(f"{path}: shard file not named by the index")
@@ -114,3 +125,46 @@ def _verify_robots(path: Path, index_url: str) -> list[str]:
     if robots.with_sitemap_line(data, index_url) != data:
         return [f"{path}: does not hold exactly one 'Sitemap: {index_url}' line"]
     return []
+
+
+def _ledger_problems(path: Path) -> list[str]:
+    """Return what the ledger knows is wrong: crawler errors, broken hreflang groups."""
+    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    try:
+        return [
+            *(f"crawled: {line}" for line in status.crawl_problems(conn)),
+            *(f"hreflang: {line}" for line in status.hreflang_problems(conn)),
+        ]
+    except sqlite3.Error as exc:
+        return [f"{path}: cannot read the ledger ({exc})"]
+    finally:
+        conn.close()
+
+
+def _verify_news(path: Path, config: Config) -> list[str]:
+    """Check a news sitemap: item count, required tags in order, and item age."""
+    if not path.is_file():
+        return [f"{path}: named by the index but missing"]
+    try:
+        root = etree.parse(str(path), etree.XMLParser(resolve_entities=False, no_network=True))
+    except etree.XMLSyntaxError as exc:
+        return [f"{path}: not well-formed XML ({exc})"]
+    items = root.findall(f"{NS}url")
+    problems = []
+    if len(items) > MAX_NEWS_ITEMS:
+        problems.append(f"{path}: holds {len(items)} news items (limit {MAX_NEWS_ITEMS})")
+    oldest = w3c.format_epoch(time.time() - MAX_NEWS_AGE)
+    for item in items:
+        loc = item.findtext(f"{NS}loc") or ""
+        news = item.find(f"{NEWS}news")
+        tags = [] if news is None else [etree.QName(child).localname for child in news]
+        if tags[:3] != ["publication", "publication_date", "title"]:
+            problems.append(f"{path}: {loc}: news tags {tags} not in the required order")
+            continue
+        date = item.findtext(f"{NEWS}news/{NEWS}publication_date") or ""
+        try:
+            if w3c.parse(date) < oldest:
+                problems.append(f"{path}: {loc}: published {date}, more than two days ago")
+        except ValueError:
+            problems.append(f"{path}: {loc}: publication_date {date!r} is not a W3C datetime")
+    return problems

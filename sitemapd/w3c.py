@@ -6,6 +6,7 @@ time order and rendering needs no formatting.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from datetime import UTC, datetime
@@ -20,8 +21,12 @@ def format_epoch(seconds: float) -> str:
 
 
 def now() -> str:
-    """Return the current time in canonical form."""
-    return format_epoch(time.time())
+    """Return the current time in canonical form.
+
+    SITEMAPD_TEST_NOW (a canonical datetime) fixes the clock, for tests of what ages.
+    """
+    fixed = os.environ.get("SITEMAPD_TEST_NOW")
+    return fixed if fixed else format_epoch(time.time())
 
 
 def parse(value: str) -> str:

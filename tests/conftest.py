@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
+# The real PostgreSQL server fixture (`postgres`), for change-log tests.
+pytest_plugins = ["pg"]
+
 REPO = Path(__file__).resolve().parents[1]
 SCHEMAS = REPO.parent / "shared" / "schemas"
 NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
@@ -109,12 +112,15 @@ class Site:
         self.root.mkdir()
         self.configure()
 
-    def configure(self, site: str = "", sitemap: str = "", source: str = "") -> None:
-        """Write the config: one directory source over `root` plus the extra TOML given."""
+    def configure(
+        self, site: str = "", sitemap: str = "", source: str = "", extra: str = ""
+    ) -> None:
+        """Write the config: one directory source over `root` plus the extra TOML given
+        (`extra`: more tables after the source)."""
         self.config.write_text(
             '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\n'
             f'state_dir = "state"\n{site}\n[sitemap]\n{sitemap}\n'
-            f'[[source]]\ntype = "directory"\nroot = "site"\n{source}\n'
+            f'[[source]]\ntype = "directory"\nroot = "site"\n{source}\n{extra}\n'
         )
 
     def write(self, relpath: str, text: str | bytes) -> Path:

@@ -12,7 +12,15 @@ from collections.abc import Iterable, Iterator
 from ..urls import xml_escape
 
 XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
-URLSET_HEAD = XML_DECLARATION + '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+XHTML_NS = "http://www.w3.org/1999/xhtml"
+IMAGE_NS = "http://www.google.com/schemas/sitemap-image/1.1"
+URLSET_HEAD = XML_DECLARATION + f'<urlset xmlns="{SITEMAP_NS}">\n'
+# Shards whose entries carry hreflang alternates or images declare their namespaces.
+URLSET_EXTENDED_HEAD = (
+    XML_DECLARATION + f'<urlset xmlns="{SITEMAP_NS}" xmlns:xhtml="{XHTML_NS}" '
+    f'xmlns:image="{IMAGE_NS}">\n'
+)
 URLSET_TAIL = "</urlset>\n"
 INDEX_HEAD = (
     XML_DECLARATION + '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
@@ -23,7 +31,15 @@ INDEX_TAIL = "</sitemapindex>\n"
 _ENTRY_OVERHEAD = len("<url><loc></loc><lastmod></lastmod></url>\n") + len(
     "2000-01-01T00:00:00+00:00"
 )
-SHARD_OVERHEAD = len(URLSET_HEAD) + len(URLSET_TAIL)
+
+
+def envelope_size(extended: bool) -> int:
+    """Return the bytes of a shard's `<urlset>` head and tail."""
+    return len(URLSET_EXTENDED_HEAD if extended else URLSET_HEAD) + len(URLSET_TAIL)
+
+
+# The envelope a shard's entries must leave room for: the longer, extended one.
+SHARD_OVERHEAD = envelope_size(extended=True)
 
 
 def url_entry(loc: str, lastmod: str) -> str:
@@ -37,21 +53,26 @@ def entry_size(loc: str) -> int:
     return _ENTRY_OVERHEAD + len(loc) + 4 * loc.count("&") + 5 * loc.count("'")
 
 
-def urlset(rows: Iterable[tuple[str, str]]) -> Iterator[str]:
-    """Yield the text of a `<urlset>` holding `(loc, lastmod)` rows, in order."""
-    yield URLSET_HEAD
+def urlset(rows: Iterable[tuple[str, str, str | None]], extended: bool = False) -> Iterator[str]:
+    """Yield the text of a `<urlset>` holding `(loc, lastmod, extra elements)` rows.
+
+    `extended` declares the xhtml and image namespaces the extra elements use.
+    """
+    yield URLSET_EXTENDED_HEAD if extended else URLSET_HEAD
     # url_entry() inlined: this loop renders every URL of a shard.
-    for loc, lastmod in rows:
+    for loc, lastmod, extra in rows:
         if "&" in loc or "'" in loc:
             loc = xml_escape(loc)
-        yield f"<url><loc>{loc}</loc><lastmod>{lastmod}</lastmod></url>\n"
+        yield f"<url><loc>{loc}</loc><lastmod>{lastmod}</lastmod>{extra or ''}</url>\n"
     yield URLSET_TAIL
 
 
-def sitemap_index(entries: Iterable[tuple[str, str]]) -> str:
-    """Return a `<sitemapindex>` naming `(absolute URL, lastmod)` sitemaps, in order."""
+def sitemap_index(entries: Iterable[tuple[str, str | None]]) -> str:
+    """Return a `<sitemapindex>` naming `(absolute URL, lastmod or None)` sitemaps, in order."""
     body = "".join(
-        f"<sitemap><loc>{xml_escape(loc)}</loc><lastmod>{lastmod}</lastmod></sitemap>\n"
+        f"<sitemap><loc>{xml_escape(loc)}</loc>"
+        + (f"<lastmod>{lastmod}</lastmod>" if lastmod else "")
+        + "</sitemap>\n"
         for loc, lastmod in entries
     )
     return INDEX_HEAD + body + INDEX_TAIL

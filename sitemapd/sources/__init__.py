@@ -2,32 +2,25 @@
 
 from __future__ import annotations
 
-from ..config import DirectorySource, SourceConfig, UrlListSource
-from ..ledger import Ledger
-from ..urls import URLPolicy
-from . import directory, urllist
-from .base import Scan
+from ..changelog import Reader
+from ..config import ContentSource, DirectorySource, UrlListSource
+from . import changelog, directory, urllist
+from .base import Context, Scan
 
-__all__ = ["Scan", "observe", "scan"]
+__all__ = ["Context", "Scan", "observe", "scan"]
 
 
-def scan(source: SourceConfig, policy: URLPolicy, ledger: Ledger, skip: tuple[str, ...]) -> Scan:
-    """Return a one-shot scan of `source`; `skip` names folders that are never content."""
+def scan(source: ContentSource, ctx: Context, reader: Reader | None = None) -> Scan:
+    """Return a one-shot scan of `source`: in full, or after its cursor for a change log
+    (read through `reader`)."""
     if isinstance(source, DirectorySource):
-        return directory.scan(source, policy, ledger, skip)
+        return directory.scan(source, ctx)
     if isinstance(source, UrlListSource):
-        return urllist.scan(source, policy, ledger)
-    raise TypeError(f"unknown source {source!r}")
+        return urllist.scan(source, ctx.policy, ctx.ledger)
+    assert reader is not None
+    return changelog.scan(source, ctx, reader)
 
 
-def observe(
-    source: SourceConfig,
-    policy: URLPolicy,
-    ledger: Ledger,
-    skip: tuple[str, ...],
-    relpaths: set[str],
-) -> Scan:
-    """Return a scan of what changed at `relpaths`; a URL list is always read whole."""
-    if isinstance(source, DirectorySource):
-        return directory.observe(source, policy, ledger, skip, relpaths)
-    return scan(source, policy, ledger, skip)
+def observe(source: DirectorySource, ctx: Context, relpaths: set[str]) -> Scan:
+    """Return a scan of what changed at `relpaths` under a directory source."""
+    return directory.observe(source, ctx, relpaths)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..content import ArticleMeta
+from ..ledger import Ledger
 from ..observation import Item, Rejected
+from ..render.extensions import url_extras
+from ..urls import URLPolicy
 
 log = logging.getLogger("sitemapd.sources")
 
@@ -41,3 +46,34 @@ class Scan:
     items: Iterator[Item]
     complete: bool
     cursors: dict[str, str] = field(default_factory=dict)
+    # Set once the items are read when the source holds more than one scan takes.
+    more: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What every scan needs besides its source's own settings."""
+
+    policy: URLPolicy
+    ledger: Ledger
+    # The time of the run, canonical W3C.
+    now: str
+    # Folders that are never content (sitemapd's own output and state).
+    skip: tuple[str, ...] = ()
+    # Which extra elements sitemap entries carry.
+    alternates: bool = True
+    images: bool = False
+
+    def extra(self, meta: ArticleMeta | None) -> str:
+        """Return the xhtml:link and image:image elements of an entry with `meta`."""
+        if meta is None:
+            return ""
+        return url_extras(
+            meta.alternates if self.alternates else (), meta.images if self.images else ()
+        )
+
+
+def with_defaults(meta: ArticleMeta, articles: str, language: str | None) -> ArticleMeta:
+    """Return `meta` with a source's defaults: its language, and which pages are articles."""
+    article = {"all": True, "none": False}.get(articles, meta.article)
+    return dataclasses.replace(meta, article=article, language=meta.language or language)

@@ -14,22 +14,20 @@ from pathlib import Path
 
 from .. import w3c
 from ..config import DirectorySource
-from ..content import content_hash, exclusion, read_page
+from ..content import article_meta, content_hash, exclusion, read_page
 from ..errors import InvalidURL, SourceError
-from ..ledger import Ledger
 from ..observation import Gone, Item, Observation, Seen
-from ..urls import URLPolicy
-from .base import Scan, rejected, skipped_below
+from .base import Context, Scan, rejected, skipped_below, with_defaults
 from .globs import compile_globs
 
 _BATCH = 500
 _HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 
 
-def scan(source: DirectorySource, policy: URLPolicy, ledger: Ledger, skip: tuple[str, ...]) -> Scan:
+def scan(source: DirectorySource, ctx: Context) -> Scan:
     """Return a complete scan of the directory; raises SourceError when the root is missing."""
     _check_root(source)
-    return Scan(source.name, _items(source, policy, ledger, walk(source, skip)), complete=True)
+    return Scan(source.name, _items(source, ctx, walk(source, ctx.skip)), complete=True)
 
 
 def _check_root(source: DirectorySource) -> None:
@@ -40,16 +38,10 @@ def _check_root(source: DirectorySource) -> None:
         )
 
 
-def observe(
-    source: DirectorySource,
-    policy: URLPolicy,
-    ledger: Ledger,
-    skip: tuple[str, ...],
-    relpaths: set[str],
-) -> Scan:
+def observe(source: DirectorySource, ctx: Context, relpaths: set[str]) -> Scan:
     """Return a partial scan of `relpaths`; raises SourceError when the root is missing."""
     _check_root(source)
-    return Scan(source.name, _observe_paths(source, policy, ledger, skip, relpaths), complete=False)
+    return Scan(source.name, _observe_paths(source, ctx, relpaths), complete=False)
 
 
 def file_key(stat: os.stat_result) -> str:
@@ -93,20 +85,14 @@ def walk(
         yield from reversed(files)
 
 
-def _observe_paths(
-    source: DirectorySource,
-    policy: URLPolicy,
-    ledger: Ledger,
-    skip: tuple[str, ...],
-    relpaths: set[str],
-) -> Iterator[Item]:
+def _observe_paths(source: DirectorySource, ctx: Context, relpaths: set[str]) -> Iterator[Item]:
     """Yield what the files (or folders) at `relpaths` under the root hold now.
 
     A path that no longer exists yields Gone; a folder is walked. Events are only hints:
     the state of the disk decides.
     """
     include, exclude = compile_globs(source.include), compile_globs(source.exclude)
-    skipped = skipped_below(source.root, skip)
+    skipped = skipped_below(source.root, ctx.skip)
     for relpath in sorted(relpaths):
         if any(part.startswith(".") for part in relpath.split("/")):
             continue
@@ -115,15 +101,15 @@ def _observe_paths(
             continue
         if path.is_dir() and not path.is_symlink():  # as walk(): symlinked folders are not followed
             if os.path.realpath(path) not in skipped:
-                yield from _items(source, policy, ledger, walk(source, skip, relpath))
+                yield from _items(source, ctx, walk(source, ctx.skip, relpath))
         elif path.is_dir():
             continue
         elif include.match(relpath) and not exclude.match(relpath):
             if path.is_file():
-                yield from _items(source, policy, ledger, iter([(relpath, path)]))
+                yield from _items(source, ctx, iter([(relpath, path)]))
             elif not path.exists():
                 try:
-                    loc = policy.for_file(
+                    loc = ctx.policy.for_file(
                         source.url_prefix, relpath, source.strip_html, source.index_files
                     )
                 except InvalidURL:
@@ -132,30 +118,27 @@ def _observe_paths(
 
 
 def _items(
-    source: DirectorySource,
-    policy: URLPolicy,
-    ledger: Ledger,
-    files: Iterator[tuple[str, os.DirEntry[str] | Path]],
+    source: DirectorySource, ctx: Context, files: Iterator[tuple[str, os.DirEntry[str] | Path]]
 ) -> Iterator[Item]:
     while batch := list(islice(files, _BATCH)):
         located: list[tuple[str, str, os.DirEntry[str] | Path]] = []
         for relpath, entry in batch:
             try:
-                loc = policy.for_file(
+                loc = ctx.policy.for_file(
                     source.url_prefix, relpath, source.strip_html, source.index_files
                 )
             except InvalidURL as exc:
                 yield rejected(source.name, _printable(relpath), str(exc))
                 continue
             located.append((loc, relpath, entry))
-        known = ledger.known_files(source.name, [loc for loc, _, _ in located])
+        known = ctx.ledger.known_files(source.name, [loc for loc, _, _ in located])
         for loc, relpath, entry in located:
-            yield from _observe(source, policy, loc, relpath, entry, known.get(loc))
+            yield from _observe(source, ctx, loc, relpath, entry, known.get(loc))
 
 
 def _observe(
     source: DirectorySource,
-    policy: URLPolicy,
+    ctx: Context,
     loc: str,
     relpath: str,
     entry: os.DirEntry[str] | Path,
@@ -177,15 +160,24 @@ def _observe(
             # A read error is not a deletion: the published URL stays until it is readable.
             yield Seen(loc, source.name)
         return
-    facts = read_page(data) if relpath.lower().endswith(_HTML_SUFFIXES) else None
+    if not relpath.lower().endswith(_HTML_SUFFIXES):
+        yield Observation(
+            loc, source.name, content_hash(data, source.ignore), w3c.format_epoch(stat.st_mtime)
+        )
+        return
+    # The body is parsed only when images inside it are wanted.
+    facts = read_page(data, source.content_selector if ctx.images else None)
+    meta = with_defaults(article_meta(facts, loc, ctx.policy), source.articles, source.language)
     yield Observation(
         loc=loc,
         source=source.name,
         content_hash=content_hash(data, source.ignore),
         source_time=w3c.format_epoch(stat.st_mtime),
-        title=facts.title if facts else None,
-        exclusion=exclusion(facts, loc, policy) if facts else None,
+        title=facts.title,
+        exclusion=exclusion(facts, loc, ctx.policy),
         file_key=key,
+        meta=meta,
+        extra=ctx.extra(meta),
     )
 
 

@@ -1,0 +1,171 @@
+"""Read a PostgreSQL change table with a `(xid8, id)` cursor; LISTEN for wake-ups.
+
+`id > last` loses rows whose transactions commit out of order. Rows whose txid is below
+the xmin of the current snapshot belong to transactions that have all ended, so that set
+can no longer grow: reading only below it, in (txid, id) order, never skips a row.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+
+from ..errors import SourceError
+from .spec import MAX_BACKLOG, ChangelogSpec, ChangeRow, Shape, redact, source_error
+
+CONNECT_TIMEOUT = 10
+
+_SETTLED = sql.SQL("{xid} < pg_snapshot_xmin(pg_current_snapshot())")
+_AFTER = sql.SQL("({xid}, {id}) > (%s::xid8, %s)")
+
+
+class PostgresReader:
+    """Reads in autocommit, so no snapshot is held between reads to hold back xmin."""
+
+    def __init__(self, spec: ChangelogSpec) -> None:
+        """Plan the queries; raises ConfigError or SourceError for an unusable spec or dsn."""
+        self._spec = spec
+        self._shape = Shape(spec, (spec.xid_column, spec.id_column))
+        try:
+            self._params: dict[str, Any] = conninfo_to_dict(spec.dsn)
+        except psycopg.Error as exc:
+            raise source_error(spec.dsn, "bad dsn", exc) from exc
+        self._params.setdefault("connect_timeout", CONNECT_TIMEOUT)
+        self._params.setdefault("application_name", "sitemapd")
+        if spec.query:
+            # psycopg reads `%` as a placeholder; the query's own must stay literal.
+            source: sql.Composable = sql.SQL("({}) q").format(
+                sql.SQL(spec.query.replace("%", "%%"))
+            )
+        else:
+            source = sql.Identifier(*(spec.table or "").split("."))
+        names = {"xid": sql.Identifier(spec.xid_column), "id": sql.Identifier(spec.id_column)}
+        select = sql.SQL(", ").join(sql.Identifier(column) for column in self._shape.columns)
+        settled = _SETTLED.format(**names)
+        after = _AFTER.format(**names)
+        order = sql.SQL("ORDER BY {xid}, {id} LIMIT %s").format(**names)
+        self._first = sql.SQL("SELECT {} FROM {} WHERE {} {}").format(
+            select, source, settled, order
+        )
+        self._after = sql.SQL("SELECT {} FROM {} WHERE {} AND {} {}").format(
+            select, source, after, settled, order
+        )
+        self._count_all = sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {} LIMIT {}) s").format(
+            source, sql.Literal(MAX_BACKLOG)
+        )
+        self._count_after = sql.SQL(
+            "SELECT count(*) FROM (SELECT 1 FROM {} WHERE {} LIMIT {}) s"
+        ).format(source, after, sql.Literal(MAX_BACKLOG))
+        self._listen = sql.SQL("LISTEN {}").format(sql.Identifier(spec.channel))
+        self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
+        self._listener: psycopg.Connection[tuple[Any, ...]] | None = None
+
+    def read(self, cursor: str | None, limit: int) -> tuple[list[ChangeRow], str | None]:
+        """Return up to `limit` settled rows after `cursor` and the cursor after them.
+
+        Raises SourceError when the database cannot be reached or the query fails.
+        """
+        after = _parse_cursor(self._spec.dsn, cursor)
+        try:
+            if self._conn is None:
+                self._conn = self._connect()
+            if after is None:
+                rows = self._conn.execute(self._first, (limit,)).fetchall()
+            else:
+                rows = self._conn.execute(self._after, (*after, limit)).fetchall()
+        except psycopg.Error as exc:
+            self._drop_conn()
+            raise source_error(self._spec.dsn, "cannot read", exc) from exc
+        if not rows:
+            return [], cursor
+        row = self._shape.row
+        last = rows[-1]
+        return [row(values) for values in rows], f"{last[0]}:{last[1]}"
+
+    def wait(self, timeout: float) -> bool:
+        """Return True when a NOTIFY arrives within `timeout` s, False when none does.
+
+        Also True right after (re)starting to LISTEN and when the listening connection
+        breaks: what was committed meanwhile was announced to no one, so read once more.
+        """
+        if self._listener is None:
+            started = time.monotonic()
+            try:
+                self._listener = self._connect()
+                self._listener.execute(self._listen)
+            except psycopg.Error:
+                self._drop_listener()
+                # The database is down: wait out the timeout rather than spin on reconnects.
+                time.sleep(max(0.0, timeout - (time.monotonic() - started)))
+                return False
+            return True
+        try:
+            woken = any(True for _ in self._listener.notifies(timeout=timeout, stop_after=1))
+            if woken:
+                # One read covers every change announced so far.
+                for _ in self._listener.notifies(timeout=0):
+                    pass
+        except psycopg.Error:
+            self._drop_listener()
+            return True
+        return woken
+
+    def backlog(self, cursor: str | None) -> int | None:
+        """Return how many committed rows wait after `cursor` (capped), None when unknown."""
+        try:
+            after = _parse_cursor(self._spec.dsn, cursor)
+            if self._conn is None:
+                self._conn = self._connect()
+            if after is None:
+                found = self._conn.execute(self._count_all).fetchone()
+            else:
+                found = self._conn.execute(self._count_after, after).fetchone()
+        except (psycopg.Error, SourceError):
+            self._drop_conn()
+            return None
+        return None if found is None else int(found[0])
+
+    def live_urls(self, query: str) -> Iterator[str]:
+        """Yield the first column of `query`, streamed row by row; raises SourceError."""
+        try:
+            if self._conn is None:
+                self._conn = self._connect()
+            # psycopg reads `%` as a placeholder; the query's own must stay literal.
+            for row in self._conn.cursor().stream(query.replace("%", "%%")):
+                yield str(row[0])
+        except psycopg.Error as exc:
+            self._drop_conn()
+            raise source_error(self._spec.dsn, "cannot run reconcile_query", exc) from exc
+
+    def close(self) -> None:
+        """Close both connections; the next read or wait opens them again."""
+        self._drop_conn()
+        self._drop_listener()
+
+    def _connect(self) -> psycopg.Connection[tuple[Any, ...]]:
+        return psycopg.connect(**self._params, autocommit=True)
+
+    def _drop_conn(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _drop_listener(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+
+
+def _parse_cursor(dsn: str, cursor: str | None) -> tuple[str, int] | None:
+    """Return (xid8 text, id) of a cursor; raises SourceError for a malformed one."""
+    if cursor is None:
+        return None
+    xid, _, last = cursor.partition(":")
+    if xid.isdigit() and last.lstrip("-").isdigit():
+        return xid, int(last)
+    raise SourceError(f"changelog {redact(dsn)}: bad cursor {cursor!r}")

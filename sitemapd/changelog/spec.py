@@ -1,0 +1,215 @@
+"""A change log's description, the row a reader yields, and how a database row becomes one."""
+
+from __future__ import annotations
+
+import logging
+import re
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from functools import lru_cache
+from typing import NamedTuple
+from urllib.parse import unquote, urlsplit
+
+from .. import w3c
+from ..errors import ConfigError, SourceError
+
+log = logging.getLogger("sitemapd.changelog")
+
+# backlog() counts at most this many rows: a health figure, not an audit.
+MAX_BACKLOG = 1_000_000
+
+_DELETE_OPS = frozenset({"delete", "deleted"})
+_FALSE_TEXT = frozenset({"", "0", "f", "false", "n", "no", "off"})
+_PASSWORD_PARAM = re.compile(r"(?i)(password\s*=\s*)('[^']*'|[^&\s]*)")
+
+
+@dataclass(frozen=True, slots=True)
+class ChangelogSpec:
+    """Where a change log lives and which columns mean what; `query` wins over `table`."""
+
+    dsn: str
+    table: str | None = "sitemap_changes"
+    query: str | None = None
+    id_column: str = "id"
+    url_column: str | None = "url"
+    url_template: str | None = None
+    op_column: str | None = "op"
+    deleted_column: str | None = None
+    changed_at_column: str = "changed_at"
+    hash_column: str | None = None
+    xid_column: str = "txid"
+    meta_columns: tuple[tuple[str, str], ...] = ()
+    channel: str = "sitemapd"
+    overlap: int = 1000
+
+
+class ChangeRow(NamedTuple):
+    """One change as the database tells it; `url` is "" when the row cannot build one."""
+
+    url: str
+    deleted: bool
+    changed_at: str | None
+    content_hash: str | None
+    meta: dict[str, str]
+
+
+class Shape:
+    """The columns a reader selects (cursor columns first) and how a fetched row maps."""
+
+    def __init__(self, spec: ChangelogSpec, cursor_columns: tuple[str, ...]) -> None:
+        """Plan the select list; raises ConfigError when the spec cannot describe a row."""
+        if not spec.query and not spec.table:
+            raise ConfigError("changelog: set either table or query")
+        if spec.overlap < 0:
+            raise ConfigError("changelog: overlap must not be negative")
+        columns = list(dict.fromkeys(cursor_columns))
+
+        def place(name: str) -> int:
+            if name not in columns:
+                columns.append(name)
+            return columns.index(name)
+
+        self._template = spec.url_template
+        self._fields: tuple[tuple[str, int], ...] = ()
+        self._url = -1
+        if spec.url_template:
+            names = template_fields(spec.url_template)
+            self._fields = tuple((name, place(name)) for name in names)
+        elif spec.url_column:
+            self._url = place(spec.url_column)
+        else:
+            raise ConfigError("changelog: set either url_column or url_template")
+        self._op = place(spec.op_column) if spec.op_column else -1
+        self._deleted = place(spec.deleted_column) if spec.deleted_column else -1
+        self._changed_at = place(spec.changed_at_column)
+        self._hash = place(spec.hash_column) if spec.hash_column else -1
+        self._meta = tuple((field, place(column)) for field, column in spec.meta_columns)
+        self.columns: tuple[str, ...] = tuple(columns)
+
+    def row(self, values: Sequence[object]) -> ChangeRow:
+        """Return the ChangeRow of one fetched row (values in `columns` order)."""
+        meta: dict[str, str] = {}
+        for field, index in self._meta:
+            text = _text(values[index])
+            if text is not None:
+                meta[field] = text
+        return ChangeRow(
+            self._build_url(values),
+            _deleted(values, self._op, self._deleted),
+            _when(values[self._changed_at]),
+            _digest(values[self._hash]) if self._hash >= 0 else None,
+            meta,
+        )
+
+    def _build_url(self, values: Sequence[object]) -> str:
+        if self._template is None:
+            url = values[self._url]
+            return "" if url is None else str(url).strip()
+        args = {name: values[index] for name, index in self._fields}
+        if any(value is None for value in args.values()):
+            return ""
+        try:
+            return self._template.format_map(args).strip()
+        except (ValueError, TypeError):
+            # A format spec that does not fit this row's value (e.g. `{id:d}` over text).
+            return ""
+
+
+def template_fields(template: str) -> tuple[str, ...]:
+    """Return the column names `template` formats; raises ConfigError for positional fields."""
+    names: list[str] = []
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise ConfigError(f"changelog: url_template {template!r}: {exc}") from exc
+    for _, field, _, _ in parsed:
+        if field is None:
+            continue
+        name = re.split(r"[.\[]", field, maxsplit=1)[0]
+        if not name or name.isdigit():
+            raise ConfigError(f"changelog: url_template {template!r} needs named fields")
+        if name not in names:
+            names.append(name)
+    return tuple(names)
+
+
+def _deleted(values: Sequence[object], op: int, deleted: int) -> bool:
+    if op >= 0 and values[op] is not None and str(values[op]).strip().lower() in _DELETE_OPS:
+        return True
+    if deleted < 0:
+        return False
+    flag = values[deleted]
+    if isinstance(flag, str):
+        return flag.strip().lower() not in _FALSE_TEXT
+    return bool(flag)
+
+
+# Rows of one bulk change share their times: converting each distinct value once pays.
+@lru_cache(maxsize=4096, typed=True)
+def _when(value: object) -> str | None:
+    """Return a database time value in canonical W3C form (naive means UTC), or None."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return w3c.format_epoch(moment.timestamp())
+    if isinstance(value, date):
+        return f"{value.isoformat()}T00:00:00+00:00"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return w3c.format_epoch(value)
+    if isinstance(value, str):
+        try:
+            return _when(datetime.fromisoformat(value.strip()))
+        except ValueError:
+            pass
+    log.warning("changelog: ignored a time that is not a datetime: %r", value)
+    return None
+
+
+def _digest(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    return str(value)
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime | date):
+        return _when(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)
+
+
+def redact(dsn: str) -> str:
+    """Return `dsn` with any password in it replaced by `***`."""
+    parts = urlsplit(dsn) if "://" in dsn else None
+    if parts is not None and parts.password is not None:
+        userinfo, _, hostport = parts.netloc.rpartition("@")
+        user = userinfo.partition(":")[0]
+        dsn = parts._replace(netloc=f"{user}:***@{hostport}").geturl()
+    return _PASSWORD_PARAM.sub(r"\1***", dsn)
+
+
+def source_error(dsn: str, action: str, exc: BaseException) -> SourceError:
+    """Return a one-line SourceError naming the dsn (without password), `action` and cause."""
+    detail = " ".join(str(exc).split()) or type(exc).__name__
+    message = f"changelog {redact(dsn)}: {action}: {detail}"
+    for secret in _secrets(dsn):
+        message = message.replace(secret, "***")
+    return SourceError(message)
+
+
+def _secrets(dsn: str) -> list[str]:
+    found = [match.group(2).strip("'") for match in _PASSWORD_PARAM.finditer(dsn)]
+    if "://" in dsn:
+        password = urlsplit(dsn).password
+        if password:
+            found += [password, unquote(password)]
+    # Shorter ones would mangle ordinary words in the message; the dsn itself is redacted.
+    return [secret for secret in found if len(secret) >= 4]
