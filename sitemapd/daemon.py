@@ -24,6 +24,7 @@ from .errors import ConfigError, SitemapdError
 from .metrics import Metrics
 from .outbox import Courier
 from .sidecar import Sidecar
+from .sources import changelog
 from .sources.accesslog import crawler_of
 from .systemd import Notifier
 from .watch import Watcher
@@ -150,7 +151,15 @@ class Daemon:
         self.last_publish: str | None = None
         self.reload_error: str | None = None
         self.key_rejected: str | None = None
-        self.metrics = Metrics(config.ledger_path, lambda: not self.problems(), self.queue.depth)
+        self.courier = Courier(config, lambda: self.queue.add_task(OUTBOX))
+        self.metrics = Metrics(
+            config.ledger_path,
+            lambda: not self.problems(),
+            self.queue.depth,
+            self.courier.waiting,
+        )
+        # Change-log rows known to wait, per source (measured when a read was full).
+        self.backlogs: dict[str, int] = {}
         self.sidecar: Sidecar | None = None
         if config.http.listen:
             self.sidecar = Sidecar(
@@ -177,7 +186,6 @@ class Daemon:
         self.terminate = threading.Event()
         self._wake = threading.Event()
         self._overflow = _OverflowListener(self)
-        self.courier = Courier(config, lambda: self.queue.add_task(OUTBOX))
         self._listeners: dict[str, threading.Thread] = {}
         # Feed fetches the sidecar served to crawlers, waiting for the writer.
         self._fetches: dict[str, str] = {}
@@ -229,8 +237,7 @@ class Daemon:
                 self.batch_started = None
         self.metrics.batch(result)
         self.last_publish = w3c.now()
-        for name in result.more:
-            self.queue.add_paths(name, {""})  # a change-log backlog: keep draining
+        self._measure_backlogs(result)
         for name in result.scanned:
             self.failing.pop(name, None)
             self._retries.pop(name, None)
@@ -238,6 +245,21 @@ class Daemon:
             self.failing[name] = reason
             self._retry_later(name)
         return result
+
+    def _measure_backlogs(self, result: BuildResult) -> None:
+        """Note how far behind each change log is, and keep draining those behind."""
+        for source in self.config.sources:
+            if not isinstance(source, ChangelogSource):
+                continue
+            if source.name in result.more:
+                self.queue.add_paths(source.name, {""})
+                cursor = self.engine.ledger.cursor(changelog.cursor_name(source))
+                waiting = self.engine.reader(source).backlog(cursor)
+                if waiting is not None:
+                    self.backlogs[source.name] = waiting
+            elif source.name in result.scanned:
+                self.backlogs[source.name] = 0
+            self.metrics.backlog.labels(source.name).set(self.backlogs.get(source.name, 0))
 
     def _retry_later(self, name: str) -> None:
         """Read a source that failed again, after a growing delay (it may never send events)."""
@@ -280,6 +302,9 @@ class Daemon:
             f"queue {self.queue.depth()}",
             f"{self.errors} errors",
         ]
+        for name, waiting in list(self.backlogs.items()):
+            if waiting:
+                parts.append(f"{name}: {waiting} change-log rows waiting")
         if self.courier.waiting():
             parts.append(f"{self.courier.waiting()} notifications waiting")
         for target, reason in list(self.courier.failing.items()):
@@ -447,7 +472,10 @@ class Daemon:
     def _notify(self) -> None:
         """Record finished notifications and hand the courier what is owed (writer only)."""
         ledger = self.engine.ledger
-        outbox.settle(ledger, self.courier.results())
+        results = self.courier.results()
+        for delivery, outcome in results:
+            self.metrics.notifications.labels(delivery.kind, outcome.kind).inc()
+        outbox.settle(ledger, results)
         self.key_rejected = ledger.cursor(outbox.KEY_REJECTED) or None
         self.courier.offer(outbox.pending(ledger, self.config))
 
@@ -566,7 +594,9 @@ class Daemon:
             self.engine.close()
             self.config = new
             self.engine = Engine(new)
+            self.courier.config = new
             self._start_watchers()
+        self._start_listeners()
         self._schedule()
         self._reconcile_all()
         log.info("reloaded")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ class Engine:
         self.ledger = Ledger(config.ledger_path, limits)
         self.publisher = Publisher(config, self.ledger)
         self.readers: dict[str, Reader] = {}
+        self._readers_lock = threading.Lock()
 
     def close(self) -> None:
         """Close the change-log readers and the ledger."""
@@ -107,10 +109,12 @@ class Engine:
 
     def reader(self, source: ChangelogSource) -> Reader:
         """Return the change-log reader of `source`, opened on first use."""
-        found = self.readers.get(source.name)
-        if found is None:
-            found = self.readers[source.name] = open_reader(source.spec)
-        return found
+        # The writer reads and a listener thread waits on the same reader.
+        with self._readers_lock:
+            found = self.readers.get(source.name)
+            if found is None:
+                found = self.readers[source.name] = open_reader(source.spec)
+            return found
 
     def _scans(
         self, source: ContentSource, ctx: sources.Context, paths: set[str], rescan: bool

@@ -40,7 +40,11 @@ class Metrics:
     """What `/metrics` serves."""
 
     def __init__(
-        self, ledger_path: Path, healthy: Callable[[], bool], depth: Callable[[], int]
+        self,
+        ledger_path: Path,
+        healthy: Callable[[], bool],
+        depth: Callable[[], int],
+        notifications_waiting: Callable[[], int] = lambda: 0,
     ) -> None:
         self.registry = CollectorRegistry()
         self.registry.register(_LedgerCollector(ledger_path))
@@ -78,8 +82,43 @@ class Metrics:
             "sitemapd_queue_depth", "Paths and rescans waiting", registry=self.registry
         ).set_function(lambda: float(depth()))
 
+        Gauge(
+            "sitemapd_notifications_waiting",
+            "IndexNow and WebSub requests queued or being retried",
+            registry=self.registry,
+        ).set_function(lambda: float(notifications_waiting()))
+        self.notifications = Counter(
+            "sitemapd_notifications",
+            "IndexNow and WebSub requests finished, by kind and outcome",
+            ["kind", "outcome"],
+            registry=self.registry,
+        )
+        self.source_read = Gauge(
+            "sitemapd_source_last_read_timestamp_seconds",
+            "Unix time a source was last read without error (lag = now - this)",
+            ["source"],
+            registry=self.registry,
+        )
+        self.source_failing = Gauge(
+            "sitemapd_source_failing",
+            "1 while a source's last read failed",
+            ["source"],
+            registry=self.registry,
+        )
+        self.backlog = Gauge(
+            "sitemapd_changelog_backlog",
+            "Change-log rows waiting to be read",
+            ["source"],
+            registry=self.registry,
+        )
+
     def batch(self, result: BuildResult) -> None:
         """Record one successful apply-and-publish."""
+        for name in result.scanned:
+            self.source_read.labels(name).set_to_current_time()
+            self.source_failing.labels(name).set(0)
+        for name in result.failed:
+            self.source_failing.labels(name).set(1)
         self.batch_seconds.observe(result.seconds)
         self.source_errors.inc(result.changes.rejected + len(result.failed))
         self.last_publish.set_to_current_time()

@@ -221,3 +221,76 @@ def test_a_backlog_of_100000_changes_drains(tmp_path: Path, database: Database) 
         assert set(published(site.out)) == locs(*(f"n{n}" for n in range(100_000)))
     finally:
         daemon.stop()
+
+
+def test_columns_feed_the_news_sitemap_and_feeds(tmp_path: Path) -> None:
+    db = tmp_path / "cms.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "CREATE TABLE changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, section TEXT, "
+            "slug TEXT, removed INTEGER, at TEXT, headline TEXT, first_published TEXT)"
+        )
+        conn.execute(
+            "INSERT INTO changes (section, slug, removed, at, headline, first_published) VALUES "
+            "('world', 'a', 0, '2026-03-10T10:00:00Z', 'A & B', '2026-03-10T09:00:00Z'), "
+            "('world', 'b', 0, '2026-03-10T10:00:00Z', 'Bee', NULL), "
+            "('sport', 'c', 0, '2026-03-10T10:30:00Z', 'Cee', '2026-03-10 10:15:00')"
+        )
+    conn.close()
+    site = Site(tmp_path)
+    site.config.write_text(
+        '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'
+        '[news]\npublication_name = "Example"\nlanguage = "de"\n'
+        '[feed]\ntitle = "Updates"\n'
+        f'[[source]]\ntype = "changelog"\ndsn = "sqlite:///{db}"\ntable = "changes"\n'
+        "[source.columns]\n"
+        'id = "seq"\nurl_template = "/{section}/{slug}"\ndeleted = "removed"\n'
+        'changed_at = "at"\ntitle = "headline"\npublished = "first_published"\n'
+    )
+    import os
+
+    os.environ["SITEMAPD_TEST_NOW"] = "2026-03-10T12:00:00+00:00"
+    try:
+        site.build()
+        urls = published(site.out)
+        assert urls == {
+            "https://example.com/world/a": "2026-03-10T10:00:00+00:00",
+            "https://example.com/world/b": "2026-03-10T10:00:00+00:00",
+            "https://example.com/sport/c": "2026-03-10T10:30:00+00:00",
+        }
+        news = (site.out / "news-sitemap.xml").read_text()
+        assert "<news:title>A &amp; B</news:title>" in news
+        assert "2026-03-10T10:15:00+00:00" in news
+        assert "world/b" not in news  # no publication date: not an article
+        assert "<title>A &amp; B</title>" in (site.out / "atom.xml").read_text()
+        with sqlite3.connect(db) as conn:
+            conn.execute(
+                "INSERT INTO changes (section, slug, removed, at) "
+                "VALUES ('world', 'a', 1, '2026-03-10T11:00:00Z')"
+            )
+        conn.close()
+        site.build()
+        assert set(published(site.out)) == {
+            "https://example.com/world/b",
+            "https://example.com/sport/c",
+        }
+        assert "world/a" not in (site.out / "news-sitemap.xml").read_text()
+    finally:
+        del os.environ["SITEMAPD_TEST_NOW"]
+
+
+def test_reconcile_query_removes_what_the_log_missed(tmp_path: Path) -> None:
+    database = _sqlite_database(tmp_path / "cms.db")
+    database.add("a", "b", "c")
+    site = changelog_site(
+        tmp_path, database.dsn, "reconcile_query = \"SELECT '/news/' || slug FROM articles\""
+    )
+    site.build()
+    assert set(published(site.out)) == locs("a", "b", "c")
+    # Deleted behind the log's back (triggers off during a bulk clean-up).
+    with sqlite3.connect(tmp_path / "cms.db") as conn:
+        conn.execute("DROP TRIGGER articles_sitemap_changes_delete")
+        conn.execute("DELETE FROM articles WHERE slug = 'b'")
+    conn.close()
+    site.build()
+    assert set(published(site.out)) == locs("a", "c")

@@ -344,7 +344,7 @@ def test_sqlite_row_mapping(tmp_path: Path, scheme: str, reader_of: list[Reader]
             False,
             "2024-03-01T12:00:00+00:00",
             "0102",
-            {"title": "A", "published": "2024-03-01"},
+            {"title": "A", "published": "2024-03-01T00:00:00+00:00"},
         ),
         ChangeRow("https://example.com/2/b", True, "2024-03-01T10:00:00+00:00", "h2", {}),
         ChangeRow("https://example.com/3/c", False, "2024-03-01T12:00:00+00:00", None, {}),

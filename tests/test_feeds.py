@@ -190,3 +190,36 @@ def test_rotated_access_log_keeps_counting(site: Site) -> None:
     build_at(site, at(4))
     report = json.loads(site.cli("status", "--json").stdout)
     assert report["crawlers"] == {"googlebot": at(3)}
+
+
+def test_sidecar_records_crawler_fetches_of_the_feeds(site: Site) -> None:
+    import urllib.request
+
+    from daemon_harness import start
+    from test_sidecar import http_port
+
+    feed_site(site, extra='[http]\nlisten = "127.0.0.1:0"\nserve_files = true\n')
+    site.write("a.html", page("A"))
+    daemon = start(site)
+    try:
+        port = http_port(daemon)
+
+        def fetch(name: str, agent: str) -> int:
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/{name}", headers={"User-Agent": agent}
+            )
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return int(response.status)
+
+        assert fetch("atom.xml", BROWSER) == 200
+        assert fetch("sitemap.xml", GOOGLEBOT) == 200  # not a feed
+        assert fetch("rss.xml", BINGBOT) == 200
+        daemon.wait_until(
+            lambda: (
+                json.loads(site.cli("status", "--json").stdout)["crawlers"].keys() == {"bingbot"}
+            ),
+            20,
+            "bingbot's fetch recorded",
+        )
+    finally:
+        assert daemon.stop() == 0

@@ -92,7 +92,8 @@ class Shape:
         """Return the ChangeRow of one fetched row (values in `columns` order)."""
         meta: dict[str, str] = {}
         for field, index in self._meta:
-            text = _text(values[index])
+            # A publication time is a time whatever the column's type (text in SQLite).
+            text = _when(values[index]) if field in TIME_FIELDS else _text(values[index])
             if text is not None:
                 meta[field] = text
         return ChangeRow(
@@ -115,6 +116,10 @@ class Shape:
         except (ValueError, TypeError):
             # A format spec that does not fit this row's value (e.g. `{id:d}` over text).
             return ""
+
+
+# Metadata fields holding times, stored in canonical W3C form.
+TIME_FIELDS = ("published",)
 
 
 def template_fields(template: str) -> tuple[str, ...]:

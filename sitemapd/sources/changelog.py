@@ -73,12 +73,13 @@ def _item(source: ChangelogSource, ctx: Context, row: ChangeRow) -> Item:
         return rejected(source.name, row.url[:200], str(exc))
     if row.deleted:
         return Gone(loc, source.name)
+    published = row.meta.get("published")
     meta = with_defaults(
         ArticleMeta(
-            published=row.meta.get("published"),
+            published=published,
             language=row.meta.get("language"),
             news_title=row.meta.get("news_title") or row.meta.get("title"),
-            article=bool(row.meta.get("published")),
+            article=published is not None,
             alternates=(),
             images=(),
         ),
