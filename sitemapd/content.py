@@ -32,6 +32,8 @@ _ROBOTS_NAMES = {"robots", "googlebot"}
 _NOINDEX = {"noindex", "none"}
 
 MAX_IMAGES = 1000
+# Bumped whenever read_page() learns to read more: pages are then read again once.
+FACTS_VERSION = 1
 _OG_IMAGE_KEYS = {"og:image", "og:image:url", "og:image:secure_url"}
 _LD_JSON = re.compile(
     rb"<script\b[^>]*?\btype\s*=\s*[\"']?application/ld\+json\b[^>]*>(.*?)</script\s*>",

@@ -18,6 +18,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from . import config as config_module
 from . import outbox, w3c
+from .changelog import notifies
 from .config import AccessLogSource, ChangelogSource, Config, DirectorySource, UrlListSource
 from .engine import BuildResult, Engine
 from .errors import ConfigError, SitemapdError
@@ -226,12 +227,14 @@ class Daemon:
         while not done.wait(5.0):
             self.notifier.extend_timeout(30.0, "scanning sources before the first publish")
 
-    def _update(self, paths: dict[str, set[str]], rescan: set[str]) -> BuildResult:
+    def _update(
+        self, paths: dict[str, set[str]], rescan: set[str], refresh: bool = False
+    ) -> BuildResult:
         """Apply one batch under the engine lock and record it."""
         with self.engine_lock:
             self.batch_started = time.monotonic()
             try:
-                result = self.engine.update(paths, rescan, strict=False)
+                result = self.engine.update(paths, rescan, strict=False, refresh=refresh)
                 self._live = self.engine.ledger.live_count()
             finally:
                 self.batch_started = None
@@ -442,7 +445,7 @@ class Daemon:
             try:
                 self._take_fetches()
                 if batch.paths or batch.rescan or REFRESH in batch.tasks:
-                    self._update(batch.paths, batch.rescan)
+                    self._update(batch.paths, batch.rescan, REFRESH in batch.tasks)
                 self._notify()
                 failures = 0
                 self.batch_error = None
@@ -501,7 +504,11 @@ class Daemon:
     def _start_listeners(self) -> None:
         """Wake the poll of each change log that can notify (PostgreSQL LISTEN)."""
         for source in self.config.sources:
-            if isinstance(source, ChangelogSource) and source.name not in self._listeners:
+            if (
+                isinstance(source, ChangelogSource)
+                and notifies(source.spec)
+                and source.name not in self._listeners
+            ):
                 thread = threading.Thread(
                     target=self._listen, args=(source,), name=f"listen:{source.name}", daemon=True
                 )

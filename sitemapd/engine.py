@@ -84,8 +84,10 @@ class Engine:
             result = more
         return result
 
-    def read_access_log(self, source: AccessLogSource) -> None:
-        """Record what crawlers fetched since the log was last read; raises SourceError."""
+    def read_access_log(self, source: AccessLogSource) -> bool:
+        """Record what crawlers fetched since the log was last read; return True when a
+        crawler fetched a feed (its window may move). Raises SourceError."""
+        fetched = False
         feed = self.config.feed
         targets = {urlsplit(url).path for url in (feed.atom_url, feed.rss_url)} if feed else set()
         name = f"accesslog:{source.name}"
@@ -103,9 +105,10 @@ class Engine:
             if chunk.bad_lines:
                 log.warning("%s: %d lines not in combined log format", source.name, chunk.bad_lines)
             self.ledger.record_crawls(facts.feed_fetches, answers, {name: chunk.cursor})
+            fetched = fetched or bool(facts.feed_fetches)
             cursor = chunk.cursor
             if not chunk.more:
-                return
+                return fetched
 
     def reader(self, source: ChangelogSource) -> Reader:
         """Return the change-log reader of `source`, opened on first use."""
@@ -141,11 +144,14 @@ class Engine:
         *,
         now: str | None = None,
         strict: bool = True,
+        refresh: bool = False,
     ) -> BuildResult:
         """Re-read `paths` of some sources and all of the `rescan` ones; apply and publish.
 
         With `strict` off, a source that cannot be read (a missing root) is logged and
-        left as it was while the others proceed.
+        left as it was while the others proceed. A batch that changed nothing publishes
+        nothing, unless it rescanned (which also repairs edited files) or `refresh` asks
+        for what time changes (news ageing, the feed window).
         """
         started = time.perf_counter()
         now = now or w3c.now()
@@ -164,7 +170,7 @@ class Engine:
                 log_source.name in rescan or paths.get(log_source.name)
             ):
                 try:
-                    self.read_access_log(log_source)
+                    refresh = self.read_access_log(log_source) or refresh
                 except SourceError as exc:
                     if strict:
                         raise
@@ -196,7 +202,8 @@ class Engine:
             now=now,
             configured=[source.name for source in self.config.content_sources],
         )
-        report = self.publisher.publish(now)
+        quiet = not (changes.changed or changes.moved or rescan or refresh)
+        report = PublishReport() if quiet else self.publisher.publish(now)
         seconds = time.perf_counter() - started
         log.log(
             logging.INFO if report.written or changes.changed else logging.DEBUG,

@@ -676,12 +676,21 @@ class _Apply:
             if row.status == LIVE and row.shard is not None:
                 self.shards.resize(row.shard, size - row.entry_bytes)
             row.entry_bytes = size
-        self._set_status(row, self._reason(row.loc, obs.exclusion), old_lastmod)
+        self._set_status(row, self._reason(row.loc, obs.exclusion), old_lastmod, changed=changed)
 
     def _set_status(
-        self, row: _Row, reason: str | None, old_lastmod: str, gone: bool = False
+        self,
+        row: _Row,
+        reason: str | None,
+        old_lastmod: str,
+        gone: bool = False,
+        changed: bool = False,
     ) -> None:
-        """Move `row` to its new status, keeping shards and the journal in step."""
+        """Move `row` to its new status, keeping shards and the journal in step.
+
+        `changed` journals a content change even within the second of the last one,
+        when lastmod cannot move: feeds and notifications still hear of it.
+        """
         was_live = row.status == LIVE
         row.reason = None if gone else reason
         row.status = GONE if gone else EXCLUDED if reason else LIVE
@@ -696,7 +705,7 @@ class _Apply:
             row.shard = self.shards.place(row.entry_bytes, row.lastmod)
             self.changes.new += 1
             self.journal.append((row.id, NEW, self.now))
-        elif is_live and row.lastmod != old_lastmod:
+        elif is_live and (row.lastmod != old_lastmod or changed):
             assert row.shard is not None
             self.shards.touch(row.shard, row.lastmod)
             self.changes.updated += 1

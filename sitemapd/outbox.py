@@ -132,7 +132,7 @@ def deliver_now(ledger: Ledger, config: Config, timeout: float = 10.0) -> int:
                 )
             else:
                 results.append((delivery, outcome))
-                if delivery.kind == INDEXNOW and outcome.kind == "done":
+                if delivery.kind == INDEXNOW:
                     sent.discard(delivery.key)  # the next batch may follow
         settle(ledger, results)
     return failed

@@ -267,3 +267,24 @@ def test_images_from_og_image_and_the_content_selector(site: Site) -> None:
     ]
     status = json.loads(site.cli("status", "--json").stdout)
     assert status["shards"][0]["bytes"] == (site.out / "sitemap-1.xml").stat().st_size
+
+
+def test_turning_images_on_reads_unchanged_pages_again_without_moving_lastmod(
+    site: Site,
+) -> None:
+    site.write(
+        "story.html",
+        '<html><head><title>S</title><meta property="og:image" content="/lead.jpg"></head>'
+        "<body></body></html>",
+    )
+    site.build()
+    before = site.urls()
+    assert "image:image" not in (site.out / "sitemap-1.xml").read_text()
+    site.configure(sitemap="images = true")
+    site.build()
+    assert (
+        "<image:loc>https://example.com/lead.jpg</image:loc>"
+        in (site.out / "sitemap-1.xml").read_text()
+    )
+    assert site.urls() == before
+    assert_all_valid(site.out)

@@ -12,7 +12,7 @@ from typing import Protocol
 from ..errors import SourceError
 from .spec import ChangelogSpec, ChangeRow, redact
 
-__all__ = ["ChangeRow", "ChangelogSpec", "Reader", "open_reader"]
+__all__ = ["ChangeRow", "ChangelogSpec", "Reader", "notifies", "open_reader"]
 
 
 class Reader(Protocol):
@@ -44,6 +44,11 @@ class Reader(Protocol):
     def close(self) -> None:
         """Close connections; the reader stays usable and reopens them on demand."""
         ...
+
+
+def notifies(spec: ChangelogSpec) -> bool:
+    """True when the database can announce changes (PostgreSQL LISTEN/NOTIFY)."""
+    return spec.dsn.partition("://")[0].lower() in ("postgresql", "postgres")
 
 
 def open_reader(spec: ChangelogSpec) -> Reader:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import w3c
 from ..config import DirectorySource
-from ..content import article_meta, content_hash, exclusion, read_page
+from ..content import FACTS_VERSION, article_meta, content_hash, exclusion, read_page
 from ..errors import InvalidURL, SourceError
 from ..observation import Gone, Item, Observation, Seen
 from .base import Context, Scan, rejected, skipped_below, with_defaults
@@ -25,9 +25,25 @@ _HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 
 
 def scan(source: DirectorySource, ctx: Context) -> Scan:
-    """Return a complete scan of the directory; raises SourceError when the root is missing."""
+    """Return a complete scan of the directory; raises SourceError when the root is missing.
+
+    Unchanged files are not read again, unless what sitemapd reads from pages changed
+    (a new version, or the source's article settings): then every page is read once,
+    which moves no lastmod since the content is the same.
+    """
     _check_root(source)
-    return Scan(source.name, _items(source, ctx, walk(source, ctx.skip)), complete=True)
+    name, fingerprint = f"facts:{source.name}", _facts_fingerprint(source, ctx)
+    reread = ctx.ledger.cursor(name) != fingerprint
+    items = _items(source, ctx, walk(source, ctx.skip), reread)
+    return Scan(source.name, items, complete=True, cursors={name: fingerprint})
+
+
+def _facts_fingerprint(source: DirectorySource, ctx: Context) -> str:
+    """Return what decides the facts read from a page besides its bytes."""
+    return (
+        f"{FACTS_VERSION}:{source.articles}:{source.language}:{source.content_selector}:"
+        f"{ctx.images}:{ctx.alternates}"
+    )
 
 
 def _check_root(source: DirectorySource) -> None:
@@ -118,7 +134,10 @@ def _observe_paths(source: DirectorySource, ctx: Context, relpaths: set[str]) ->
 
 
 def _items(
-    source: DirectorySource, ctx: Context, files: Iterator[tuple[str, os.DirEntry[str] | Path]]
+    source: DirectorySource,
+    ctx: Context,
+    files: Iterator[tuple[str, os.DirEntry[str] | Path]],
+    reread: bool = False,
 ) -> Iterator[Item]:
     while batch := list(islice(files, _BATCH)):
         located: list[tuple[str, str, os.DirEntry[str] | Path]] = []
@@ -133,7 +152,8 @@ def _items(
             located.append((loc, relpath, entry))
         known = ctx.ledger.known_files(source.name, [loc for loc, _, _ in located])
         for loc, relpath, entry in located:
-            yield from _observe(source, ctx, loc, relpath, entry, known.get(loc))
+            key = known.get(loc)
+            yield from _observe(source, ctx, loc, relpath, entry, key, reread and key is not None)
 
 
 def _observe(
@@ -143,11 +163,12 @@ def _observe(
     relpath: str,
     entry: os.DirEntry[str] | Path,
     known_key: str | None,
+    reread: bool = False,
 ) -> Iterator[Item]:
     try:
         stat = entry.stat()
         key = file_key(stat)
-        if key == known_key:
+        if key == known_key and not reread:
             yield Seen(loc, source.name)
             return
         with open(entry, "rb") as handle:
