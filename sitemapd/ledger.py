@@ -307,27 +307,27 @@ class Ledger:
             self._reader = sqlite3.connect(self.path, check_same_thread=False)
         return self._reader
 
-    def known_files(self, source: str, locs: list[str]) -> dict[str, str]:
-        """Return `{loc: file_key}` for present (not gone) URLs of `source` among `locs`."""
+    def _owned(self, source: str, locs: list[str]) -> list[tuple[str, str | None]]:
+        """Return `(loc, file_key)` of present (not gone) URLs of `source` among `locs`."""
         marks = ",".join("?" * len(locs))
-        rows = self._read().execute(
-            f"SELECT loc, file_key FROM urls WHERE loc IN ({marks}) "
-            "AND source_id = (SELECT id FROM sources WHERE name = ?) "
-            f"AND status IN ('{LIVE}', '{EXCLUDED}') AND file_key IS NOT NULL",
-            [*locs, source],
+        return (
+            self._read()
+            .execute(
+                f"SELECT loc, file_key FROM urls WHERE loc IN ({marks}) "
+                "AND source_id = (SELECT id FROM sources WHERE name = ?) "
+                f"AND status IN ('{LIVE}', '{EXCLUDED}')",
+                [*locs, source],
+            )
+            .fetchall()
         )
-        return dict(rows)
+
+    def known_files(self, source: str, locs: list[str]) -> dict[str, str]:
+        """Return `{loc: file_key}` for present URLs of `source` among `locs` read from files."""
+        return {loc: key for loc, key in self._owned(source, locs) if key is not None}
 
     def present(self, source: str, locs: list[str]) -> set[str]:
         """Return which of `locs` are present (not gone) and owned by `source`."""
-        marks = ",".join("?" * len(locs))
-        rows = self._read().execute(
-            f"SELECT loc FROM urls WHERE loc IN ({marks}) "
-            "AND source_id = (SELECT id FROM sources WHERE name = ?) "
-            f"AND status IN ('{LIVE}', '{EXCLUDED}')",
-            [*locs, source],
-        )
-        return {row[0] for row in rows}
+        return {loc for loc, _ in self._owned(source, locs)}
 
     def live_count(self) -> int:
         """Return how many URLs are published."""
