@@ -34,9 +34,11 @@ system-deps:
 test: lint system-deps
 	$(BIN)/pytest
 
-bench: $(BIN)/sitemapd
+bench: $(VENV)/.test-extras
 	$(BIN)/python bench/bench_build.py
 	$(BIN)/python bench/bench_daemon.py
+	$(BIN)/python bench/bench_notify.py
+	$(BIN)/python bench/bench_dblog.py
 
 clean:
 	rm -rf $(VENV) examples/out examples/state
