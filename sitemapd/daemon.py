@@ -182,6 +182,7 @@ class Daemon:
         # Why the last batch failed, until one succeeds.
         self.batch_error: str | None = None
         self._retries: dict[str, int] = {}
+        self._retry_timers: dict[str, threading.Timer] = {}
         # Held while watchers are started or stopped (health job, reload, stop).
         self._watchers_lock = threading.RLock()
         self.terminate = threading.Event()
@@ -264,18 +265,40 @@ class Daemon:
                 self.backlogs[source.name] = 0
             self.metrics.backlog.labels(source.name).set(self.backlogs.get(source.name, 0))
 
+    def _poll(self, name: str) -> None:
+        """Read a polled source (scheduler job), unless it is failing: its retry will."""
+        if name not in self.failing:
+            self.queue.add_paths(name, {""})
+
     def _retry_later(self, name: str) -> None:
         """Read a source that failed again, after a growing delay (it may never send events)."""
+        if name in self._retry_timers and self._retry_timers[name].is_alive():
+            return  # one retry at a time: polls and events in between change nothing
         tries = self._retries[name] = self._retries.get(name, 0) + 1
         delay = min(5.0 * 2 ** (tries - 1), 300.0)
-        timer = threading.Timer(delay, self.queue.add_rescan, args=(name,))
+        timer = self._retry_timers[name] = threading.Timer(
+            delay, self.queue.add_rescan, args=(name,)
+        )
         timer.daemon = True
         timer.start()
 
     # Health ------------------------------------------------------------------------
 
     def problems(self) -> list[str]:
-        """Return why the daemon is unhealthy; empty while it is healthy."""
+        """Return why the daemon is unhealthy (for /healthz, STATUS, metrics): its own
+        faults, then what is wrong outside it; empty while it is healthy."""
+        found = self.faults()
+        for name, reason in list(self.failing.items()):
+            if name in self.watchers and not self.watchers[name].healthy():
+                continue  # already named by its watcher
+            found.append(f"{name}: last read failed: {reason}")
+        if self.key_rejected:
+            found.append(f"indexnow: the key was refused: {self.key_rejected}")
+        return found
+
+    def faults(self) -> list[str]:
+        """Return the problems of the daemon itself, which a restart may cure; a database
+        that is down or a refused IndexNow key is not one (WATCHDOG=1 goes on)."""
         found = [] if self.ready else ["starting"]
         for name, watcher in list(self.watchers.items()):
             if not watcher.healthy():
@@ -284,14 +307,8 @@ class Daemon:
             found.append("scheduler stopped")
         if self.ready and not self.writer.is_alive():
             found.append("writer stopped")
-        for name, reason in list(self.failing.items()):
-            if name in self.watchers and not self.watchers[name].healthy():
-                continue  # already named by its watcher
-            found.append(f"{name}: last read failed: {reason}")
         if self.batch_error:
             found.append(f"publishing failed: {self.batch_error}")
-        if self.key_rejected:
-            found.append(f"indexnow: the key was refused: {self.key_rejected}")
         started = self.batch_started
         if started is not None and time.monotonic() - started > self.config.daemon.stuck_after:
             found.append(f"writer stuck in one batch for {time.monotonic() - started:.0f}s")
@@ -342,9 +359,9 @@ class Daemon:
                 # Change logs are polled (NOTIFY only wakes the poll early); access logs
                 # grow too often to watch.
                 self.scheduler.add_job(
-                    self.queue.add_paths,
+                    self._poll,
                     "interval",
-                    args=(source.name, {""}),
+                    args=(source.name,),
                     seconds=source.poll_interval,
                     id=f"poll:{source.name}",
                     replace_existing=True,
@@ -410,7 +427,7 @@ class Daemon:
         last_status = ""
         while not self.stopping.wait(tick):
             # WATCHDOG=1 only while healthy: a stuck or half-dead daemon gets restarted.
-            if self.notifier.watchdog_interval and not self.problems():
+            if self.notifier.watchdog_interval and not self.faults():
                 self.notifier.send(WATCHDOG=1)
             status = self.status()
             if status != last_status:

@@ -187,3 +187,28 @@ def test_watchdog_pauses_while_a_watcher_is_down(site: Site, supervisor: Supervi
         assert daemon.proc.poll() is None
     finally:
         daemon.kill()
+
+
+def test_a_database_outage_is_unhealthy_but_keeps_the_watchdog_fed(
+    site: Site, supervisor: Supervisor
+) -> None:
+    # Restarting sitemapd cannot bring a database back: STATUS and /healthz say what is
+    # wrong, and WATCHDOG=1 goes on.
+    site.write("index.html", page("Home"))
+    site.configure(
+        extra='[[source]]\ntype = "changelog"\ndsn = "postgresql://nobody@127.0.0.1:9/cms"\n'
+        "poll_interval = 0.2\n"
+    )
+    daemon = start_supervised(site, supervisor)
+    try:
+        supervisor.wait_for("READY", "1")
+        daemon.wait_for_log("cannot read", 20)
+        since = time.monotonic()
+        time.sleep(2.5)
+        assert supervisor.count("WATCHDOG", since) >= 3
+        statuses = [f["STATUS"] for at, f in supervisor.messages if "STATUS" in f]
+        assert any("last read failed" in s and "UNHEALTHY" in s for s in statuses)
+        # One retry at a time with backoff, not a failed read every poll.
+        assert daemon.log().count("cannot read") <= 3
+    finally:
+        assert daemon.stop() == 0
