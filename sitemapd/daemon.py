@@ -460,10 +460,12 @@ class Daemon:
                     return
                 continue
             try:
-                self._take_fetches()
+                with self.engine_lock:  # a reload swaps the engine and its ledger
+                    self._take_fetches()
                 if batch.paths or batch.rescan or REFRESH in batch.tasks:
                     self._update(batch.paths, batch.rescan, REFRESH in batch.tasks)
-                self._notify()
+                with self.engine_lock:
+                    self._notify()
                 failures = 0
                 self.batch_error = None
             except Exception as exc:

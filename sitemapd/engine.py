@@ -104,7 +104,8 @@ class Engine:
                 answers.append((loc, status, crawler, at))
             if chunk.bad_lines:
                 log.warning("%s: %d lines not in combined log format", source.name, chunk.bad_lines)
-            self.ledger.record_crawls(facts.feed_fetches, answers, {name: chunk.cursor})
+            if chunk.hits or chunk.cursor != cursor:
+                self.ledger.record_crawls(facts.feed_fetches, answers, {name: chunk.cursor})
             fetched = fetched or bool(facts.feed_fetches)
             cursor = chunk.cursor
             if not chunk.more:
