@@ -173,7 +173,8 @@ class Courier:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
-        self._thread.join(timeout=self.timeout + 5)
+        if self._thread.is_alive():  # a daemon that failed to start never started it
+            self._thread.join(timeout=self.timeout + 5)
 
     def offer(self, deliveries: list[Delivery]) -> None:
         """Queue deliveries that are not already queued or in flight."""
