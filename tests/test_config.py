@@ -132,6 +132,81 @@ CASES = [
         "source[0].ignore[1]",
         "not a valid regular expression",
     ),
+    ("feed-no-title", doc(top="[feed]\n"), "feed.title", "is required"),
+    (
+        "feed-window-words",
+        doc(top='[feed]\ntitle = "T"\nmin_window = "two days"\n'),
+        "feed.min_window",
+        "must be seconds or a duration like '48h'",
+    ),
+    (
+        "feed-name-taken",
+        doc(top='[feed]\ntitle = "T"\natom = "sitemap.xml"\n'),
+        "feed.atom",
+        "already used by sitemap.index",
+    ),
+    (
+        "news-old",
+        doc(top='[news]\npublication_name = "P"\nlanguage = "en"\nmax_age = "72h"\n'),
+        "news.max_age",
+        "must be from 60s to 48h, got 72h",
+    ),
+    (
+        "news-language",
+        doc(top='[news]\npublication_name = "P"\nlanguage = "english"\n'),
+        "news.language",
+        "must be an ISO 639 code",
+    ),
+    (
+        "indexnow-key",
+        doc(top='[indexnow]\nkey = "short"\n'),
+        "indexnow.key",
+        "must be 8 to 128 characters",
+    ),
+    (
+        "websub-no-feed",
+        doc(top='[websub]\nhubs = ["https://hub.example.net/"]\n'),
+        "websub.hubs",
+        "needs a [feed] section",
+    ),
+    (
+        "websub-hub-url",
+        doc(top='[feed]\ntitle = "T"\n[websub]\nhubs = ["hub.example.net"]\n'),
+        "websub.hubs[0]",
+        "must be an absolute http(s) URL",
+    ),
+    (
+        "crawler-regex",
+        doc(top='[crawlers]\ngooglebot = "Google(bot"\n'),
+        "crawlers.googlebot",
+        "not a valid regular expression",
+    ),
+    (
+        "content-selector",
+        doc(source=SOURCE + 'content_selector = "div > p"\n'),
+        "source[0].content_selector",
+        "unsupported content selector part",
+    ),
+    (
+        "changelog-table-and-query",
+        doc(
+            source='type = "changelog"\ndsn = "sqlite:///cms.db"\ntable = "t"\nquery = "SELECT 1"\n'
+        ),
+        "source[0].query",
+        "give either table or query",
+    ),
+    (
+        "changelog-column-key",
+        doc(source='type = "changelog"\ndsn = "sqlite:///cms.db"\n[source.columns]\nurll = "u"\n'),
+        "source[0].columns.urll",
+        "unknown key",
+    ),
+    (
+        "only-an-access-log",
+        doc(source='type = "accesslog"\npath = "access.log"\n'),
+        "source",
+        "giving URLs is required",
+    ),
 ]
 
 
