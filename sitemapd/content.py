@@ -13,8 +13,9 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 from urllib.parse import urldefrag, urljoin
 
 import lxml.html
@@ -149,14 +150,17 @@ def read_page(data: bytes, content_selector: str | None = None) -> PageFacts:
     match = _BODY.search(data)
     head = data[: match.start()] if match else data
     tree = _parse(head) if head.strip() else None
-    facts, meta, images = _head_facts(tree) if tree is not None else (PageFacts(), {}, [])
+    if tree is None:
+        return PageFacts()
+    facts, meta, images = _head_facts(tree)
     published, headline, article = _json_ld(head if selector is None else data)
     if selector is not None:
         body = _parse(data)
         if body is not None:
             images.extend(_content_images(body, selector))
-    return replace(
-        facts,
+    # One PageFacts per page, built once: this runs for every page of a scan.
+    return PageFacts(
+        **facts,
         published=published or _w3c(meta.get("article:published_time")),
         headline=headline or _text(meta.get("og:title")),
         article=article or meta.get("og:type", "").lower() == "article",
@@ -178,8 +182,9 @@ def _parse(data: bytes) -> etree._Element | None:
         return None
 
 
-def _head_facts(tree: etree._Element) -> tuple[PageFacts, dict[str, str], list[str]]:
-    """Return the head's facts, the first content of each og:/article: meta, and og:images."""
+def _head_facts(tree: etree._Element) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """Return the head's PageFacts fields, the first content of each og:/article: meta,
+    and og:images."""
     title = tree.findtext(".//title")
     canonical = None
     alternates: dict[str, str] = {}
@@ -208,13 +213,13 @@ def _head_facts(tree: etree._Element) -> tuple[PageFacts, dict[str, str], list[s
                 if key in _OG_IMAGE_KEYS:
                     images.append(content)
     language = (tree.get("lang") or tree.get("xml:lang") or "").strip()
-    facts = PageFacts(
-        title=_text(title),
-        canonical=canonical,
-        noindex=noindex,
-        language=language or None,
-        alternates=tuple(alternates.items()),
-    )
+    facts = {
+        "title": _text(title),
+        "canonical": canonical,
+        "noindex": noindex,
+        "language": language or None,
+        "alternates": tuple(alternates.items()),
+    }
     return facts, meta, images
 
 
@@ -351,8 +356,10 @@ def article_meta(facts: PageFacts, loc: str, policy: URLPolicy) -> ArticleMeta:
         language=news_language(facts.language),
         news_title=facts.headline or facts.title,
         article=facts.article,
-        alternates=_alternates(facts, loc, policy),
-        images=tuple(dict.fromkeys(_image_urls(facts.images, loc)))[:MAX_IMAGES],
+        alternates=_alternates(facts, loc, policy) if facts.alternates else (),
+        images=tuple(dict.fromkeys(_image_urls(facts.images, loc)))[:MAX_IMAGES]
+        if facts.images
+        else (),
     )
 
 

@@ -7,6 +7,7 @@ XML text escaping; URLs are canonical and dates are stored in W3C form already.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from itertools import islice
@@ -66,6 +67,8 @@ def news_urlset(items: Iterable[NewsItem]) -> str:
     return NEWS_HEAD + body + NEWS_TAIL
 
 
+# Pages of a site share a handful of languages: each tag is worked out once.
+@functools.lru_cache(maxsize=1024)
 def news_language(tag: str | None) -> str | None:
     """Return the Google News language for a BCP 47 `tag` (`en`, `zh-cn`, `zh-tw`), or None."""
     if tag is None:

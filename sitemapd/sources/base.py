@@ -76,4 +76,6 @@ class Context:
 def with_defaults(meta: ArticleMeta, articles: str, language: str | None) -> ArticleMeta:
     """Return `meta` with a source's defaults: its language, and which pages are articles."""
     article = {"all": True, "none": False}.get(articles, meta.article)
+    if article == meta.article and (meta.language or not language):
+        return meta  # the common case, without a copy
     return dataclasses.replace(meta, article=article, language=meta.language or language)
