@@ -37,8 +37,8 @@ test: lint system-deps
 bench: $(VENV)/.test-extras
 	$(BIN)/python bench/bench_build.py
 	$(BIN)/python bench/bench_daemon.py
-	$(BIN)/python bench/bench_notify.py
-	$(BIN)/python bench/bench_dblog.py
+	$(BIN)/python bench/bench_feeds.py
+	$(BIN)/python bench/bench_changelog.py
 
 clean:
 	rm -rf $(VENV) examples/out examples/state

@@ -66,7 +66,7 @@ class Context:
 
     def extra(self, meta: ArticleMeta | None) -> str:
         """Return the xhtml:link and image:image elements of an entry with `meta`."""
-        if meta is None:
+        if meta is None or not (meta.alternates or meta.images):
             return ""
         return url_extras(
             meta.alternates if self.alternates else (), meta.images if self.images else ()

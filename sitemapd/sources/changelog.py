@@ -63,6 +63,9 @@ def _changes(source: ChangelogSource, ctx: Context, reader: Reader, result: Scan
 
 def _loc(source: ChangelogSource, ctx: Context, url: str) -> str:
     """Return the canonical URL of a row's `url` (absolute, or a path on the site)."""
+    if url.startswith("/") and not url.startswith("//") and "/." not in url:
+        # A plain path, as the trigger template writes: urljoin would only prefix the root.
+        return ctx.policy.normalise(ctx.policy.origin.root + url[1:])
     return ctx.policy.normalise(urljoin(ctx.policy.origin.root, url))
 
 

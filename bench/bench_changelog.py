@@ -1,0 +1,222 @@
+"""Benchmark change-log sources under `sitemapd run` and print a table with targets.
+
+    python bench/bench_changelog.py [--changes 30] [--backlog 100000]
+
+Starts a throwaway PostgreSQL (tests/pg.py: Debian's binaries, run as `postgres`), installs
+the DDL of `sitemapd changelog-sql` beside an `articles` table, and measures:
+- commit -> published: the time from an INSERT's commit (autocommit, measured when the
+  server acknowledged it) to the article's URL in a published shard, one article at a
+  time. `poll_interval` is 600 s, so only LISTEN/NOTIFY can wake the daemon.
+- backlog drain: 100,000 articles committed before the daemon starts; the time from
+  starting `sitemapd run` to all 100,000 URLs in the shards the index lists, for
+  PostgreSQL and for a SQLite change log.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from argparse import ArgumentParser
+from functools import partial
+from pathlib import Path
+
+from bench_daemon import Daemon
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / "work" / "changelog"
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from pg import Postgres, start_postgres  # noqa: E402
+
+NEWS = "https://example.com/news/"
+ARTICLES = {
+    "postgres": "CREATE TABLE articles (id bigserial PRIMARY KEY, slug text UNIQUE, "
+    "title text, published_at timestamptz DEFAULT now())",
+    "sqlite": "CREATE TABLE articles (id INTEGER PRIMARY KEY, slug TEXT UNIQUE, title TEXT, "
+    "published_at TEXT)",
+}
+ROWS_PER_INSERT = 1000
+_SHARD = re.compile(rb"<loc>[^<]*/([^/<]+)</loc>")
+
+
+def changelog_sql(kind: str) -> str:
+    """Return the change table and trigger template `sitemapd changelog-sql` prints."""
+    return subprocess.run(
+        [sys.executable, "-m", "sitemapd", "changelog-sql", f"--{kind}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def site(name: str, dsn: str, debounce: float, poll: float) -> Path:
+    """Create a fresh site folder with one change-log source; return its config."""
+    base = WORK / name
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    config = base / "sitemapd.toml"
+    config.write_text(
+        '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'
+        f"[daemon]\ndebounce = {debounce}\n"
+        f'[[source]]\ntype = "changelog"\ndsn = "{dsn}"\npoll_interval = {poll}\n'
+    )
+    return config
+
+
+def shards(out: Path) -> list[Path]:
+    """Return the shards the published index names (none before the first publish)."""
+    try:
+        index = (out / "sitemap.xml").read_bytes()
+    except FileNotFoundError:
+        return []
+    return [out / name.decode() for name in _SHARD.findall(index)]
+
+
+def published_count(out: Path) -> int:
+    return sum(shard.read_bytes().count(b"<loc>") for shard in shards(out))
+
+
+def in_shards(out: Path, loc: str) -> bool:
+    needle = f"<loc>{loc}</loc>".encode()
+    return any(needle in shard.read_bytes() for shard in shards(out))
+
+
+def pg_cms(server: Postgres, name: str) -> str:
+    """Create database `name` with `articles` and the change log; return its DSN."""
+    dsn = server.create_database(name)
+    with server.connect(name) as conn:
+        conn.execute(ARTICLES["postgres"])
+        conn.execute(changelog_sql("postgres"))
+    return dsn
+
+
+def notify_latency(server: Postgres, debounce: float, changes: int) -> list[float]:
+    """Insert `changes` articles one at a time; return commit -> in-shard seconds."""
+    name = f"cms_latency_{round(debounce * 1000)}"
+    config = site(name, pg_cms(server, name), debounce, 600)
+    out = config.parent / "out"
+    daemon = Daemon(config)
+    times = []
+    try:
+        daemon.wait(lambda: any("sitemapd.daemon: ready" in line for line in daemon.lines), 60)
+        time.sleep(0.5)  # the listener connects just after ready
+        with server.connect(name) as conn:
+            for n in range(changes):
+                conn.execute(
+                    "INSERT INTO articles (slug, title) VALUES (%s, %s)", (f"a{n}", f"Story {n}")
+                )
+                committed = time.perf_counter()
+                done = daemon.wait(partial(in_shards, out, f"{NEWS}a{n}"), 30, 0.002)
+                times.append(done - committed)
+                time.sleep(0.2)  # quiet between commits: each one is its own batch
+    finally:
+        daemon.stop()
+    return times
+
+
+def backlog_inserts(backlog: int) -> list[str]:
+    """Return multi-row INSERTs of `backlog` articles."""
+    return [
+        "INSERT INTO articles (slug, title) VALUES "
+        + ", ".join(
+            f"('n{n}', 'Story {n}')" for n in range(start, min(start + ROWS_PER_INSERT, backlog))
+        )
+        for start in range(0, backlog, ROWS_PER_INSERT)
+    ]
+
+
+def drain(config: Path, backlog: int) -> tuple[float, int]:
+    """Start `sitemapd run` on a queued backlog; return seconds to all URLs published and
+    how many publishes that took."""
+    out = config.parent / "out"
+    daemon = Daemon(config)
+    try:
+        done = daemon.wait(lambda: published_count(out) >= backlog, 600, 0.05)
+        publishes = daemon.publishes()
+    finally:
+        daemon.stop()
+    return done - daemon.started, publishes
+
+
+def pg_drain(server: Postgres, backlog: int) -> tuple[float, int]:
+    dsn = pg_cms(server, "cms_drain")
+    with server.connect("cms_drain", autocommit=False) as conn:
+        for statement in backlog_inserts(backlog):
+            conn.execute(statement)
+        conn.commit()
+    return drain(site("pg_drain", dsn, 0.5, 2), backlog)
+
+
+def sqlite_drain(backlog: int) -> tuple[float, int]:
+    db = WORK / "cms.db"
+    config = site("sqlite_drain", f"sqlite:///{db}", 0.5, 2)
+    db.unlink(missing_ok=True)
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute(ARTICLES["sqlite"])
+        conn.executescript(changelog_sql("sqlite"))
+        with conn:
+            for statement in backlog_inserts(backlog):
+                conn.execute(statement)
+    finally:
+        conn.close()
+    return drain(config, backlog)
+
+
+def pct(values: list[float], q: int) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def main() -> None:
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--changes", type=int, default=30)
+    parser.add_argument("--backlog", type=int, default=100_000)
+    args = parser.parse_args()
+    shutil.rmtree(WORK, ignore_errors=True)
+    WORK.mkdir(parents=True)
+    rows: list[tuple[str, str, str, str]] = []
+    server = start_postgres()
+    try:
+        for debounce in (0.5, 0.05):
+            times = notify_latency(server, debounce, args.changes)
+            target = debounce + 0.3
+            rows.append(
+                (
+                    f"commit -> published (PostgreSQL NOTIFY), debounce {debounce} s",
+                    f"p50 {pct(times, 50):.3f} s, p95 {pct(times, 95):.3f} s",
+                    f"p95 < {target:.2f} s",
+                    "yes" if pct(times, 95) < target else "no",
+                )
+            )
+        drains = [("PostgreSQL", pg_drain(server, args.backlog))]
+    finally:
+        server.destroy()
+    drains.append(("SQLite", sqlite_drain(args.backlog)))
+    for label, (seconds, publishes) in drains:
+        rate = args.backlog / seconds
+        rows.append(
+            (
+                f"{args.backlog:,} queued rows drained ({label}), start to published",
+                f"{rate:,.0f} rows/s ({seconds:.1f} s, {publishes} publishes)",
+                "> 20,000 rows/s",
+                "yes" if rate > 20_000 else "no",
+            )
+        )
+
+    print(f"\nchange-log sources, {args.changes} commits per run, {os.cpu_count()} cores\n")
+    header = ("measure", "result", "target", "met")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for row in rows:
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
+
+
+if __name__ == "__main__":
+    main()
