@@ -171,6 +171,8 @@ class Publisher:
 
     def __init__(self, config: Config, ledger: Ledger) -> None:
         self.config = config
+        # What the feeds were last rendered from (see _publish_feeds).
+        self._feeds_rendered: object = None
         self.site = config.site
         self.sitemap = config.sitemap
         self.ledger = ledger
@@ -270,7 +272,16 @@ class Publisher:
             return set()
         pages = feed_pages(self.ledger, feed, now)
         fallback = self.ledger.newest_lastmod() or _EPOCH
-        names: set[str] = set()
+        names = {
+            part_name(first, number)
+            for first in (feed.atom, feed.rss)
+            for number in range(1, len(pages) + 1)
+        }
+        # Rendering through feedgen is most of a publish; the same input gives the same
+        # bytes, so files that are still as published need no new render.
+        key = (tuple(map(tuple, pages)), fallback, feed, self.config.websub.hubs)
+        if key == self._feeds_rendered and all(self._intact(name) for name in names):
+            return names
         for first, first_url, render in (
             (feed.atom, feed.atom_url, atom),
             (feed.rss, feed.rss_url, rss),
@@ -290,9 +301,8 @@ class Publisher:
                     last_url=urls[-1] if len(pages) > 1 else None,
                     subtitle=feed.subtitle,
                 )
-                name = part_name(first, number)
-                self._write(name, render(page), written, report)
-                names.add(name)
+                self._write(part_name(first, number), render(page), written, report)
+        self._feeds_rendered = key
         return names
 
     def _intact(self, name: str, record: tuple[str, int, int | None] | None = None) -> bool:
