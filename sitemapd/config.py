@@ -142,8 +142,8 @@ class DirectorySource:
     poll_interval: float = 2.0
     # Language of pages that do not say (<html lang>), for the news sitemap and hreflang.
     language: str | None = None
-    # Which pages are news articles: "auto" (those that say so: JSON-LD *Article,
-    # og:type article, article:published_time), "all", or "none".
+    # Which pages are news articles: "auto" (those that say so: JSON-LD *Article or
+    # og:type article; article:published_time only dates them), "all", or "none".
     articles: str = "auto"
     # Where a page's main images are (a simple CSS selector), for image:image entries.
     content_selector: str | None = None
@@ -482,6 +482,15 @@ def _indexnow(table: _Table, site: SiteConfig) -> IndexNowConfig:
     key = table.required_text("key")
     if not _INDEXNOW_KEY.fullmatch(key):
         raise table.error("key", "must be 8 to 128 characters of a-z, A-Z, 0-9 and '-'")
+    # Engines accept only URLs under the key file's folder: a key among the sitemaps in
+    # a sub-folder would cover none of the pages.
+    if "key_location" not in table.data and site.output_url != site.origin.root:
+        raise table.error(
+            "key_location",
+            f"is required when output_url is not the site root: IndexNow accepts only URLs "
+            f"under the key file's folder, so serve {key}.txt at {site.origin.root} "
+            "(and set key_file = false unless output_dir is served there)",
+        )
     config = IndexNowConfig(
         key=key,
         endpoint=table.web_url("endpoint", "https://api.indexnow.org/indexnow"),

@@ -592,6 +592,8 @@ class _Apply:
             (name, id_) for id_, name in self.conn.execute("SELECT id, name FROM sources")
         )
         self.bulk = False
+        # Bulk runs: loc -> the last row id inserted before a Gone for it.
+        self.bulk_gone: dict[str, int] = {}
 
     def source_id(self, name: str) -> int:
         """Return the id of source `name`, registering it on first use."""
@@ -753,9 +755,22 @@ class _Apply:
             present = [item for item in chunk if isinstance(item, Observation | Seen | Gone)]
             self.observed.update(item.source for item in present)
             if self.bulk:
-                self._insert([self._new_row(o) for o in present if isinstance(o, Observation)])
+                self._consume_bulk(present)
             else:
                 self._update_chunk(present)
+
+    def _consume_bulk(self, items: list[Observation | Seen | Gone]) -> None:
+        """Insert new rows, noting for each Gone how far the rows inserted before it go."""
+        run: list[Observation] = []
+        for item in items:
+            if isinstance(item, Observation):
+                run.append(item)
+            elif isinstance(item, Gone):
+                self._insert([self._new_row(o) for o in run])
+                run = []
+                (last,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
+                self.bulk_gone[item.loc] = last
+        self._insert([self._new_row(o) for o in run])
 
     def _insert(self, rows: list[tuple[Any, ...]]) -> None:
         """Insert rows made by `_new_row`."""
@@ -866,6 +881,18 @@ class _Apply:
             _create_url_indexes(self.conn)
             # `_new_row` counted the duplicates too.
             self.changes.new = sum(state.url_count for state in self.shards.states.values())
+        # A URL deleted later in the same first run (a change log replaying a create and a
+        # delete) was never published: it leaves no row.
+        for loc, upto in self.bulk_gone.items():
+            row = self.conn.execute(
+                "SELECT id, status, shard, entry_bytes FROM urls WHERE loc = ?", (loc,)
+            ).fetchone()
+            if row is not None and row[0] <= upto:
+                if row[2] is not None:
+                    self.shards.remove(row[2], row[3])
+                if row[1] == LIVE:
+                    self.changes.new -= 1
+                self.conn.execute("DELETE FROM urls WHERE id = ?", (row[0],))
         self.conn.execute(
             "INSERT INTO journal (url_id, kind, at) SELECT id, ?, ? FROM urls "
             "WHERE status = ? ORDER BY id",

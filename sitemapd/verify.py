@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
-import time
 from pathlib import Path
 
 from lxml import etree
@@ -153,7 +152,8 @@ def _verify_news(path: Path, config: Config) -> list[str]:
     problems = []
     if len(items) > MAX_NEWS_ITEMS:
         problems.append(f"{path}: holds {len(items)} news items (limit {MAX_NEWS_ITEMS})")
-    oldest = w3c.format_epoch(time.time() - MAX_NEWS_AGE)
+    max_age = config.news.max_age if config.news else MAX_NEWS_AGE
+    oldest = w3c.format_epoch(w3c.to_epoch(w3c.now()) - max_age)
     for item in items:
         loc = item.findtext(f"{NS}loc") or ""
         news = item.find(f"{NEWS}news")
@@ -164,7 +164,7 @@ def _verify_news(path: Path, config: Config) -> list[str]:
         date = item.findtext(f"{NEWS}news/{NEWS}publication_date") or ""
         try:
             if w3c.parse(date) < oldest:
-                problems.append(f"{path}: {loc}: published {date}, more than two days ago")
+                problems.append(f"{path}: {loc}: published {date}, older than news.max_age")
         except ValueError:
             problems.append(f"{path}: {loc}: publication_date {date!r} is not a W3C datetime")
     return problems

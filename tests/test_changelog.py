@@ -294,3 +294,19 @@ def test_reconcile_query_removes_what_the_log_missed(tmp_path: Path) -> None:
     conn.close()
     site.build()
     assert set(published(site.out)) == locs("a", "c")
+
+
+def test_a_first_build_replaying_a_create_and_a_delete_publishes_neither(tmp_path: Path) -> None:
+    database = _sqlite_database(tmp_path / "cms.db")
+    database.add("hello")
+    with sqlite3.connect(tmp_path / "cms.db") as conn:
+        conn.execute("UPDATE articles SET slug = 'hello-world' WHERE slug = 'hello'")
+    conn.close()
+    database.add("kept")
+    database.delete("kept")
+    database.add("kept")
+    site = changelog_site(tmp_path, database.dsn)
+    site.build()
+    assert set(published(site.out)) == locs("hello-world", "kept")
+    report = json.loads(site.cli("status", "--json").stdout)
+    assert report["urls"]["live"] == 2

@@ -202,6 +202,15 @@ CASES = [
         "unknown key",
     ),
     (
+        "indexnow-key-below-root",
+        doc(
+            site=SITE + 'output_url = "https://example.com/sitemaps/"\n',
+            top='[indexnow]\nkey = "0123456789abcdef"\n',
+        ),
+        "indexnow.key_location",
+        "is required when output_url is not the site root",
+    ),
+    (
         "only-an-access-log",
         doc(source='type = "accesslog"\npath = "access.log"\n'),
         "source",

@@ -20,7 +20,7 @@ CREATE TABLE IF NOT EXISTS {table} (
     op text NOT NULL DEFAULT 'upsert' CHECK (op IN ('upsert', 'delete')),
     changed_at timestamptz NOT NULL DEFAULT now(),
     txid xid8 NOT NULL DEFAULT pg_current_xact_id()
-    -- Optional facts for feeds and the news sitemap (map them with meta_columns):
+    -- Optional facts for feeds and the news sitemap (map them in [source.columns]):
     -- , title text
     -- , published timestamptz
     -- , language text
@@ -64,7 +64,7 @@ CREATE TABLE IF NOT EXISTS {table} (
     url TEXT NOT NULL,                          -- path ("/news/a-story") or absolute URL
     op TEXT NOT NULL DEFAULT 'upsert' CHECK (op IN ('upsert', 'delete')),
     changed_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
-    -- Optional facts for feeds and the news sitemap (map them with meta_columns):
+    -- Optional facts for feeds and the news sitemap (map them in [source.columns]):
     -- , title TEXT
     -- , published TEXT                         -- ISO 8601; without a zone it means UTC
     -- , language TEXT
