@@ -83,6 +83,10 @@ class RunningDaemon:
         with self._lock:
             return sum(bool(PUBLISH.search(line)) for line in self.lines)
 
+    def wait_for_publishes(self, count: int, timeout: float = 30.0) -> None:
+        """Wait until `count` publishes are logged: files appear before the log line."""
+        self.wait_until(lambda: self.publishes() >= count, timeout, f"{count} publishes")
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)

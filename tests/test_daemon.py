@@ -63,6 +63,7 @@ def test_each_kind_of_event_ends_in_the_right_sitemap(watched: Site, daemons: li
 
     # A change to one page moves its lastmod only.
     before = published(site.out)
+    count = daemon.publishes()
     time.sleep(1.1)  # lastmods have one-second resolution
     (site.root / "a.html").write_text(page("A", "changed"))
     daemon.wait_until(
@@ -71,6 +72,7 @@ def test_each_kind_of_event_ends_in_the_right_sitemap(watched: Site, daemons: li
             != before["https://example.com/a.html"]
         )
     )
+    daemon.wait_for_publishes(count + 1)
     after = published(site.out)
     assert {k: v for k, v in after.items() if not k.endswith("a.html")} == {
         k: v for k, v in before.items() if not k.endswith("a.html")
@@ -162,6 +164,7 @@ def test_output_inside_the_watched_root_causes_no_publish_loop(site: Site, daemo
     site.write("index.html", page("Home"))
     daemon = run(site, daemons)
     daemon.wait_for_urls(u(""))
+    daemon.wait_for_publishes(1)
     count = daemon.publishes()
     time.sleep(10)
     assert daemon.publishes() == count
