@@ -388,6 +388,10 @@ class Daemon:
         if self.writer.is_alive():
             self.writer.join()
         self.courier.stop()
+        # Outcomes that arrived after the writer's last look are recorded now: left
+        # unrecorded, the next start would send them a second time.
+        with self.engine_lock:
+            self._settle()
         logging.getLogger("watchdog.observers.inotify_c").removeHandler(self._overflow)
         if self.sidecar is not None:
             self.sidecar.stop()
@@ -493,13 +497,19 @@ class Daemon:
 
     def _notify(self) -> None:
         """Record finished notifications and hand the courier what is owed (writer only)."""
+        self._settle()
         ledger = self.engine.ledger
-        results = self.courier.results()
-        for delivery, outcome in results:
-            self.metrics.notifications.labels(delivery.kind, outcome.kind).inc()
-        outbox.settle(ledger, results)
         self.key_rejected = ledger.cursor(outbox.KEY_REJECTED) or None
         self.courier.offer(outbox.pending(ledger, self.config))
+
+    def _settle(self) -> None:
+        """Record the outcomes the courier has finished, if any (under the engine lock)."""
+        results = self.courier.results()
+        if not results:
+            return
+        for delivery, outcome in results:
+            self.metrics.notifications.labels(delivery.kind, outcome.kind).inc()
+        outbox.settle(self.engine.ledger, results)
 
     def _served(self, name: str, status: int, user_agent: str) -> None:
         """Note a feed the sidecar served, when a crawler fetched it (sidecar threads)."""

@@ -28,6 +28,7 @@ WEBSUB = "websub"
 # Why IndexNow refused the key (403), until a request succeeds again.
 KEY_REJECTED = "indexnow_key_rejected"
 _MAX_BACKOFF = 3600.0
+_MAX_RETRY_AFTER = 86400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,9 +187,15 @@ class Courier:
             self._cond.notify_all()
 
     def results(self) -> list[tuple[Delivery, Outcome]]:
-        """Take the outcomes of finished deliveries (sent or refused)."""
+        """Take the outcomes of finished deliveries (sent or refused).
+
+        A delivery counts as in flight until its outcome is taken: until then the ledger
+        still owes it, and `offer()` must not queue it a second time.
+        """
         with self._cond:
             taken, self._results = self._results, []
+            for delivery, _ in taken:
+                self._keys.discard(delivery.key)
             return taken
 
     def waiting(self) -> int:
@@ -212,7 +219,8 @@ class Courier:
                     due.attempts += 1
                     delay = min(5.0 * 2 ** (due.attempts - 1), _MAX_BACKOFF)
                     if outcome.retry_after is not None:
-                        delay = max(delay, min(outcome.retry_after, _MAX_BACKOFF))
+                        # The server's word wins over our own ceiling, within reason.
+                        delay = max(delay, min(outcome.retry_after, _MAX_RETRY_AFTER))
                     log.warning("%s: %s; retrying in %.0fs", target, outcome.detail, delay)
                     self.failing[target] = outcome.detail
                     due.at = time.monotonic() + delay
@@ -220,6 +228,5 @@ class Courier:
                     continue
                 self.failing.pop(target, None)
                 self.sent += 1
-                self._keys.discard(due.delivery.key)
                 self._results.append((due.delivery, outcome))
             self._on_result()
