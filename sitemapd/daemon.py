@@ -22,6 +22,7 @@ from .changelog import notifies
 from .config import AccessLogSource, ChangelogSource, Config, DirectorySource, UrlListSource
 from .engine import BuildResult, Engine
 from .errors import ConfigError, SitemapdError
+from .feedwindow import feed_file_page
 from .metrics import Metrics
 from .outbox import Courier
 from .sidecar import Sidecar
@@ -190,7 +191,7 @@ class Daemon:
         self._overflow = _OverflowListener(self)
         self._listeners: dict[str, threading.Thread] = {}
         # Feed fetches the sidecar served to crawlers, waiting for the writer.
-        self._fetches: dict[str, str] = {}
+        self._fetches: dict[tuple[str, int], str] = {}
         self._fetches_lock = threading.Lock()
 
     # Lifecycle ---------------------------------------------------------------------
@@ -516,12 +517,11 @@ class Daemon:
         feed = self.config.feed
         if feed is None or not (200 <= status < 300 or status == 304):
             return
-        if name != feed.atom and name != feed.rss:
-            return
+        page = feed_file_page(feed, name)
         crawler = crawler_of(user_agent, self.config.crawlers)
-        if crawler is not None:
+        if page is not None and crawler is not None:
             with self._fetches_lock:
-                self._fetches[crawler] = w3c.now()
+                self._fetches[crawler, page] = w3c.now()
             self.queue.add_task(REFRESH)
 
     def _take_fetches(self) -> None:

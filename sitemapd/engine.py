@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
-from urllib.parse import urlsplit
 
 from . import robots, sources, w3c
 from .changelog import Reader, open_reader
 from .config import AccessLogSource, ChangelogSource, Config, ContentSource, DirectorySource
 from .errors import InvalidURL, SourceError
+from .feedwindow import feed_page_of
 from .ledger import ALLOW_ALL, ChangeSet, Ledger, RobotsRules
 from .observation import Item
 from .publish import Publisher, PublishReport
@@ -89,12 +90,13 @@ class Engine:
         crawler fetched a feed (its window may move). Raises SourceError."""
         fetched = False
         feed = self.config.feed
-        targets = {urlsplit(url).path for url in (feed.atom_url, feed.rss_url)} if feed else set()
         name = f"accesslog:{source.name}"
         cursor = self.ledger.cursor(name)
         while True:
             chunk = accesslog.read_new(source.path, cursor)
-            facts = accesslog.crawl_facts(chunk.hits, self.config.crawlers, targets)
+            facts = accesslog.crawl_facts(
+                chunk.hits, self.config.crawlers, functools.partial(feed_page_of, feed)
+            )
             answers = []
             for target, (status, crawler, at) in facts.answers.items():
                 try:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlite_utils import Database
 
@@ -95,6 +95,17 @@ class ChangeSet:
             sorted(set(self.dirty_shards) | set(later.dirty_shards)),
             self.empty_scans + later.empty_scans,
         )
+
+
+class FeedPageRange(NamedTuple):
+    """A feed page beyond the first: the latest changes with a journal seq in
+    `(low_seq, high_seq]`, opened at `opened_at`, last given entries at `filled_at`."""
+
+    number: int
+    low_seq: int
+    high_seq: int
+    opened_at: str
+    filled_at: str
 
 
 @dataclass(slots=True)
@@ -223,8 +234,17 @@ def _migrate_v3(db: Database) -> None:
     db.conn.execute(
         "CREATE INDEX IF NOT EXISTS urls_published ON urls (published) WHERE article = 1"
     )
-    # The last successful fetch of a feed per crawler, and what crawlers got for URLs.
-    db.table("crawls").create({"crawler": str, "fetched_at": str}, pk="crawler")
+    # The last successful fetch of each feed page per crawler (page 1 is the feed itself),
+    # and what crawlers got for URLs.
+    db.table("crawls").create(
+        {"crawler": str, "page": int, "fetched_at": str}, pk=("crawler", "page")
+    )
+    # Feed pages beyond the first: the journal seqs `(low_seq, high_seq]` whose entries
+    # each holds, when it was opened and when it last took entries in.
+    db.table("feed_pages").create(
+        {"number": int, "low_seq": int, "high_seq": int, "opened_at": str, "filled_at": str},
+        pk="number",
+    )
     db.table("crawl_answers").create(
         {"loc": str, "status": int, "crawler": str, "at": str}, pk="loc"
     )
@@ -414,9 +434,17 @@ class Ledger:
             (after_seq, upto_seq, limit),
         ).fetchall()
 
-    def crawler_fetches(self) -> dict[str, str]:
-        """Return `{crawler: time of its last successful feed fetch}`."""
-        return dict(self.conn.execute("SELECT crawler, fetched_at FROM crawls"))
+    def crawler_fetches(self) -> dict[tuple[str, int], str]:
+        """Return `{(crawler, feed page): time of its last successful fetch}`."""
+        rows = self.conn.execute("SELECT crawler, page, fetched_at FROM crawls")
+        return {(crawler, page): at for crawler, page, at in rows}
+
+    def feed_pages(self) -> list[FeedPageRange]:
+        """Return the feed pages beyond the first, oldest first."""
+        rows = self.conn.execute(
+            "SELECT number, low_seq, high_seq, opened_at, filled_at FROM feed_pages ORDER BY number"
+        )
+        return [FeedPageRange(*row) for row in rows]
 
     def index_rows(self) -> list[tuple[int, str]]:
         """Return `(id, lastmod)` of every non-empty shard, in id order."""
@@ -441,6 +469,16 @@ class Ledger:
 
     # -- writes --------------------------------------------------------------------
 
+    def save_feed_pages(self, pages: Iterable[FeedPageRange]) -> None:
+        """Replace the recorded feed pages beyond the first with `pages`."""
+        with self._transaction():
+            self.conn.execute("DELETE FROM feed_pages")
+            self.conn.executemany(
+                "INSERT INTO feed_pages (number, low_seq, high_seq, opened_at, filled_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                pages,
+            )
+
     def set_cursor(self, name: str, value: str) -> None:
         """Store cursor `name` on its own (cursors of sources commit with `apply`)."""
         with self._transaction():
@@ -450,18 +488,19 @@ class Ledger:
 
     def record_crawls(
         self,
-        fetches: Mapping[str, str],
+        fetches: Mapping[tuple[str, int], str],
         answers: Iterable[tuple[str, int, str, str]],
         cursors: Mapping[str, str],
     ) -> None:
-        """Record feed fetches per crawler and `(loc, status, crawler, at)` answers, with the
-        access log cursors, in one transaction; a 2xx/304 answer clears a URL's record."""
+        """Record feed page fetches per crawler and `(loc, status, crawler, at)` answers, with
+        the access log cursors, in one transaction; a 2xx/304 answer clears a URL's record."""
         answers = list(answers)
         with self._transaction():
             self.conn.executemany(
-                "INSERT INTO crawls (crawler, fetched_at) VALUES (?, ?) ON CONFLICT (crawler) "
+                "INSERT INTO crawls (crawler, page, fetched_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (crawler, page) "
                 "DO UPDATE SET fetched_at = max(fetched_at, excluded.fetched_at)",
-                sorted(fetches.items()),
+                sorted((crawler, page, at) for (crawler, page), at in fetches.items()),
             )
             self.conn.executemany(
                 "DELETE FROM crawl_answers WHERE loc = ?",

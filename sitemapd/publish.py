@@ -23,6 +23,7 @@ from .errors import PublishError
 from .feedwindow import feed_pages
 from .ledger import Ledger
 from .notify import indexnow
+from .parts import part_name, part_number, part_url
 from .render.feeds import FeedPage, atom, rss
 from .render.news import MAX_NEWS_ITEMS, NewsItem, news_language, news_urlset
 from .render.sitemap import sitemap_index, urlset
@@ -120,13 +121,13 @@ class OutputNames:
             name == self.index
             or name == self.key_file
             or self.is_shard(name)
-            or any(name == first or _is_part(name, first) for first in self._paged)
+            or any(part_number(first, name) is not None for first in self._paged)
         )
 
     def is_news(self, name: str) -> bool:
         """True when `name` is one of the site's news sitemaps."""
         first = self._paged[0] if self._news else None
-        return first is not None and (name == first or _is_part(name, first))
+        return first is not None and part_number(first, name) is not None
 
     def is_shard(self, name: str) -> bool:
         """True when `name` is a shard file of this site, compressed or not."""
@@ -147,21 +148,6 @@ def _paged_names(config: Config) -> list[str]:
     ]
 
 
-def part_name(first: str, number: int) -> str:
-    """Return the name of part `number` (from 1) of a file whose first part is `first`."""
-    return first if number == 1 else f"{first.removesuffix('.xml')}-{number}.xml"
-
-
-def _is_part(name: str, first: str) -> bool:
-    stem = first.removesuffix(".xml")
-    return re.fullmatch(rf"{re.escape(stem)}-[1-9]\d*\.xml", name) is not None
-
-
-def _part_url(first_url: str, name: str) -> str:
-    """Return the URL of file `name` beside the file at `first_url`."""
-    return first_url.rsplit("/", 1)[0] + "/" + name
-
-
 # The feeds' `updated` when no URL has ever been published.
 _EPOCH = "1970-01-01T00:00:00+00:00"
 
@@ -171,8 +157,8 @@ class Publisher:
 
     def __init__(self, config: Config, ledger: Ledger) -> None:
         self.config = config
-        # What the feeds were last rendered from (see _publish_feeds).
-        self._feeds_rendered: object = None
+        # What each feed file was last rendered from (see _publish_feeds).
+        self._feeds_rendered: dict[str, FeedPage] = {}
         self.site = config.site
         self.sitemap = config.sitemap
         self.ledger = ledger
@@ -266,43 +252,42 @@ class Publisher:
     def _publish_feeds(
         self, now: str, written: dict[str, tuple[str, int, int]], report: PublishReport
     ) -> set[str]:
-        """Write the Atom and RSS feeds and their pages; return the names written."""
+        """Write the Atom and RSS feeds and their later pages; return the names written."""
         feed = self.config.feed
         if feed is None:
             return set()
-        pages = feed_pages(self.ledger, feed, now)
+        crawlers = [name for name, _ in self.config.crawlers]
+        pages = feed_pages(self.ledger, feed, crawlers, now)
         fallback = self.ledger.newest_lastmod() or _EPOCH
-        names = {
-            part_name(first, number)
-            for first in (feed.atom, feed.rss)
-            for number in range(1, len(pages) + 1)
-        }
-        # Rendering through feedgen is most of a publish; the same input gives the same
-        # bytes, so files that are still as published need no new render.
-        key = (tuple(map(tuple, pages)), fallback, feed, self.config.websub.hubs)
-        if key == self._feeds_rendered and all(self._intact(name) for name in names):
-            return names
+        names: set[str] = set()
         for first, first_url, render in (
             (feed.atom, feed.atom_url, atom),
             (feed.rss, feed.rss_url, rss),
         ):
-            urls = [_part_url(first_url, part_name(first, n)) for n in range(1, len(pages) + 1)]
-            for number, entries in enumerate(pages, start=1):
+            urls = [part_url(first_url, part_name(first, number)) for number, _ in pages]
+            paged = len(pages) > 1
+            for at, (number, entries) in enumerate(pages):
                 page = FeedPage(
                     title=feed.title,
-                    self_url=urls[number - 1],
+                    self_url=urls[at],
                     site_url=self.site.origin.root,
                     entries=entries,
                     updated=max((e.updated for e in entries), default=fallback),
                     hubs=self.config.websub.hubs,
-                    first_url=urls[0] if len(pages) > 1 else None,
-                    next_url=urls[number] if number < len(pages) else None,
-                    previous_url=urls[number - 2] if number > 1 else None,
-                    last_url=urls[-1] if len(pages) > 1 else None,
+                    first_url=urls[0] if paged else None,
+                    next_url=urls[at + 1] if at + 1 < len(urls) else None,
+                    previous_url=urls[at - 1] if at else None,
+                    last_url=urls[-1] if paged else None,
                     subtitle=feed.subtitle,
                 )
-                self._write(part_name(first, number), render(page), written, report)
-        self._feeds_rendered = key
+                name = part_name(first, number)
+                names.add(name)
+                # Rendering through feedgen is most of a publish; the same page gives the
+                # same bytes, so a file still as published needs no new render.
+                if self._feeds_rendered.get(name) == page and self._intact(name):
+                    continue
+                self._write(name, render(page), written, report)
+                self._feeds_rendered[name] = page
         return names
 
     def _intact(self, name: str, record: tuple[str, int, int | None] | None = None) -> bool:

@@ -47,7 +47,8 @@ class _Server(ThreadingHTTPServer):
     metrics: Metrics
     # Only files sitemapd writes are served, never whatever else shares the folder.
     is_output: Callable[[str], bool]
-    # Told of every file served (name, status, User-Agent): crawler fetches of feeds.
+    # Told of every file a GET received in full (name, status, User-Agent): crawler
+    # fetches of feeds.
     on_served: Callable[[str, int, str], None]
 
     def handle_error(self, request: object, client_address: object) -> None:
@@ -119,13 +120,13 @@ class _Handler(BaseHTTPRequestHandler):
             modified = email.utils.formatdate(st.st_mtime, usegmt=True)
             agent = self.headers.get("User-Agent", "")
             if self._not_modified(etag, st.st_mtime):
-                self.server.on_served(name, HTTPStatus.NOT_MODIFIED, agent)
                 self.send_response(HTTPStatus.NOT_MODIFIED)
                 self.send_header("ETag", etag)
                 self.send_header("Last-Modified", modified)
                 self.end_headers()
+                if not head:
+                    self.server.on_served(name, HTTPStatus.NOT_MODIFIED, agent)
                 return
-            self.server.on_served(name, HTTPStatus.OK, agent)
             self.send_response(HTTPStatus.OK)
             self.send_header(
                 "Content-Type", _TYPES.get(Path(name).suffix, "application/octet-stream")
@@ -136,6 +137,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             if not head:
                 shutil.copyfileobj(handle, self.wfile, 256 * 1024)
+                # Only a complete answer to a GET gave the client the entries.
+                self.server.on_served(name, HTTPStatus.OK, agent)
 
     def _not_modified(self, etag: str, mtime: float) -> bool:
         match = self.headers.get("If-None-Match")

@@ -68,7 +68,10 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
     return {
         "crawl_problems": crawl_problems(conn),
         "hreflang_problems": hreflang_problems(conn),
-        "crawlers": dict(conn.execute("SELECT crawler, fetched_at FROM crawls ORDER BY crawler")),
+        "crawlers": dict(
+            conn.execute("SELECT crawler, fetched_at FROM crawls WHERE page = 1 ORDER BY crawler")
+        ),
+        "feed_later_pages": conn.execute("SELECT count(*) FROM feed_pages").fetchone()[0],
         "notifications": {
             "indexnow_key_rejected": cursors.get("indexnow_key_rejected") or None,
             "indexnow_pending": _indexnow_pending(conn, cursors),
@@ -110,6 +113,8 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(
             "feed fetched: " + ", ".join(f"{c} {at}" for c, at in report["crawlers"].items())
         )
+    if report["feed_later_pages"]:
+        lines.append(f"feed pages:   {report['feed_later_pages'] + 1} (updates not yet fetched)")
     notes = report["notifications"]
     if notes["indexnow_pending"] is not None:
         lines.append(f"indexnow:     {notes['indexnow_pending']} changes waiting")

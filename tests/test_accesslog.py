@@ -7,6 +7,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -183,29 +184,42 @@ def hit(at: int, target: str, status: int, agent: str, method: str = "GET") -> H
     return Hit(f"2026-10-10T13:55:{at:02d}+00:00", method, target, status, agent)
 
 
+def pages(*paths: str) -> Callable[[str], int | None]:
+    """Return the feed page of a path: page 1 for each of `paths`, N for `-N.xml` beside."""
+    numbered = {path: 1 for path in paths}
+    for path in paths:
+        stem = path.removesuffix(".xml")
+        numbered |= {f"{stem}-{n}.xml": n for n in range(2, 5) if stem != path}
+    return numbered.get
+
+
 def test_feed_fetches_count_successful_crawler_gets_only() -> None:
-    feeds = {"/feeds/atom.xml", "/feeds/rss.xml"}
     facts = crawl_facts(
         [
             hit(1, "/feeds/atom.xml", 200, GOOGLEBOT),
-            hit(5, "/feeds/atom.xml?since=1", 304, BINGBOT, "HEAD"),
+            hit(5, "/feeds/atom.xml?since=1", 304, BINGBOT),
+            hit(6, "/feeds/atom.xml", 200, BINGBOT, "HEAD"),  # carries no entries
             hit(3, "/feeds/rss.xml", 200, GOOGLEBOT),  # logged late: older than the next
             hit(9, "/feeds/atom.xml", 404, GOOGLEBOT),
             hit(9, "/feeds/atom.xml", 200, BROWSER),
             hit(8, "/feeds/atom.xml", 200, BINGBOT, "POST"),
             hit(7, "/other.xml", 200, BINGBOT),
+            hit(4, "/feeds/rss-3.xml", 200, BINGBOT),
         ],
         CRAWLERS,
-        feeds,
+        pages("/feeds/atom.xml", "/feeds/rss.xml"),
     )
     assert facts.feed_fetches == {
-        "googlebot": "2026-10-10T13:55:03+00:00",
-        "bingbot": "2026-10-10T13:55:05+00:00",
+        ("googlebot", 1): "2026-10-10T13:55:03+00:00",
+        ("bingbot", 1): "2026-10-10T13:55:05+00:00",
+        ("bingbot", 3): "2026-10-10T13:55:04+00:00",
     }
 
 
 def test_failed_feed_fetch_alone_records_nothing() -> None:
-    facts = crawl_facts([hit(1, "/feeds/atom.xml", 404, GOOGLEBOT)], CRAWLERS, ["/feeds/atom.xml"])
+    facts = crawl_facts(
+        [hit(1, "/feeds/atom.xml", 404, GOOGLEBOT)], CRAWLERS, pages("/feeds/atom.xml")
+    )
     assert facts.feed_fetches == {}
     assert facts.answers == {"/feeds/atom.xml": (404, "googlebot", "2026-10-10T13:55:01+00:00")}
 
@@ -222,7 +236,7 @@ def test_answers_keep_the_last_crawler_status_per_target() -> None:
             hit(7, "/d", 200, BROWSER),
         ],
         CRAWLERS,
-        (),
+        pages(),
     )
     assert facts.answers == {
         "/a": (200, "bingbot", "2026-10-10T13:55:02+00:00"),
@@ -240,11 +254,11 @@ def test_custom_crawler_patterns() -> None:
             hit(3, "/feed", 200, GOOGLEBOT),
         ],
         crawlers,
-        ["/feed"],
+        pages("/feed"),
     )
     assert facts.feed_fetches == {
-        "yandex": "2026-10-10T13:55:01+00:00",
-        "apple": "2026-10-10T13:55:02+00:00",
+        ("yandex", 1): "2026-10-10T13:55:01+00:00",
+        ("apple", 1): "2026-10-10T13:55:02+00:00",
     }
     assert facts.answers == {"/feed": (200, "apple", "2026-10-10T13:55:02+00:00")}
 
@@ -258,10 +272,10 @@ def test_facts_from_a_real_log(tmp_path: Path) -> None:
         line(3, "/gone", 410, GOOGLEBOT),
         line(4, "/feeds/atom.xml", 200, BROWSER),
     )
-    facts = crawl_facts(read_new(log, None).hits, CRAWLERS, ["/feeds/atom.xml"])
+    facts = crawl_facts(read_new(log, None).hits, CRAWLERS, pages("/feeds/atom.xml"))
     assert facts.feed_fetches == {
-        "bingbot": "2026-09-21T14:13:21+00:00",
-        "googlebot": "2026-09-21T14:13:22+00:00",
+        ("bingbot", 1): "2026-09-21T14:13:21+00:00",
+        ("googlebot", 1): "2026-09-21T14:13:22+00:00",
     }
     assert facts.answers["/gone?n=3"] == (410, "googlebot", "2026-09-21T14:13:23+00:00")
 

@@ -107,6 +107,18 @@ BINGBOT = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.ht
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0"
 
 
+def feed_names(site: Site, first: str = "atom") -> list[str]:
+    """Return the feed's pages in link order: the feed itself, then each `rel="next"`."""
+    names = [f"{first}.xml"]
+    while "next" in (found := links(parsed(site.out / names[-1]))):
+        names.append(found["next"].rsplit("/", 1)[1])
+    return names
+
+
+def entries(site: Site, name: str) -> list[str]:
+    return [e.link.rsplit("/", 1)[1] for e in parsed(site.out / name).entries]
+
+
 def test_window_follows_the_oldest_crawler_fetch_and_pages_instead_of_dropping(
     site: Site,
 ) -> None:
@@ -133,23 +145,27 @@ def test_window_follows_the_oldest_crawler_fetch_and_pages_instead_of_dropping(
         site.write(f"p{n}.html", page(f"P{n}", "v2"))
     build_at(site, at(3))
 
-    # Seven updates since bingbot's fetch at 00:30, three per page: 3 + 3 + 1.
-    pages = ["atom.xml", "atom-2.xml", "atom-3.xml"]
+    # Seven updates since bingbot's fetch at 00:30, at most three a page. Later pages are
+    # numbered as they open (the oldest updates first) and linked newest first.
+    pages = feed_names(site)
+    assert pages == ["atom.xml", "atom-3.xml", "atom-2.xml"]
+    assert [entries(site, name) for name in pages] == [
+        ["p7.html", "p6.html", "p5.html"],
+        ["p4.html"],
+        ["p3.html", "p2.html", "p1.html"],
+    ]
     feeds = [parsed(site.out / name) for name in pages]
-    assert [len(f.entries) for f in feeds] == [3, 3, 1]
-    order = [e.link.rsplit("/", 1)[1] for f in feeds for e in f.entries]
-    assert order == ["p7.html", "p6.html", "p5.html", "p4.html", "p3.html", "p2.html", "p1.html"]
-    assert links(feeds[0])["next"] == "https://example.com/atom-2.xml"
     assert links(feeds[1])["previous"] == "https://example.com/atom.xml"
-    assert links(feeds[1])["next"] == "https://example.com/atom-3.xml"
-    assert "next" not in links(feeds[2])
+    assert links(feeds[2])["first"] == "https://example.com/atom.xml"
+    assert links(feeds[0])["last"] == "https://example.com/atom-2.xml"
     for name in pages:
         ATOM_RNG.assertValid(etree.parse(str(site.out / name)))
-    rss_pages = [parsed(site.out / n) for n in ("rss.xml", "rss-2.xml", "rss-3.xml")]
-    assert [len(f.entries) for f in rss_pages] == [3, 3, 1]
+    assert feed_names(site, "rss") == ["rss.xml", "rss-3.xml", "rss-2.xml"]
+    assert [len(parsed(site.out / n).entries) for n in feed_names(site, "rss")] == [3, 1, 3]
 
     report = json.loads(site.cli("status", "--json").stdout)
     assert report["crawlers"] == {"bingbot": at(0, 30), "googlebot": at(2, 10)}
+    assert report["feed_later_pages"] == 2
     assert report["crawl_problems"] == [
         f"https://example.com/p9.html: googlebot got 404 at {at(2, 50)}"
     ]
@@ -157,26 +173,64 @@ def test_window_follows_the_oldest_crawler_fetch_and_pages_instead_of_dropping(
     assert verify.returncode == 1
     assert "https://example.com/p9.html: googlebot got 404" in verify.stdout
 
-    # Both crawlers fetched after the updates: one page, the pages beyond are removed.
+    # Both crawlers fetch the first page; then one more update. Entries never move
+    # between later pages: the update pushes p5 onto the newest later page, which has
+    # room, and the oldest page keeps its bytes.
     with log.open("a") as handle:
-        handle.write(log_line(at(3, 5), "/rss.xml", 200, BINGBOT))
-        handle.write(log_line(at(3, 5), "/atom.xml", 200, GOOGLEBOT))
-        handle.write(log_line(at(3, 6), "/p9.html", 200, GOOGLEBOT))
-    build_at(site, at(3, 10))
-    assert not (site.out / "atom-2.xml").exists()
-    assert not (site.out / "rss-3.xml").exists()
-    latest = parsed(site.out / "atom.xml")
-    assert [e.link.rsplit("/", 1)[1] for e in latest.entries] == ["p7.html", "p6.html", "p5.html"]
-    assert "next" not in links(latest)
+        handle.write(log_line(at(3, 25), "/rss.xml", 200, BINGBOT))
+        handle.write(log_line(at(3, 25), "/atom.xml", 200, GOOGLEBOT))
+        handle.write(log_line(at(3, 26), "/p9.html", 200, GOOGLEBOT))
+    oldest_page = (site.out / "atom-2.xml").read_bytes()
+    site.write("p8.html", page("P8", "v2"))
+    build_at(site, at(3, 30))
+    assert [entries(site, name) for name in feed_names(site)] == [
+        ["p8.html", "p7.html", "p6.html"],
+        ["p5.html", "p4.html"],
+        ["p3.html", "p2.html", "p1.html"],
+    ]
+    assert (site.out / "atom-2.xml").read_bytes() == oldest_page
     assert json.loads(site.cli("status", "--json").stdout)["crawl_problems"] == []
 
-    # A forged "Googlebot" fetch cannot shrink the window below min_window: the updates
-    # of the last hour stay.
+    # An hour on, the first page drops what both crawlers fetched there (p7, p6), but the
+    # later pages stay: no crawler has read them yet. A HEAD request reads nothing.
     with log.open("a") as handle:
-        handle.write(log_line(at(3, 20), "/atom.xml", 200, GOOGLEBOT))
-        handle.write(log_line(at(3, 20), "/atom.xml", 200, BINGBOT))
-    build_at(site, at(3, 30))
-    assert len(parsed(site.out / "atom.xml").entries) == 3
+        handle.write(log_line(at(4, 35), "/atom-2.xml", 200, GOOGLEBOT).replace("GET", "HEAD"))
+    build_at(site, at(4, 40))
+    assert [entries(site, name) for name in feed_names(site)] == [
+        ["p8.html"],
+        ["p5.html", "p4.html"],
+        ["p3.html", "p2.html", "p1.html"],
+    ]
+
+    # A page goes once every crawler has fetched it since it last took entries.
+    with log.open("a") as handle:
+        handle.write(log_line(at(4, 45), "/rss-3.xml", 200, BINGBOT))
+        handle.write(log_line(at(4, 45), "/rss-2.xml", 200, BINGBOT))
+        handle.write(log_line(at(4, 45), "/atom-3.xml", 200, GOOGLEBOT))
+    build_at(site, at(4, 50))
+    assert feed_names(site) == ["atom.xml", "atom-2.xml"]
+    assert not (site.out / "atom-3.xml").exists()
+    assert not (site.out / "rss-3.xml").exists()
+    with log.open("a") as handle:
+        handle.write(log_line(at(4, 55), "/atom-2.xml?utm=x", 304, GOOGLEBOT))
+    build_at(site, at(5))
+    assert feed_names(site) == ["atom.xml"]
+    assert feed_names(site, "rss") == ["rss.xml"]
+    assert not (site.out / "atom-2.xml").exists()
+    assert json.loads(site.cli("status", "--json").stdout)["feed_later_pages"] == 0
+
+    # Forged "crawler" fetches of every page cannot drop the updates of the last hour (p8,
+    # which no crawler had fetched, moved to a later page with two of them).
+    for n in (0, 9, 1, 2, 3):
+        site.write(f"p{n}.html", page(f"P{n}", "v3"))
+    build_at(site, at(5, 10))
+    with log.open("a") as handle:
+        for name in ("/atom.xml", "/atom-4.xml", "/rss.xml", "/rss-4.xml"):
+            handle.write(log_line(at(5, 15), name, 200, GOOGLEBOT))
+            handle.write(log_line(at(5, 15), name, 200, BINGBOT))
+    build_at(site, at(5, 20))
+    listed = [loc for name in feed_names(site) for loc in entries(site, name)]
+    assert sorted(listed) == ["p0.html", "p1.html", "p2.html", "p3.html", "p8.html", "p9.html"]
 
 
 def test_rotated_access_log_keeps_counting(site: Site) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -76,8 +76,8 @@ class Chunk:
 class CrawlFacts:
     """What a chunk of hits says about crawlers."""
 
-    # crawler -> newest `at` of a successful (2xx or 304) GET/HEAD of a feed target
-    feed_fetches: dict[str, str]
+    # (crawler, feed page) -> newest `at` of a successful (2xx or 304) GET of it
+    feed_fetches: dict[tuple[str, int], str]
     # target -> (status, crawler, at) of the last crawler GET/HEAD of it
     answers: dict[str, tuple[int, str, str]]
 
@@ -167,12 +167,12 @@ def crawler_of(user_agent: str, crawlers: Sequence[tuple[str, re.Pattern[str]]])
 def crawl_facts(
     hits: Iterable[Hit],
     crawlers: Sequence[tuple[str, re.Pattern[str]]],
-    feed_targets: Collection[str],
+    feed_page: Callable[[str], int | None],
 ) -> CrawlFacts:
-    """Return the feed fetches and the last answers to crawlers among `hits`, in log order."""
-    feeds = frozenset(feed_targets)
+    """Return the feed fetches and the last answers to crawlers among `hits`, in log order;
+    `feed_page` tells which feed page a target path is, if any."""
     known: dict[str, str | None] = {}  # a log holds few distinct User-Agents
-    fetches: dict[str, str] = {}
+    fetches: dict[tuple[str, int], str] = {}
     answers: dict[str, tuple[int, str, str]] = {}
     for hit in hits:
         if hit.method not in _PAGE_METHODS:
@@ -185,9 +185,12 @@ def crawl_facts(
         if crawler is None:
             continue
         answers[hit.target] = (hit.status, crawler, hit.at)
-        ok = 200 <= hit.status < 300 or hit.status == 304
-        if ok and hit.target.partition("?")[0] in feeds and hit.at > fetches.get(crawler, ""):
-            fetches[crawler] = hit.at
+        # A HEAD answer carries no entries: it is no fetch of the feed.
+        if hit.method != "GET" or not (200 <= hit.status < 300 or hit.status == 304):
+            continue
+        page = feed_page(hit.target.partition("?")[0])
+        if page is not None and hit.at > fetches.get((crawler, page), ""):
+            fetches[crawler, page] = hit.at
     return CrawlFacts(fetches, answers)
 
 
