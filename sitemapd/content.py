@@ -153,7 +153,7 @@ def read_page(data: bytes, content_selector: str | None = None) -> PageFacts:
     if tree is None:
         return PageFacts()
     facts, meta, images = _head_facts(tree)
-    published, headline, article = _json_ld(head if selector is None else data)
+    dates, headline, article = _json_ld(head if selector is None else data)
     if selector is not None:
         body = _parse(data)
         if body is not None:
@@ -161,7 +161,7 @@ def read_page(data: bytes, content_selector: str | None = None) -> PageFacts:
     # One PageFacts per page, built once: this runs for every page of a scan.
     return PageFacts(
         **facts,
-        published=published or _w3c(meta.get("article:published_time")),
+        published=_publication([*dates, meta.get("article:published_time")]),
         headline=headline or _text(meta.get("og:title")),
         article=article or meta.get("og:type", "").lower() == "article",
         images=tuple(dict.fromkeys(images))[:MAX_IMAGES],
@@ -223,11 +223,12 @@ def _head_facts(tree: etree._Element) -> tuple[dict[str, Any], dict[str, str], l
     return facts, meta, images
 
 
-def _json_ld(data: bytes) -> tuple[str | None, str | None, bool]:
-    """Return (datePublished, headline, found) of the page's schema.org articles."""
+def _json_ld(data: bytes) -> tuple[list[object], str | None, bool]:
+    """Return (every datePublished, headline, found) of the page's schema.org articles."""
     if b"ld+json" not in data:
-        return None, None, False
-    published = headline = None
+        return [], None, False
+    dates: list[object] = []
+    headline = None
     found = False
     for block in _LD_JSON.finditer(data):
         try:
@@ -238,9 +239,9 @@ def _json_ld(data: bytes) -> tuple[str | None, str | None, bool]:
             if not _is_article(node.get("@type")):
                 continue
             found = True
-            published = published or _w3c(node.get("datePublished"))
+            dates.append(node.get("datePublished"))
             headline = headline or _text(node.get("headline"))
-    return published, headline, found
+    return dates, headline, found
 
 
 def _ld_nodes(value: object, depth: int) -> Iterator[dict[str, object]]:
@@ -268,14 +269,17 @@ def _is_article(types: object) -> bool:
     return False
 
 
-def _w3c(value: object) -> str | None:
-    """Return `value` as a canonical W3C datetime, or None when it is not one with a zone."""
-    if not isinstance(value, str):
-        return None
-    try:
-        return w3c.parse(value)
-    except ValueError:
-        return None
+def _publication(candidates: list[object]) -> str | None:
+    """Return the first candidate that is a W3C datetime with a zone, else the first
+    date-time without one read as UTC (as change-log times are), else None."""
+    texts = [value for value in candidates if isinstance(value, str)]
+    for assume_utc in (False, True):
+        for text in texts:
+            try:
+                return w3c.parse(text, assume_utc=assume_utc)
+            except ValueError:
+                continue
+    return None
 
 
 def _text(value: object) -> str | None:

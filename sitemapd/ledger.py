@@ -30,6 +30,7 @@ NEW, UPDATED = "new", "updated"
 ROBOTS_REASON = "robots.txt"
 # The journal rows the first (bulk) build wrote: the site as it was, not updates.
 BASELINE_CURSOR = "journal_baseline"
+BASELINE_AT_CURSOR = "baseline_at"
 # Journal position of the last successful publish: nothing newer is announced.
 PUBLISHED_CURSOR = "published_seq"
 _CHUNK = 2000
@@ -386,11 +387,13 @@ class Ledger:
         (newest,) = self.conn.execute("SELECT max(lastmod) FROM shards").fetchone()
         return str(newest) if newest else None
 
-    def articles(self, since: str) -> list[tuple[str, str, str | None, str | None, str | None]]:
-        """Return `(loc, published, language, news title, title)` of live articles first
-        published at or after `since`, newest first."""
+    def articles(
+        self, since: str
+    ) -> list[tuple[str, str, str | None, str | None, str | None, str]]:
+        """Return `(loc, published, language, news title, title, lastmod)` of live articles
+        first published at or after `since`, newest first."""
         return self.conn.execute(
-            "SELECT loc, published, language, news_title, title FROM urls "
+            "SELECT loc, published, language, news_title, title, lastmod FROM urls "
             "WHERE article = 1 AND published >= ? AND status = ? ORDER BY published DESC, loc",
             (since, LIVE),
         ).fetchall()
@@ -631,6 +634,8 @@ class _Apply:
             (name, id_) for id_, name in self.conn.execute("SELECT id, name FROM sources")
         )
         self.bulk = False
+        # When the first (bulk) build ran: URLs first seen then were the site as it was.
+        self.baseline_at = ledger.cursor(BASELINE_AT_CURSOR)
         # Bulk runs: loc -> the last row id inserted before a Gone for it.
         self.bulk_gone: dict[str, int] = {}
 
@@ -675,15 +680,22 @@ class _Apply:
             obs.file_key,
             shard,
             size,
-            self._published(None, obs),
+            self._published(None, obs, live=reason is None, baseline=self.bulk),
             *_facts(obs),
         )
 
-    def _published(self, known: str | None, obs: Observation) -> str | None:
-        """Return an article's publication time: the first one seen, never moved by edits."""
-        if known is not None or obs.meta is None or not obs.meta.article:
+    def _published(
+        self, known: str | None, obs: Observation, live: bool, baseline: bool
+    ) -> str | None:
+        """Return an article's publication time: the first date seen once it is live (a
+        noindex draft's dates do not count), never moved by edits. An undated article is
+        dated when first seen live, unless it was there at the first build: an old page,
+        not news."""
+        if known is not None or not live or obs.meta is None or not obs.meta.article:
             return known
-        return min(obs.meta.published or self.now, self.now)
+        if obs.meta.published is not None:
+            return min(obs.meta.published, self.now)
+        return None if baseline else self.now
 
     def _observe(self, row: _Row, obs: Observation) -> None:
         """Update `row` for what `obs` says of it now."""
@@ -709,7 +721,9 @@ class _Apply:
         row.title = obs.title
         row.file_key = obs.file_key
         row.page_reason = obs.exclusion
-        row.published = self._published(row.published, obs)
+        reason = self._reason(row.loc, obs.exclusion)
+        baseline = row.first_seen == self.baseline_at
+        row.published = self._published(row.published, obs, reason is None, baseline)
         extra = row.extra
         row.language, row.news_title, row.article, row.alternates, row.extra = _facts(obs)
         if row.extra != extra:
@@ -717,7 +731,7 @@ class _Apply:
             if row.status == LIVE and row.shard is not None:
                 self.shards.resize(row.shard, size - row.entry_bytes)
             row.entry_bytes = size
-        self._set_status(row, self._reason(row.loc, obs.exclusion), old_lastmod, changed=changed)
+        self._set_status(row, reason, old_lastmod, changed=changed)
 
     def _set_status(
         self,
@@ -942,6 +956,10 @@ class _Apply:
             "INSERT OR REPLACE INTO cursors (name, value) "
             "SELECT ?, coalesce(max(seq), 0) FROM journal",
             (BASELINE_CURSOR,),
+        )
+        self.conn.execute(
+            "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
+            (BASELINE_AT_CURSOR, self.now),
         )
 
     def _recount_shards(self) -> None:

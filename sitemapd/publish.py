@@ -25,7 +25,7 @@ from .ledger import Ledger
 from .notify import indexnow
 from .parts import part_name, part_number, part_url
 from .render.feeds import FeedPage, atom, rss
-from .render.news import MAX_NEWS_ITEMS, NewsItem, news_language, news_urlset
+from .render.news import NewsItem, news_files, news_language, news_urlset
 from .render.sitemap import sitemap_index, urlset
 
 log = logging.getLogger(__name__)
@@ -129,6 +129,10 @@ class OutputNames:
         first = self._paged[0] if self._news else None
         return first is not None and part_number(first, name) is not None
 
+    def is_later_part(self, name: str) -> bool:
+        """True when `name` is a news file or feed page after the first (`-N.xml`)."""
+        return any((part_number(first, name) or 1) > 1 for first in self._paged)
+
     def is_shard(self, name: str) -> bool:
         """True when `name` is a shard file of this site, compressed or not."""
         return self._shard_file.match(name) is not None
@@ -209,7 +213,10 @@ class Publisher:
         # and its shards, news files and feed pages no longer needed).
         retired = [name for name in self.ledger.published_names() if name not in current]
         for path in sorted(self.out.iterdir()):
-            stale = self.names.is_shard(path.name) and path.name not in current
+            # Numbered files are swept even when the ledger has no record of them (a lost
+            # state folder, a crash before the record): left, they would be served stale.
+            numbered = self.names.is_shard(path.name) or self.names.is_later_part(path.name)
+            stale = numbered and path.name not in current
             if stale or path.name in retired:
                 path.unlink(missing_ok=True)
                 report.removed.append(path.name)
@@ -226,7 +233,9 @@ class Publisher:
         if news is None:
             return []
         since = w3c.format_epoch(w3c.to_epoch(now) - news.max_age)
-        items = [
+        articles = self.ledger.articles(since)
+        changed = {loc: max(published, lastmod) for loc, published, *_, lastmod in articles}
+        items = (
             NewsItem(
                 loc,
                 news.publication_name,
@@ -234,15 +243,15 @@ class Publisher:
                 published,
                 news_title or title or loc,
             )
-            for loc, published, language, news_title, title in self.ledger.articles(since)
-        ]
-        parts = [items[n : n + MAX_NEWS_ITEMS] for n in range(0, len(items), MAX_NEWS_ITEMS)]
+            for loc, published, language, news_title, title, _ in articles
+        )
         listed: list[tuple[str, str | None]] = []
-        for number, part in enumerate(parts, start=1):
+        for number, (document, part) in enumerate(news_files(items, self.sitemap.max_bytes), 1):
             name = part_name(news.file, number)
-            self._write(name, news_urlset(part).encode(), written, report)
-            listed.append((name, max(item.published for item in part)))
-        if not parts:
+            self._write(name, document.encode(), written, report)
+            # What moves a news file for a crawler: a new article or an edited one.
+            listed.append((name, max(changed[item.loc] for item in part)))
+        if not listed:
             # No article is recent: the first file stays, empty (crawlers that know it
             # read no items rather than an error), but the index names it only while it
             # has items: the sitemap schema wants at least one <url> in a document.

@@ -29,10 +29,11 @@ def now() -> str:
     return fixed if fixed else format_epoch(time.time())
 
 
-def parse(value: str) -> str:
+def parse(value: str, assume_utc: bool = False) -> str:
     """Return `value` (a W3C datetime: date, or date-time with a zone) in canonical form.
 
-    Raises ValueError for anything else, including a date-time without a time zone.
+    Raises ValueError for anything else, including a date-time without a time zone
+    unless `assume_utc` reads it as UTC.
     """
     value = value.strip()
     if _DATE_ONLY.match(value):
@@ -40,6 +41,8 @@ def parse(value: str) -> str:
     parsed = datetime.fromisoformat(value)  # also rejects impossible dates in canonical form
     if _CANONICAL.match(value):
         return value
+    if parsed.tzinfo is None and assume_utc:
+        parsed = parsed.replace(tzinfo=UTC)
     if parsed.tzinfo is None:
         raise ValueError(f"datetime without a time zone: {value!r}")
     return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")

@@ -107,13 +107,15 @@ def test_bad_json_ld_is_ignored_and_later_blocks_still_count() -> None:
     assert read_page(page(bad)) == read_page(page())
 
 
-def test_date_without_zone_is_ignored_in_favour_of_the_next_source() -> None:
+def test_date_without_zone_yields_to_one_with_a_zone_else_reads_as_utc() -> None:
     head = ld({"@type": "NewsArticle", "datePublished": "2026-11-20T10:00:00"}) + (
         '<meta property="article:published_time" content="2026-11-19T10:00:00-05:00">'
     )
     assert read_page(page(head)).published == "2026-11-19T15:00:00+00:00"
     zoneless = '<meta property="article:published_time" content="2026-11-19T10:00:00">'
-    assert read_page(page(zoneless)).published is None
+    assert read_page(page(zoneless)).published == "2026-11-19T10:00:00+00:00"
+    nonsense = '<meta property="article:published_time" content="last Tuesday">'
+    assert read_page(page(nonsense)).published is None
 
 
 def test_json_ld_wins_over_meta_and_non_articles_give_nothing() -> None:
@@ -347,6 +349,13 @@ def test_selector_parts() -> None:
         ("zh-TW", "zh-tw"),
         ("zh-HK", "zh-tw"),
         ("zh-Hant-CN", "zh-tw"),
+        ("cmn-Hant-TW", "zh-tw"),
+        ("cmn-Hans", "zh-cn"),
+        ("cmn", "zh-cn"),
+        ("yue-HK", "zh-tw"),
+        ("yue", "zh-tw"),
+        ("zh-yue", "zh-tw"),
+        ("zh-min-nan", "zh-cn"),
         (None, None),
         ("", None),
         ("english", None),

@@ -165,6 +165,33 @@ def test_the_clock_ages_items_out_rewriting_only_news_files(
     assert_all_valid(site.out)
 
 
+def test_news_files_split_by_bytes_and_stale_parts_go_even_unrecorded(
+    site: Site, clock: Callable[[str], None]
+) -> None:
+    import shutil
+
+    news_site(site, sitemap="max_bytes = 16384")
+    for n in range(40):
+        site.write(f"news/{n}.html", article(f"Story {n} " + "long headline " * 80, hours(-1)))
+    clock(T)
+    site.build()
+    names = [name for name in index_names(site.out) if name.startswith("news-sitemap")]
+    assert len(names) > 2
+    for name in names:
+        assert (site.out / name).stat().st_size <= 16384
+    assert len(news_items(site.out)) == 40
+    assert_all_valid(site.out)
+
+    # The ledger is lost and the site has fewer articles: files the new ledger never
+    # published still go once no index names them.
+    shutil.rmtree(site.base / "state")
+    for n in range(3, 40):
+        (site.root / "news" / f"{n}.html").unlink()
+    site.build()
+    assert sorted(p.name for p in site.out.glob("news-sitemap*")) == ["news-sitemap.xml"]
+    assert len(news_items(site.out)) == 3
+
+
 def test_an_edit_moves_lastmod_not_the_publication_date(
     site: Site, clock: Callable[[str], None]
 ) -> None:
@@ -180,6 +207,37 @@ def test_an_edit_moves_lastmod_not_the_publication_date(
     site.build()
     assert news_items(site.out)["https://example.com/news/a.html"] == (hours(-2), "A, updated")
     assert site.urls()["https://example.com/news/a.html"] == hours(1)
+
+
+def test_publication_dates_count_once_live_and_old_undated_pages_are_not_news(
+    site: Site, clock: Callable[[str], None]
+) -> None:
+    news_site(site)
+    noindex = '<meta name="robots" content="noindex">'
+    undated = (
+        '<html><head><meta property="og:type" content="article"><title>{0}</title></head>'
+        "<body>{0}</body></html>"
+    )
+    site.write("news/draft.html", article("Draft", hours(-30), head=noindex))
+    site.write("archive/old.html", undated.format("An old undated story"))
+    site.write("news/dated.html", article("Dated", hours(-1)))
+    clock(T)
+    site.build()
+    # The old undated page was there at the first build: its date is unknown, not "now".
+    assert set(news_items(site.out)) == {"https://example.com/news/dated.html"}
+
+    # The draft goes live a day later dated as it went live; an undated article appears.
+    clock(hours(24))
+    site.write("news/draft.html", article("Draft", hours(23)))
+    site.write("news/fresh.html", undated.format("Fresh"))
+    site.write("archive/old.html", undated.format("An old undated story, edited"))
+    site.build()
+    assert news_items(site.out) == {
+        "https://example.com/news/dated.html": (hours(-1), "Dated"),
+        "https://example.com/news/draft.html": (hours(23), "Draft"),
+        "https://example.com/news/fresh.html": (hours(24), "Fresh"),
+    }
+    assert_all_valid(site.out)
 
 
 def test_noindex_and_canonicalised_articles_are_in_no_news_file(

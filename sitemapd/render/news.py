@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import NamedTuple
 
@@ -30,7 +30,10 @@ _SUBTAG = re.compile(r"[a-z0-9]{1,8}\Z")
 _PRIMARY = re.compile(r"[a-z]{2,3}\Z")
 # ISO 639 codes that name no language: undetermined, multiple, none, uncoded.
 _NOT_A_LANGUAGE = {"und", "mul", "zxx", "mis"}
-_TRADITIONAL_REGIONS = {"tw", "hk", "mo"}
+# Regions, and Cantonese (`yue`, `zh-yue`), mostly written in Traditional characters.
+_TRADITIONAL = {"tw", "hk", "mo", "yue"}
+# ISO 639-3 languages of the Chinese macrolanguage.
+_CHINESE = {"cmn", "yue", "wuu", "hak", "nan", "gan", "hsn", "cdo", "cjy", "cpx", "czh", "czo"}
 
 
 class NewsItem(NamedTuple):
@@ -67,6 +70,26 @@ def news_urlset(items: Iterable[NewsItem]) -> str:
     return NEWS_HEAD + body + NEWS_TAIL
 
 
+def news_files(items: Iterable[NewsItem], max_bytes: int) -> Iterator[tuple[str, list[NewsItem]]]:
+    """Yield `(document, its items)` of news sitemaps holding `items` in order, each with
+    at most MAX_NEWS_ITEMS items and `max_bytes` bytes (an item alone may exceed it)."""
+    room = max_bytes - len(NEWS_HEAD) - len(NEWS_TAIL)
+    entries: list[str] = []
+    taken: list[NewsItem] = []
+    size = 0
+    for item in items:
+        entry = news_entry(item)
+        length = len(entry.encode())
+        if taken and (len(taken) == MAX_NEWS_ITEMS or size + length > room):
+            yield NEWS_HEAD + "".join(entries) + NEWS_TAIL, taken
+            entries, taken, size = [], [], 0
+        entries.append(entry)
+        taken.append(item)
+        size += length
+    if taken:
+        yield NEWS_HEAD + "".join(entries) + NEWS_TAIL, taken
+
+
 # Pages of a site share a handful of languages: each tag is worked out once.
 @functools.lru_cache(maxsize=1024)
 def news_language(tag: str | None) -> str | None:
@@ -78,12 +101,16 @@ def news_language(tag: str | None) -> str | None:
         return None
     if not all(_SUBTAG.match(subtag) for subtag in subtags):
         return None
+    if primary in _CHINESE:
+        # Mandarin, Cantonese, ... (ISO 639-3) are Chinese to Google News.
+        subtags.append(primary)
+        primary = "zh"
     if primary != "zh":
         return primary
     # Google knows only Simplified (zh-cn) and Traditional (zh-tw) Chinese; a script
-    # subtag says which outright, a region only implies it.
+    # subtag says which outright, a region or language only implies it.
     if "hans" in subtags:
         return "zh-cn"
-    if "hant" in subtags or _TRADITIONAL_REGIONS.intersection(subtags):
+    if "hant" in subtags or _TRADITIONAL.intersection(subtags):
         return "zh-tw"
     return "zh-cn"
