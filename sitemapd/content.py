@@ -69,6 +69,8 @@ class PageFacts:
     article: bool = False
     alternates: tuple[tuple[str, str], ...] = ()
     images: tuple[str, ...] = ()
+    # `<base href>`: what relative hrefs and image sources resolve against.
+    base: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,12 +215,14 @@ def _head_facts(tree: etree._Element) -> tuple[dict[str, Any], dict[str, str], l
                 if key in _OG_IMAGE_KEYS:
                     images.append(content)
     language = (tree.get("lang") or tree.get("xml:lang") or "").strip()
+    base = next((b.get("href", "").strip() for b in tree.iter("base") if b.get("href")), None)
     facts = {
         "title": _text(title),
         "canonical": canonical,
         "noindex": noindex,
         "language": language or None,
         "alternates": tuple(alternates.items()),
+        "base": base or None,
     }
     return facts, meta, images
 
@@ -312,7 +316,7 @@ def exclusion(facts: PageFacts, loc: str, policy: URLPolicy) -> str | None:
     if facts.canonical is None:
         return None
     try:
-        canonical = _resolve(loc, facts.canonical, policy)
+        canonical = _resolve(_base(facts, loc), facts.canonical, policy)
     except InvalidURL:
         return f"canonical: {facts.canonical}"
     if _same_page(canonical, loc):
@@ -320,11 +324,25 @@ def exclusion(facts: PageFacts, loc: str, policy: URLPolicy) -> str | None:
     return f"canonical: {canonical}"
 
 
-def _resolve(loc: str, href: str, policy: URLPolicy) -> str:
-    """Return `href` resolved against `loc` in canonical form; raises InvalidURL."""
+def _base(facts: PageFacts, loc: str) -> str:
+    """Return the URL relative hrefs of the page at `loc` resolve against."""
+    if facts.base is None:
+        return loc
     try:
-        url = urljoin(loc, href)
-    except ValueError as exc:  # urllib rejects a malformed IPv6 host
+        return urljoin(loc, facts.base)
+    except ValueError:  # urllib rejects a malformed IPv6 host
+        return loc
+
+
+def _resolve(base: str, href: str, policy: URLPolicy | None = None) -> str:
+    """Return `href` resolved against `base` in canonical form, by the site's `policy` or
+    else by the URL's own origin (images and alternates may live elsewhere); raises
+    InvalidURL."""
+    try:
+        url = urldefrag(urljoin(base, href.strip())).url
+        if policy is None:
+            policy = URLPolicy(Origin.from_base_url(url))
+    except (ConfigError, ValueError) as exc:  # ValueError: urllib, a malformed IPv6 host
         raise InvalidURL(f"unparseable URL ({exc})") from exc
     return policy.normalise(url)
 
@@ -353,31 +371,42 @@ class ArticleMeta:
     images: tuple[str, ...]
 
 
-def article_meta(facts: PageFacts, loc: str, policy: URLPolicy) -> ArticleMeta:
-    """Return the article data of the page at `loc`; invalid or off-site alternates are dropped."""
+def article_meta(
+    facts: PageFacts, loc: str, policy: URLPolicy, language: str | None = None
+) -> ArticleMeta:
+    """Return the article data of the page at `loc`, whose language is `language` when the
+    page does not say; invalid alternates and images are dropped."""
+    base = _base(facts, loc)
     return ArticleMeta(
         published=facts.published,
         language=news_language(facts.language),
         news_title=facts.headline or facts.title,
         article=facts.article,
-        alternates=_alternates(facts, loc, policy) if facts.alternates else (),
-        images=tuple(dict.fromkeys(_image_urls(facts.images, loc)))[:MAX_IMAGES]
+        alternates=_alternates(facts, loc, base, policy, language) if facts.alternates else (),
+        images=tuple(dict.fromkeys(_image_urls(facts.images, base)))[:MAX_IMAGES]
         if facts.images
         else (),
     )
 
 
-def _alternates(facts: PageFacts, loc: str, policy: URLPolicy) -> tuple[tuple[str, str], ...]:
+def _alternates(
+    facts: PageFacts, loc: str, base: str, policy: URLPolicy, language: str | None
+) -> tuple[tuple[str, str], ...]:
     found: dict[str, str] = {}
     for hreflang, href in facts.alternates:
         if not HREFLANG.match(hreflang):
             continue
         try:
-            found.setdefault(hreflang, _resolve(loc, href, policy))
+            found.setdefault(hreflang, _resolve(base, href, policy))
         except InvalidURL:
-            continue
+            try:
+                # Another site's page (a country domain): Google takes it from a sitemap
+                # when both sites are verified.
+                found.setdefault(hreflang, _resolve(base, href))
+            except InvalidURL:
+                continue
     # hreflang sets must name every member, the page itself included.
-    own = (facts.language or "").lower().replace("_", "-")
+    own = (facts.language or language or "").lower().replace("_", "-")
     if (
         found
         and HREFLANG.match(own)
@@ -388,12 +417,11 @@ def _alternates(facts: PageFacts, loc: str, policy: URLPolicy) -> tuple[tuple[st
     return tuple(sorted(found.items(), key=lambda item: (item[0] == "x-default", item[0])))
 
 
-def _image_urls(images: tuple[str, ...], loc: str) -> Iterator[str]:
-    """Yield the canonical spelling of each http(s) image URL, resolved against `loc`."""
+def _image_urls(images: tuple[str, ...], base: str) -> Iterator[str]:
+    """Yield the canonical spelling of each http(s) image URL, resolved against `base`."""
     for raw in images:
         try:
-            url = urldefrag(urljoin(loc, raw.strip())).url
             # The image's own origin: images may live on any host, but are spelled canonically.
-            yield URLPolicy(Origin.from_base_url(url)).normalise(url)
-        except (ConfigError, InvalidURL, ValueError):  # ValueError: urllib, bad IPv6 host
+            yield _resolve(base, raw)
+        except InvalidURL:
             continue

@@ -67,7 +67,7 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
     cursors = dict(conn.execute("SELECT name, value FROM cursors"))
     return {
         "crawl_problems": crawl_problems(conn),
-        "hreflang_problems": hreflang_problems(conn),
+        "hreflang_problems": hreflang_problems(conn, config.site.origin.root),
         "crawlers": dict(
             conn.execute("SELECT crawler, fetched_at FROM crawls WHERE page = 1 ORDER BY crawler")
         ),
@@ -150,8 +150,9 @@ def crawl_problems(conn: sqlite3.Connection) -> list[str]:
     ]
 
 
-def hreflang_problems(conn: sqlite3.Connection) -> list[str]:
-    """Return a line per hreflang alternate that is not published or not reciprocal."""
+def hreflang_problems(conn: sqlite3.Connection, site_root: str) -> list[str]:
+    """Return a line per hreflang alternate on the site at `site_root` that is not
+    published or not reciprocal (another site's pages are beyond what the ledger knows)."""
     groups: dict[str, dict[str, str]] = {}
     for loc, text in conn.execute(
         "SELECT loc, alternates FROM urls WHERE alternates IS NOT NULL AND status = 'live'"
@@ -160,7 +161,7 @@ def hreflang_problems(conn: sqlite3.Connection) -> list[str]:
     problems = []
     for loc, alternates in sorted(groups.items()):
         for lang, href in alternates.items():
-            if href == loc:
+            if href == loc or not href.startswith(site_root):
                 continue
             if href not in groups:
                 live = conn.execute(

@@ -57,7 +57,7 @@ def verify(config: Config) -> list[str]:
         else:
             problems += _verify_shard(site.output_dir / name, entry.lastmod, config, seen)
     if config.ledger_path.exists():
-        problems += _ledger_problems(config.ledger_path)
+        problems += _ledger_problems(config.ledger_path, config.site.origin.root)
     for path in sorted(site.output_dir.iterdir()):
         if names.is_shard(path.name) and path.name not in named:
             problems.append(f"{path}: shard file not named by the index")
@@ -126,13 +126,13 @@ def _verify_robots(path: Path, index_url: str) -> list[str]:
     return []
 
 
-def _ledger_problems(path: Path) -> list[str]:
+def _ledger_problems(path: Path, site_root: str) -> list[str]:
     """Return what the ledger knows is wrong: crawler errors, broken hreflang groups."""
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
     try:
         return [
             *(f"crawled: {line}" for line in status.crawl_problems(conn)),
-            *(f"hreflang: {line}" for line in status.hreflang_problems(conn)),
+            *(f"hreflang: {line}" for line in status.hreflang_problems(conn, site_root)),
         ]
     except sqlite3.Error as exc:
         return [f"{path}: cannot read the ledger ({exc})"]

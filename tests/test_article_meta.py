@@ -220,6 +220,7 @@ def test_article_meta_normalises_alternates_and_adds_the_page_itself() -> None:
     assert meta.alternates == (
         ("de", "https://example.com/de/story"),
         ("en", LOC),
+        ("fr", "https://other.org/fr/story"),
         ("pt-br", "https://example.com/pt-br/hist%C3%B3ria"),
         ("x-default", "https://example.com/story"),
     )
@@ -234,15 +235,41 @@ def test_page_already_listed_or_language_unknown_is_not_added() -> None:
         read_page(page('<link rel="alternate" hreflang="de" href="/de/">')), LOC, POLICY
     )
     assert unknown.alternates == (("de", "https://example.com/de/"),)
+    # A source's `language` stands in for a page that does not say.
+    defaulted = article_meta(
+        read_page(page('<link rel="alternate" hreflang="de" href="/de/">')), LOC, POLICY, "fr"
+    )
+    assert defaulted.alternates == (("de", "https://example.com/de/"), ("fr", LOC))
 
 
 def test_no_hreflang_links_means_no_alternates() -> None:
     facts = read_page(page(html_attrs=' lang="en"'))
     assert article_meta(facts, LOC, POLICY).alternates == ()
-    offsite = '<link rel="alternate" hreflang="de" href="https://other.org/de/">'
-    assert (
-        article_meta(read_page(page(offsite, html_attrs=' lang="en"')), LOC, POLICY).alternates
-        == ()
+
+
+def test_alternates_on_other_sites_are_kept_in_their_own_canonical_form() -> None:
+    offsite = '<link rel="alternate" hreflang="de" href="HTTPS://Other.ORG:443/de/#top">'
+    meta = article_meta(read_page(page(offsite, html_attrs=' lang="en"')), LOC, POLICY)
+    assert meta.alternates == (("de", "https://other.org/de/"), ("en", LOC))
+
+
+def test_base_href_resolves_relative_alternates_images_and_canonical() -> None:
+    head = (
+        '<base href="https://example.com/en/">'
+        '<link rel="alternate" hreflang="de" href="../de/story">'
+        '<link rel="canonical" href="story">'
+        '<meta property="og:image" content="img/a.jpg">'
+    )
+    facts = read_page(page(head, html_attrs=' lang="en"'))
+    meta = article_meta(facts, "https://example.com/en/story", POLICY)
+    assert meta.alternates == (
+        ("de", "https://example.com/de/story"),
+        ("en", "https://example.com/en/story"),
+    )
+    assert meta.images == ("https://example.com/en/img/a.jpg",)
+    assert exclusion(facts, "https://example.com/en/story", POLICY) is None
+    assert exclusion(facts, "https://example.com/other", POLICY) == (
+        "canonical: https://example.com/en/story"
     )
 
 

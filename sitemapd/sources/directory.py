@@ -188,7 +188,9 @@ def _observe(
         return
     # The body is parsed only when images inside it are wanted.
     facts = read_page(data, source.content_selector if ctx.images else None)
-    meta = with_defaults(article_meta(facts, loc, ctx.policy), source.articles, source.language)
+    meta = with_defaults(
+        article_meta(facts, loc, ctx.policy, source.language), source.articles, source.language
+    )
     yield Observation(
         loc=loc,
         source=source.name,
