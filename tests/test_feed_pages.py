@@ -76,9 +76,7 @@ def run(ledger: Ledger, steps: list[tuple]) -> None:
         return w3c.format_epoch(T0 + minute * 60)
 
     # The site as it was: the first build's URLs are not updates.
-    ledger.apply(
-        [Observation(f"{ROOT}{n}", "s", f"v0-{n}", None) for n in range(URLS)], now=now()
-    )
+    ledger.apply([Observation(f"{ROOT}{n}", "s", f"v0-{n}", None) for n in range(URLS)], now=now())
     live = {f"{ROOT}{n}" for n in range(URLS)}
     version = {loc: 0 for loc in live}
     changed_at: dict[str, float] = {}  # minute of each URL's latest update
