@@ -4,8 +4,9 @@ Random updates, removals, waits and crawler fetches of whichever pages exist run
 real ledger. A model remembers which change of each URL every crawler has read (the
 entries of each page it fetched, as published then) and checks, after every publish:
 every update of the last `min_window`, and every update listed since a crawler began
-reading the feed that it has not read, is on a page; no URL is listed twice or gone; pages hold at most
-`max_entries`; an unchanged entry on a later page stays on that page while it exists.
+reading the feed that it has not read, is on a page; no URL is listed twice or gone;
+pages hold at most `max_entries`; an unchanged entry on a later page stays on that page
+while it exists.
 """
 
 from __future__ import annotations
