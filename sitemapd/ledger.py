@@ -240,6 +240,13 @@ def _migrate_v3(db: Database) -> None:
     db.table("crawls").create(
         {"crawler": str, "page": int, "fetched_at": str}, pk=("crawler", "page")
     )
+    # Which URLs list which hreflang alternates: a URL that leaves the sitemaps or comes
+    # back re-renders the shards of the pages naming it.
+    db.conn.execute(
+        "CREATE TABLE alternate_links (href TEXT NOT NULL, url_id INTEGER NOT NULL, "
+        "PRIMARY KEY (href, url_id)) WITHOUT ROWID"
+    )
+    db.conn.execute("CREATE INDEX alternate_links_url ON alternate_links (url_id)")
     # Feed pages beyond the first: the journal seqs `(low_seq, high_seq]` whose entries
     # each holds, when it was opened and when it last took entries in.
     db.table("feed_pages").create(
@@ -381,6 +388,19 @@ class Ledger:
         yield from self.conn.execute(
             "SELECT loc, lastmod, extra FROM urls WHERE shard = ? ORDER BY id", (shard_id,)
         )
+
+    def unlisted_alternates(self, shard_id: int) -> set[str]:
+        """Return the hreflang alternates named by the shard's members that are known and
+        not live (gone, noindex, canonicalised, disallowed): no sitemap may point at them."""
+        return {
+            href
+            for (href,) in self.conn.execute(
+                "SELECT DISTINCT l.href FROM urls m "
+                "JOIN alternate_links l ON l.url_id = m.id "
+                "JOIN urls t ON t.loc = l.href WHERE m.shard = ? AND t.status != ?",
+                (shard_id, LIVE),
+            )
+        }
 
     def newest_lastmod(self) -> str | None:
         """Return the newest lastmod of any published URL, or None."""
@@ -634,6 +654,9 @@ class _Apply:
             (name, id_) for id_, name in self.conn.execute("SELECT id, name FROM sources")
         )
         self.bulk = False
+        # url id -> its new alternates text, for alternate_links.
+        self.links: dict[int, str | None] = {}
+        self.first_seq = ledger.last_seq()
         # When the first (bulk) build ran: URLs first seen then were the site as it was.
         self.baseline_at = ledger.cursor(BASELINE_AT_CURSOR)
         # Bulk runs: loc -> the last row id inserted before a Gone for it.
@@ -725,7 +748,10 @@ class _Apply:
         baseline = row.first_seen == self.baseline_at
         row.published = self._published(row.published, obs, reason is None, baseline)
         extra = row.extra
+        alternates = row.alternates
         row.language, row.news_title, row.article, row.alternates, row.extra = _facts(obs)
+        if row.alternates != alternates:
+            self.links[row.id] = row.alternates
         if row.extra != extra:
             size = entry_size(row.loc) + len((row.extra or "").encode())
             if row.status == LIVE and row.shard is not None:
@@ -880,6 +906,12 @@ class _Apply:
             if after != before:
                 updates.append(after)
         self._insert(inserts)
+        for loc, alternates in ((params[0], params[18]) for params in inserts):
+            if alternates is not None:
+                (url_id,) = self.conn.execute(
+                    "SELECT id FROM urls WHERE loc = ?", (loc,)
+                ).fetchone()
+                self.links[url_id] = alternates
         self.conn.executemany(_UPDATE_URL, updates)
         self.conn.executemany("INSERT OR IGNORE INTO temp.seen VALUES (?)", seen)
         if inserts:
@@ -920,7 +952,35 @@ class _Apply:
         self.conn.executemany(
             "INSERT INTO journal (url_id, kind, at) VALUES (?, ?, ?)", self.journal
         )
+        if not self.bulk:
+            self._save_links()
+            self._dirty_alternate_shards()
         self.changes.dirty_shards = self.shards.flush()
+
+    def _save_links(self) -> None:
+        """Record the alternates of URLs whose alternates changed in this run."""
+        self.conn.executemany(
+            "DELETE FROM alternate_links WHERE url_id = ?", [(i,) for i in self.links]
+        )
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO alternate_links (href, url_id) VALUES (?, ?)",
+            [
+                (line.split("\t", 1)[1], url_id)
+                for url_id, text in self.links.items()
+                for line in (text or "").splitlines()
+            ],
+        )
+
+    def _dirty_alternate_shards(self) -> None:
+        """Mark dirty the shards of pages naming, as an alternate, a URL that entered or
+        left the sitemaps in this run: their entries list it or leave it out."""
+        for (shard_id,) in self.conn.execute(
+            "SELECT DISTINCT m.shard FROM journal j JOIN urls t ON t.id = j.url_id "
+            "JOIN alternate_links l ON l.href = t.loc JOIN urls m ON m.id = l.url_id "
+            "WHERE j.seq > ? AND j.kind != ? AND m.shard IS NOT NULL",
+            (self.first_seq, UPDATED),
+        ):
+            self.shards.dirty.add(shard_id)
 
     def _finish_bulk(self) -> None:
         try:
@@ -961,6 +1021,10 @@ class _Apply:
             "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
             (BASELINE_AT_CURSOR, self.now),
         )
+        self.links = dict(
+            self.conn.execute("SELECT id, alternates FROM urls WHERE alternates IS NOT NULL")
+        )
+        self._save_links()
 
     def _recount_shards(self) -> None:
         for state in self.shards.states.values():

@@ -24,6 +24,7 @@ from .feedwindow import feed_pages
 from .ledger import Ledger
 from .notify import indexnow
 from .parts import part_name, part_number, part_url
+from .render.extensions import without_alternates
 from .render.feeds import FeedPage, atom, rss
 from .render.news import NewsItem, news_files, news_language, news_urlset
 from .render.sitemap import sitemap_index, urlset
@@ -187,7 +188,7 @@ class Publisher:
         for shard_id, _ in index_rows:
             name = self.names.shard(shard_id)
             if shard_id in dirty or not self._intact(name):
-                rows = list(self.ledger.shard_rows(shard_id))
+                rows = self._shard_rows(shard_id)
                 text = "".join(urlset(rows, extended=any(extra for _, _, extra in rows)))
                 self._write(name, text.encode(), written, report)
         listed: list[tuple[str, str | None]] = [
@@ -224,6 +225,19 @@ class Publisher:
             _fsync_dir(self.out)
         self.ledger.record_publish(written, dirty, self.ledger.empty_shards(), retired, at=now)
         return report
+
+    def _shard_rows(self, shard_id: int) -> list[tuple[str, str, str | None]]:
+        """Return the rows of a shard to render, without alternates that left the sitemaps."""
+        rows = list(self.ledger.shard_rows(shard_id))
+        if not any(extra and "<xhtml:link" in extra for _, _, extra in rows):
+            return rows
+        unlisted = self.ledger.unlisted_alternates(shard_id)
+        if not unlisted:
+            return rows
+        return [
+            (loc, lastmod, extra and without_alternates(extra, unlisted))
+            for loc, lastmod, extra in rows
+        ]
 
     def _publish_news(
         self, now: str, written: dict[str, tuple[str, int, int]], report: PublishReport

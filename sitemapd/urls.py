@@ -143,3 +143,8 @@ def _checked_length(url: str) -> str:
 def xml_escape(url: str) -> str:
     """Return `url` escaped for XML text; canonical URLs can only hold `&` and `'`."""
     return url.replace("&", "&amp;").replace("'", "&apos;")
+
+
+def xml_unescape(text: str) -> str:
+    """Return the URL `xml_escape` turned into `text`."""
+    return text.replace("&apos;", "'").replace("&amp;", "&")

@@ -305,6 +305,58 @@ def test_hreflang_groups_are_reciprocal_and_broken_ones_reported(site: Site) -> 
     assert "hreflang: https://example.com/de/: hreflang fr" in verify.stdout
 
 
+def shard_alternates(out: Path) -> dict[str, set[str]]:
+    """Return `{loc: its xhtml:link hrefs}` over every shard the index names."""
+    return {
+        url.findtext(f"{NS}loc") or "": {
+            link.get("href") or "" for link in url.iter(f"{XHTML}link")
+        }
+        for name in index_names(out)
+        for url in read_xml(out / name).iter(f"{NS}url")
+    }
+
+
+def test_an_alternate_that_leaves_the_sitemaps_leaves_every_entry_naming_it(
+    site: Site,
+) -> None:
+    # One URL a shard: only a shard naming the French page can learn that it left.
+    site.configure(sitemap="max_urls = 1")
+    group = {"en": "/en/", "de": "/de/", "fr": "/fr/", "x-default": "/en/"}
+    for lang in ("en", "de", "fr"):
+        site.write(f"{lang}/index.html", alternates_page(lang, group))
+    site.write("about.html", "<html><head><title>About</title></head><body></body></html>")
+    site.build()
+    french = "https://example.com/fr/"
+    assert all(french in hrefs for hrefs in shard_alternates(site.out).values() if hrefs)
+
+    # Only the French page changes (noindex); the entries naming it drop it.
+    site.write(
+        "fr/index.html",
+        alternates_page("fr", group).replace(
+            "<title>", '<meta name="robots" content="noindex"><title>'
+        ),
+    )
+    site.build()
+    hrefs = shard_alternates(site.out)
+    assert french not in hrefs
+    assert hrefs["https://example.com/en/"] == {
+        "https://example.com/en/",
+        "https://example.com/de/",
+    }
+    assert not any(french in (site.out / name).read_text() for name in index_names(site.out))
+    assert_all_valid(site.out)
+    problems = json.loads(site.cli("status", "--json").stdout)["hreflang_problems"]
+    assert f"https://example.com/de/: hreflang fr -> {french}, which is not a published URL" in (
+        problems
+    )
+
+    # Indexable again: the French page and every link to it come back.
+    site.write("fr/index.html", alternates_page("fr", group))
+    site.build()
+    assert all(french in hrefs for hrefs in shard_alternates(site.out).values() if hrefs)
+    assert site.cli("verify").returncode == 0
+
+
 def test_images_from_og_image_and_the_content_selector(site: Site) -> None:
     site.configure(sitemap="images = true", source='content_selector = "article .body"')
     site.write(

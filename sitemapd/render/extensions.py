@@ -8,9 +8,9 @@ the `xhtml` and `image` prefixes (sitemap.URLSET_EXTENDED_HEAD does). URLs are c
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
-from ..urls import xml_escape
+from ..urls import xml_escape, xml_unescape
 
 # What Google accepts as hreflang: a BCP 47 language tag, or x-default.
 HREFLANG = re.compile(r"(?:[a-z]{2,3}(?:-[A-Za-z0-9]{1,8})*|x-default)\Z")
@@ -29,6 +29,16 @@ def alternates_xml(alternates: Sequence[tuple[str, str]]) -> str:
             f'<xhtml:link rel="alternate" hreflang="{hreflang}" href="{xml_escape(href)}"/>'
         )
     return "".join(parts)
+
+
+_LINK = re.compile(r'<xhtml:link rel="alternate" hreflang="[^"]*" href="([^"]*)"/>')
+
+
+def without_alternates(extra: str, hrefs: Collection[str]) -> str:
+    """Return the fragment `extra` without the `xhtml:link` elements naming `hrefs`."""
+    return _LINK.sub(
+        lambda link: "" if xml_unescape(link.group(1)) in hrefs else link.group(0), extra
+    )
 
 
 def images_xml(images: Sequence[str]) -> str:
