@@ -30,7 +30,6 @@ NEW, UPDATED = "new", "updated"
 ROBOTS_REASON = "robots.txt"
 # The journal rows the first (bulk) build wrote: the site as it was, not updates.
 BASELINE_CURSOR = "journal_baseline"
-BASELINE_AT_CURSOR = "baseline_at"
 # Journal position of the last successful publish: nothing newer is announced.
 PUBLISHED_CURSOR = "published_seq"
 _CHUNK = 2000
@@ -657,8 +656,6 @@ class _Apply:
         # url id -> its new alternates text, for alternate_links.
         self.links: dict[int, str | None] = {}
         self.first_seq = ledger.last_seq()
-        # When the first (bulk) build ran: URLs first seen then were the site as it was.
-        self.baseline_at = ledger.cursor(BASELINE_AT_CURSOR)
         # Bulk runs: loc -> the last row id inserted before a Gone for it.
         self.bulk_gone: dict[str, int] = {}
 
@@ -703,22 +700,18 @@ class _Apply:
             obs.file_key,
             shard,
             size,
-            self._published(None, obs, live=reason is None, baseline=self.bulk),
+            self._published(None, obs, live=reason is None),
             *_facts(obs),
         )
 
-    def _published(
-        self, known: str | None, obs: Observation, live: bool, baseline: bool
-    ) -> str | None:
+    def _published(self, known: str | None, obs: Observation, live: bool) -> str | None:
         """Return an article's publication time: the first date seen once it is live (a
-        noindex draft's dates do not count), never moved by edits. An undated article is
-        dated when first seen live, unless it was there at the first build: an old page,
-        not news."""
+        noindex draft's dates do not count), never moved by edits. An undated article
+        takes the source's own time (a file's mtime), so an old page found by the first
+        build is not news; else the time it is first seen live."""
         if known is not None or not live or obs.meta is None or not obs.meta.article:
             return known
-        if obs.meta.published is not None:
-            return min(obs.meta.published, self.now)
-        return None if baseline else self.now
+        return min(obs.meta.published or obs.source_time or self.now, self.now)
 
     def _observe(self, row: _Row, obs: Observation) -> None:
         """Update `row` for what `obs` says of it now."""
@@ -745,8 +738,7 @@ class _Apply:
         row.file_key = obs.file_key
         row.page_reason = obs.exclusion
         reason = self._reason(row.loc, obs.exclusion)
-        baseline = row.first_seen == self.baseline_at
-        row.published = self._published(row.published, obs, reason is None, baseline)
+        row.published = self._published(row.published, obs, reason is None)
         extra = row.extra
         alternates = row.alternates
         row.language, row.news_title, row.article, row.alternates, row.extra = _facts(obs)
@@ -1016,10 +1008,6 @@ class _Apply:
             "INSERT OR REPLACE INTO cursors (name, value) "
             "SELECT ?, coalesce(max(seq), 0) FROM journal",
             (BASELINE_CURSOR,),
-        )
-        self.conn.execute(
-            "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
-            (BASELINE_AT_CURSOR, self.now),
         )
         self.links = dict(
             self.conn.execute("SELECT id, alternates FROM urls WHERE alternates IS NOT NULL")

@@ -4,6 +4,7 @@ read back with the published XSDs and ultimate-sitemap-parser."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -209,7 +210,7 @@ def test_an_edit_moves_lastmod_not_the_publication_date(
     assert site.urls()["https://example.com/news/a.html"] == hours(1)
 
 
-def test_publication_dates_count_once_live_and_old_undated_pages_are_not_news(
+def test_publication_dates_count_once_live_and_undated_pages_take_their_file_time(
     site: Site, clock: Callable[[str], None]
 ) -> None:
     news_site(site)
@@ -220,10 +221,12 @@ def test_publication_dates_count_once_live_and_old_undated_pages_are_not_news(
     )
     site.write("news/draft.html", article("Draft", hours(-30), head=noindex))
     site.write("archive/old.html", undated.format("An old undated story"))
+    old_mtime = w3c.to_epoch("2019-05-01T10:00:00+00:00")
+    os.utime(site.root / "archive" / "old.html", (old_mtime, old_mtime))
     site.write("news/dated.html", article("Dated", hours(-1)))
     clock(T)
     site.build()
-    # The old undated page was there at the first build: its date is unknown, not "now".
+    # An undated page takes its file's time: the old one is no news.
     assert set(news_items(site.out)) == {"https://example.com/news/dated.html"}
 
     # The draft goes live a day later dated as it went live; an undated article appears.
