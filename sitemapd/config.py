@@ -115,6 +115,9 @@ class DaemonConfig:
     reconcile_interval: float = 900.0
     # A batch running longer than this makes the daemon unhealthy.
     stuck_after: float = 600.0
+    # Change-log rows waiting longer than this make the daemon unhealthy: a drain of a
+    # large backlog takes seconds, a transaction left open holds every later row back.
+    max_lag: float = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -544,6 +547,7 @@ def _daemon(table: _Table) -> DaemonConfig:
             "reconcile_interval", defaults.reconcile_interval, 1, 7 * 86400
         ),
         stuck_after=table.number("stuck_after", defaults.stuck_after, 1, 86400),
+        max_lag=table.number("max_lag", defaults.max_lag, 1, 86400),
     )
     table.done()
     return config

@@ -160,8 +160,10 @@ class Daemon:
             self.queue.depth,
             self.courier.waiting,
         )
-        # Change-log rows known to wait, per source (measured when a read was full).
+        # Change-log rows waiting, per source, measured after each read, and since when
+        # (Unix time) some have been waiting.
         self.backlogs: dict[str, int] = {}
+        self.waiting_since: dict[str, float] = {}
         self.sidecar: Sidecar | None = None
         if config.http.listen:
             self.sidecar = Sidecar(
@@ -238,11 +240,11 @@ class Daemon:
             try:
                 result = self.engine.update(paths, rescan, strict=False, refresh=refresh)
                 self._live = self.engine.ledger.live_count()
+                self._measure_backlogs(result)
             finally:
                 self.batch_started = None
         self.metrics.batch(result)
         self.last_publish = w3c.now()
-        self._measure_backlogs(result)
         for name in result.scanned:
             self.failing.pop(name, None)
             self._retries.pop(name, None)
@@ -252,19 +254,31 @@ class Daemon:
         return result
 
     def _measure_backlogs(self, result: BuildResult) -> None:
-        """Note how far behind each change log is, and keep draining those behind."""
+        """Note how far behind each change log read in this batch is; keep draining those
+        behind, and reconcile those whose reconcile waited for the drain."""
         for source in self.config.sources:
             if not isinstance(source, ChangelogSource):
                 continue
-            if source.name in result.more:
-                self.queue.add_paths(source.name, {""})
-                cursor = self.engine.ledger.cursor(changelog.cursor_name(source))
-                waiting = self.engine.reader(source).backlog(cursor)
-                if waiting is not None:
-                    self.backlogs[source.name] = waiting
-            elif source.name in result.scanned:
-                self.backlogs[source.name] = 0
-            self.metrics.backlog.labels(source.name).set(self.backlogs.get(source.name, 0))
+            name = source.name
+            if name in result.deferred:
+                self.queue.add_rescan(name)
+            elif name in result.more:
+                self.queue.add_paths(name, {""})
+            if name not in result.more and name not in result.scanned:
+                continue
+            # Rows read may still leave rows waiting: PostgreSQL holds back those of
+            # transactions that have not all ended (a long one anywhere holds them all).
+            cursor = self.engine.ledger.cursor(changelog.cursor_name(source))
+            waiting = self.engine.reader(source).backlog(cursor)
+            if waiting is None:
+                continue
+            self.backlogs[name] = waiting
+            if waiting:
+                self.waiting_since.setdefault(name, time.time())
+            else:
+                self.waiting_since.pop(name, None)
+            self.metrics.backlog.labels(name).set(waiting)
+            self.metrics.waiting_since.labels(name).set(self.waiting_since.get(name, 0.0))
 
     def _poll(self, name: str) -> None:
         """Read a polled source (scheduler job), unless it is failing: its retry will."""
@@ -293,6 +307,13 @@ class Daemon:
             if name in self.watchers and not self.watchers[name].healthy():
                 continue  # already named by its watcher
             found.append(f"{name}: last read failed: {reason}")
+        for name, since in list(self.waiting_since.items()):
+            lag = time.time() - since
+            if lag > self.config.daemon.max_lag:
+                found.append(
+                    f"{name}: {self.backlogs.get(name, 0)} change-log rows waiting for "
+                    f"{lag:.0f}s (a long-running database transaction holds them back?)"
+                )
         if self.key_rejected:
             found.append(f"indexnow: the key was refused: {self.key_rejected}")
         return found
@@ -546,11 +567,14 @@ class Daemon:
 
     def _listen(self, source: ChangelogSource) -> None:
         while not self.stopping.is_set():
-            current = next((s for s in self.config.sources if s.name == source.name), None)
-            if current is None:
-                break  # removed by a reload
+            # The engine's own config: after a reload, the reader must follow the new
+            # table, query and channel, whatever this thread was started with.
+            engine = self.engine
+            current = next((s for s in engine.config.sources if s.name == source.name), None)
+            if not isinstance(current, ChangelogSource) or not notifies(current.spec):
+                break  # removed or changed by a reload
             try:
-                woken = self.engine.reader(source).wait(1.0)
+                woken = engine.reader(current).wait(1.0)
             except SitemapdError:
                 woken = False
                 self.stopping.wait(self.config.daemon.debounce + 1.0)

@@ -36,6 +36,8 @@ class BuildResult:
     scanned: list[str] = field(default_factory=list)
     # Change-log sources that hold more rows than one batch took.
     more: set[str] = field(default_factory=set)
+    # Change-log sources whose reconcile waits until their rows are read (`more`).
+    deferred: set[str] = field(default_factory=set)
 
 
 class Engine:
@@ -49,11 +51,14 @@ class Engine:
         self.publisher = Publisher(config, self.ledger)
         self.readers: dict[str, Reader] = {}
         self._readers_lock = threading.Lock()
+        self._closed = False
 
     def close(self) -> None:
         """Close the change-log readers and the ledger."""
-        for reader in self.readers.values():
-            reader.close()
+        with self._readers_lock:
+            self._closed = True
+            for reader in self.readers.values():
+                reader.close()
         self.ledger.close()
 
     def robots_rules(self) -> RobotsRules:
@@ -114,9 +119,14 @@ class Engine:
                 return fetched
 
     def reader(self, source: ChangelogSource) -> Reader:
-        """Return the change-log reader of `source`, opened on first use."""
+        """Return the change-log reader of `source`, opened on first use.
+
+        Raises SourceError once the engine is closed (a listener racing a reload).
+        """
         # The writer reads and a listener thread waits on the same reader.
         with self._readers_lock:
+            if self._closed:
+                raise SourceError(f"{source.name}: the engine was closed")
             found = self.readers.get(source.name)
             if found is None:
                 found = self.readers[source.name] = open_reader(source.spec)
@@ -133,11 +143,7 @@ class Engine:
         if not (rescan or paths):
             return []
         if isinstance(source, ChangelogSource):
-            reader = self.reader(source)
-            found = [sources.scan(source, ctx, reader)]
-            if rescan and source.reconcile_query:
-                found.append(changelog.reconcile(source, ctx, reader))
-            return found
+            return [sources.scan(source, ctx, self.reader(source))]
         return [sources.scan(source, ctx)]
 
     def update(
@@ -166,19 +172,9 @@ class Engine:
             self.config.sitemap.alternates,
             self.config.sitemap.images,
         )
-        scans: list[sources.Scan] = []
         failed: dict[str, str] = {}
-        for log_source in self.config.sources:
-            if isinstance(log_source, AccessLogSource) and (
-                log_source.name in rescan or paths.get(log_source.name)
-            ):
-                try:
-                    refresh = self.read_access_log(log_source) or refresh
-                except SourceError as exc:
-                    if strict:
-                        raise
-                    failed[log_source.name] = str(exc)
-                    log.error("%s", exc)
+        refresh = self._read_access_logs(paths, rescan, strict, failed) or refresh
+        scans: list[sources.Scan] = []
         for source in self.config.content_sources:
             try:
                 scans += self._scans(
@@ -189,22 +185,31 @@ class Engine:
                     raise
                 failed[source.name] = str(exc)
                 log.error("%s", exc)
-        # The ledger reads both at the end of the transaction, after every item: a scan
-        # that fails part-way (below) withdraws its claim to completeness and its cursor.
-        complete = [scan.name for scan in scans if scan.complete]
-        cursors = {k: v for sc in scans for k, v in sc.cursors.items()}
-        streams = (
-            sc.items if strict else self._soft(sc, complete, cursors, failed) for sc in scans
-        )
-        items: Iterator[Item] = chain.from_iterable(streams)
-        changes = self.ledger.apply(
-            items,
-            complete=complete,
-            robots=self.robots_rules(),
-            cursors=cursors,
-            now=now,
-            configured=[source.name for source in self.config.content_sources],
-        )
+        robots_rules = self.robots_rules()
+        reconciling = [
+            s
+            for s in self.config.content_sources
+            if isinstance(s, ChangelogSource) and s.reconcile_query and s.name in rescan
+        ]
+        complete: list[str] = []
+        changes = self._apply(scans, complete, failed, strict, robots_rules, now, not reconciling)
+        # A reconcile compares the database with the ledger once the log's rows are in it
+        # (a second transaction), and only when the log is drained: rows still waiting
+        # would otherwise look like missed upserts and deletions.
+        deferred: set[str] = set()
+        reconciles: list[sources.Scan] = []
+        for source in reconciling:
+            if source.name in failed:
+                continue
+            if any(s.more for s in scans if s.name == source.name):
+                deferred.add(source.name)
+            else:
+                reconciles.append(changelog.reconcile(source, ctx, self.reader(source)))
+        if reconciles:
+            later = self._apply(
+                reconciles, complete, failed, strict, robots_rules, now, retire=True
+            )
+            changes = changes.merged(later)
         quiet = not (changes.changed or changes.moved or rescan or refresh)
         report = PublishReport() if quiet else self.publisher.publish(now)
         seconds = time.perf_counter() - started
@@ -224,7 +229,62 @@ class Engine:
             failed[name] = "a full scan found nothing: treated as an outage"
         scanned = [s.name for s in scans if s.name not in failed and (s.complete or not s.more)]
         more = {s.name for s in scans if s.more and s.name not in failed}
-        return BuildResult(changes, report, seconds, failed, sorted(set(scanned)), more)
+        return BuildResult(changes, report, seconds, failed, sorted(set(scanned)), more, deferred)
+
+    def _read_access_logs(
+        self, paths: Mapping[str, set[str]], rescan: set[str], strict: bool, failed: dict[str, str]
+    ) -> bool:
+        """Read the access logs a batch names; return True when a crawler fetched a feed.
+
+        A log that cannot be read goes into `failed` (raises SourceError when `strict`).
+        """
+        fetched = False
+        for source in self.config.sources:
+            if isinstance(source, AccessLogSource) and (
+                source.name in rescan or paths.get(source.name)
+            ):
+                try:
+                    fetched = self.read_access_log(source) or fetched
+                except SourceError as exc:
+                    if strict:
+                        raise
+                    failed[source.name] = str(exc)
+                    log.error("%s", exc)
+        return fetched
+
+    def _apply(
+        self,
+        scans: list[sources.Scan],
+        complete: list[str],
+        failed: dict[str, str],
+        strict: bool,
+        robots_rules: RobotsRules,
+        now: str,
+        retire: bool,
+    ) -> ChangeSet:
+        """Apply `scans` in one ledger transaction, adding to `complete` the sources they
+        read in full; with `retire`, sources no longer configured are retired when every
+        configured one was read in full. Raises SourceError when `strict`."""
+        # The ledger reads both at the end of the transaction, after every item: a scan
+        # that fails part-way (below) withdraws its claim to completeness and its cursor.
+        earlier = list(complete)
+        complete[:] = [scan.name for scan in scans if scan.complete]
+        cursors = {k: v for sc in scans for k, v in sc.cursors.items()}
+        streams = (
+            sc.items if strict else self._soft(sc, complete, cursors, failed) for sc in scans
+        )
+        configured = [source.name for source in self.config.content_sources]
+        changes = self.ledger.apply(
+            chain.from_iterable(streams),
+            complete=complete,
+            robots=robots_rules,
+            cursors=cursors,
+            now=now,
+            configured=configured if retire else None,
+            complete_before=earlier,
+        )
+        complete += earlier
+        return changes
 
     @staticmethod
     def _soft(

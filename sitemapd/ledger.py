@@ -11,7 +11,7 @@ import logging
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import groupby, islice
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -352,9 +352,18 @@ class Ledger:
         """Return `{loc: file_key}` for present URLs of `source` among `locs` read from files."""
         return {loc: key for loc, key in self._owned(source, locs) if key is not None}
 
-    def present(self, source: str, locs: list[str]) -> set[str]:
-        """Return which of `locs` are present (not gone) and owned by `source`."""
-        return {loc for loc, _ in self._owned(source, locs)}
+    def owners(self, locs: list[str]) -> dict[str, str]:
+        """Return `{loc: source name}` for the present (not gone) URLs among `locs`."""
+        marks = ",".join("?" * len(locs))
+        return dict(
+            self._read()
+            .execute(
+                f"SELECT u.loc, s.name FROM urls u JOIN sources s ON s.id = u.source_id "
+                f"WHERE u.loc IN ({marks}) AND u.status IN ('{LIVE}', '{EXCLUDED}')",
+                locs,
+            )
+            .fetchall()
+        )
 
     def live_count(self) -> int:
         """Return how many URLs are published."""
@@ -603,19 +612,21 @@ class Ledger:
         cursors: Mapping[str, str] | None = None,
         now: str | None = None,
         configured: Collection[str] | None = None,
+        complete_before: Collection[str] = (),
     ) -> ChangeSet:
         """Apply observations in one transaction with `cursors`; return what changed.
 
         `complete` names sources whose items were a full scan: any URL they own that
-        was not among the items is gone. With `configured`, URLs still owned by a source
-        no longer in it (renamed or removed) and not observed now are gone too.
+        was not among the items is gone. With `configured`, when every configured source
+        was read in full (here, or by an earlier apply of the same run: `complete_before`),
+        URLs still owned by a source no longer in it (renamed or removed) are gone too.
         """
         try:
             with self._transaction():
                 run = _Apply(self, robots, now or w3c.now())
                 run.start(complete)
                 run.consume(items)
-                run.finish(complete, configured)
+                run.finish(complete, configured, complete_before)
                 self.conn.executemany(
                     "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
                     sorted((cursors or {}).items()),
@@ -634,6 +645,18 @@ class _Transaction:
 
     def __exit__(self, kind: object, value: object, traceback: object) -> None:
         self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def _is_bare(row: tuple[Any, ...]) -> bool:
+    """True for a `_new_row` row with no reason, hash, title, file or facts: a listed URL,
+    which a narrower INSERT stores faster."""
+    return (
+        row[3] is None
+        and row[5] is None
+        and row[10] is None
+        and row[11] is None
+        and not any(row[14:])
+    )
 
 
 class _Apply:
@@ -844,22 +867,15 @@ class _Apply:
         self._insert([self._new_row(o) for o in run])
 
     def _insert(self, rows: list[tuple[Any, ...]]) -> None:
-        """Insert rows made by `_new_row`."""
-        bare, full = [], []
-        for r in rows:
-            # Live, with no reason, hash, title, file or facts: a listed URL.
-            if (
-                r[3] is None
-                and r[5] is None
-                and r[10] is None
-                and r[11] is None
-                and not any(r[14:])
-            ):
-                bare.append((r[0], r[1], r[6], r[7], r[8], r[12], r[13]))
+        """Insert rows made by `_new_row`, in their order: of a URL given twice to the
+        bulk path, the row inserted last is the one kept."""
+        for bare, run in groupby(rows, key=_is_bare):
+            if bare:
+                self.conn.executemany(
+                    _INSERT_BARE, [(r[0], r[1], r[6], r[7], r[8], r[12], r[13]) for r in run]
+                )
             else:
-                full.append(r)
-        self.conn.executemany(_INSERT_URL, full)
-        self.conn.executemany(_INSERT_BARE, bare)
+                self.conn.executemany(_INSERT_URL, run)
 
     def _update_chunk(self, items: list[Observation | Seen | Gone]) -> None:
         latest = {item.loc: item for item in items}  # the last word on a URL wins
@@ -916,7 +932,12 @@ class _Apply:
                 [(NEW, self.now, params[0]) for params in inserts if params[2] == LIVE],
             )
 
-    def finish(self, complete: Collection[str], configured: Collection[str] | None) -> None:
+    def finish(
+        self,
+        complete: Collection[str],
+        configured: Collection[str] | None,
+        complete_before: Collection[str],
+    ) -> None:
         if self.bulk:
             self._finish_bulk()
         else:
@@ -935,7 +956,7 @@ class _Apply:
                     )
             # Only a run that read every configured source in full may retire the others:
             # their URLs may be waiting to be claimed by a renamed source.
-            if configured is not None and set(configured) <= set(complete):
+            if configured is not None and set(configured) <= {*complete, *complete_before}:
                 for name, source_id in list(self._source_ids.items()):
                     gone = 0 if name in configured else self._mark_gone(source_id)
                     if gone:

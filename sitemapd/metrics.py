@@ -111,6 +111,13 @@ class Metrics:
             ["source"],
             registry=self.registry,
         )
+        self.waiting_since = Gauge(
+            "sitemapd_changelog_waiting_since_timestamp_seconds",
+            "Unix time since which change-log rows have been waiting (lag = now - this); "
+            "0 when none waits",
+            ["source"],
+            registry=self.registry,
+        )
 
     def batch(self, result: BuildResult) -> None:
         """Record one successful apply-and-publish."""

@@ -5,9 +5,12 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from .config import Config
+from .changelog import open_reader
+from .config import ChangelogSource, Config
+from .errors import SitemapdError
 from .publish import OutputNames
 from .render.sitemap import envelope_size
+from .sources.changelog import cursor_name
 
 _EXAMPLES = 50  # excluded and invalid items listed per report
 
@@ -72,6 +75,11 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
             conn.execute("SELECT crawler, fetched_at FROM crawls WHERE page = 1 ORDER BY crawler")
         ),
         "feed_later_pages": conn.execute("SELECT count(*) FROM feed_pages").fetchone()[0],
+        "changelogs": [
+            _changelog(source, cursors)
+            for source in config.sources
+            if isinstance(source, ChangelogSource)
+        ],
         "notifications": {
             "indexnow_key_rejected": cursors.get("indexnow_key_rejected") or None,
             "indexnow_pending": _indexnow_pending(conn, cursors),
@@ -113,6 +121,9 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(
             "feed fetched: " + ", ".join(f"{c} {at}" for c, at in report["crawlers"].items())
         )
+    for log in report["changelogs"]:
+        state = f"CANNOT READ: {log['error']}" if log["error"] else f"{log['waiting']} rows waiting"
+        lines.append(f"change log:   {log['source']}: {state} (cursor {log['cursor']})")
     if report["feed_later_pages"]:
         lines.append(f"feed pages:   {report['feed_later_pages'] + 1} (updates not yet fetched)")
     notes = report["notifications"]
@@ -172,3 +183,22 @@ def hreflang_problems(conn: sqlite3.Connection, site_root: str) -> list[str]:
             elif loc not in groups[href].values():
                 problems.append(f"{loc}: hreflang {lang} -> {href}, which does not link back")
     return problems
+
+
+def _changelog(source: ChangelogSource, cursors: dict[str, str]) -> dict[str, Any]:
+    """Return a change log's position, the rows waiting after it, and why it cannot be
+    read, if it cannot (asked of the database itself)."""
+    cursor = cursors.get(cursor_name(source))
+    found: dict[str, Any] = {"source": source.name, "cursor": cursor, "waiting": None}
+    try:
+        reader = open_reader(source.spec)
+        try:
+            reader.read(cursor, 1)  # raises in the database's own words
+            found["waiting"] = reader.backlog(cursor)
+        finally:
+            reader.close()
+    except SitemapdError as exc:
+        found["error"] = str(exc)
+    else:
+        found["error"] = None
+    return found

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import os
 import re
 import signal
@@ -112,3 +113,24 @@ def urls(site: Site, *paths: str) -> set[str]:
 def touch_tree(root: Path, when: float) -> None:
     for path in root.rglob("*"):
         os.utime(path, (when, when))
+
+
+def request(
+    port: int, path: str, headers: dict[str, str] | None = None, method: str = "GET"
+) -> tuple[int, dict[str, str], bytes]:
+    """Return (status, headers, body) of one request to the sidecar on `port`."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request(method, path, headers=headers or {})
+        response = conn.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        conn.close()
+
+
+def http_port(daemon: RunningDaemon) -> int:
+    """Return the port the daemon's sidecar listens on (from its log)."""
+    daemon.wait_for_log(r"HTTP endpoint on 127\.0\.0\.1:\d+")
+    match = re.search(r"HTTP endpoint on 127\.0\.0\.1:(\d+)", daemon.log())
+    assert match is not None
+    return int(match.group(1))

@@ -4,6 +4,8 @@ SQLite file) through the DDL `sitemapd changelog-sql` prints, into published sit
 from __future__ import annotations
 
 import json
+import re
+import signal
 import sqlite3
 import threading
 import time
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Site, published, run_cli
-from daemon_harness import RunningDaemon, start
+from daemon_harness import RunningDaemon, http_port, request, start
 from pg import Postgres
 
 BASE = "https://example.com/news/"
@@ -128,6 +130,75 @@ def test_notify_wakes_the_daemon_before_its_poll(tmp_path: Path, postgres: Postg
         daemon.stop()
 
 
+def test_a_reload_follows_the_new_table_and_channel(tmp_path: Path, postgres: Postgres) -> None:
+    database = _pg_database(postgres, "cms_reload")
+    database.execute(
+        "CREATE TABLE other_changes (id bigserial PRIMARY KEY,"
+        " txid xid8 NOT NULL DEFAULT pg_current_xact_id(), url text NOT NULL,"
+        " op text NOT NULL DEFAULT 'upsert', changed_at timestamptz NOT NULL DEFAULT now())"
+    )
+    site = changelog_site(tmp_path, database.dsn)
+    config = site.config.read_text().replace("poll_interval = 0.5", "poll_interval = 600")
+    site.config.write_text(config)
+    daemon = start(site)
+    try:
+        database.add("old")
+        daemon.wait_for_urls(locs("old"), timeout=10)
+        site.config.write_text(config + 'table = "other_changes"\nchannel = "other"\n')
+        daemon.proc.send_signal(signal.SIGHUP)
+        daemon.wait_for_log("reloaded")
+        database.add("old-table")  # the old table and channel are not followed any more
+        database.execute("INSERT INTO other_changes (url) VALUES ('/news/new-table')")
+        database.execute("NOTIFY other")
+        daemon.wait_for_urls(locs("old", "new-table"), timeout=10)
+        time.sleep(1)
+        assert set(published(site.out)) == locs("old", "new-table")
+    finally:
+        daemon.stop()
+
+
+def test_rows_held_back_by_an_open_transaction_show_as_lag(
+    tmp_path: Path, postgres: Postgres
+) -> None:
+    database = _pg_database(postgres, "cms_lag")
+    site = changelog_site(tmp_path, database.dsn)
+    site.config.write_text(
+        site.config.read_text().replace(
+            "[daemon]\n", '[http]\nlisten = "127.0.0.1:0"\n[daemon]\nmax_lag = 1\n'
+        )
+    )
+    daemon = start(site)
+    port = http_port(daemon)
+    try:
+        database.add("first")
+        daemon.wait_for_urls(locs("first"))
+        # A transaction left open anywhere in the cluster: rows committed after it began
+        # cannot be read yet (they might sort before its own), so they wait.
+        with postgres.connect("postgres", autocommit=False) as idle:
+            idle.execute("SELECT pg_current_xact_id()")
+            database.add("held")
+            daemon.wait_until(
+                lambda: request(port, "/healthz")[0] == 503, 20, "/healthz reporting the lag"
+            )
+            body = request(port, "/healthz")[2].decode()
+            assert "1 change-log rows waiting for" in body
+            metrics = request(port, "/metrics")[2].decode()
+            assert 'sitemapd_changelog_backlog{source="changelog:' in metrics
+            assert re.search(r"sitemapd_changelog_backlog\{[^}]*\} 1\.0", metrics)
+            assert BASE + "held" not in published(site.out)
+            (position,) = json.loads(site.cli("status", "--json").stdout)["changelogs"]
+            assert (position["waiting"], position["error"]) == (1, None)
+            idle.rollback()
+        daemon.wait_for_urls(locs("first", "held"))
+        daemon.wait_until(lambda: request(port, "/healthz")[0] == 200, 20, "/healthz ok again")
+        metrics = request(port, "/metrics")[2].decode()
+        assert re.search(
+            r"sitemapd_changelog_waiting_since_timestamp_seconds\{[^}]*\} 0\.0", metrics
+        )
+    finally:
+        daemon.stop()
+
+
 def test_out_of_order_commits_lose_no_row(tmp_path: Path, postgres: Postgres) -> None:
     database = _pg_database(postgres, "cms_order")
     site = changelog_site(tmp_path, database.dsn)
@@ -206,6 +277,12 @@ def test_database_down_at_start_keeps_output_and_reports_it(tmp_path: Path) -> N
         daemon.wait_for_log("cannot read", 20)
         status = json.loads(site.cli("status", "--json").stdout)
         assert status["urls"]["live"] == 0
+        (position,) = status["changelogs"]
+        assert position["cursor"] is None
+        assert "127.0.0.1" in position["error"]
+        assert "CANNOT READ: changelog postgresql://nobody@127.0.0.1:9/none: cannot read" in (
+            site.cli("status").stdout
+        )
     finally:
         assert daemon.stop() == 0
 
@@ -310,3 +387,161 @@ def test_a_first_build_replaying_a_create_and_a_delete_publishes_neither(tmp_pat
     assert set(published(site.out)) == locs("hello-world", "kept")
     report = json.loads(site.cli("status", "--json").stdout)
     assert report["urls"]["live"] == 2
+
+
+def _loose_changes(path: Path, *rows: tuple[object, ...]) -> None:
+    """Append rows to a change table without the constraints changelog-sql prints."""
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS changes (id INTEGER PRIMARY KEY AUTOINCREMENT, url TEXT,"
+            " op TEXT, changed_at, title TEXT)"
+        )
+        conn.executemany(
+            "INSERT INTO changes (url, op, changed_at, title) VALUES (?, ?, ?, ?)", rows
+        )
+    conn.close()
+
+
+def _loose_site(tmp_path: Path, options: str = "", sources: str = "") -> Site:
+    return changelog_site(
+        tmp_path,
+        f"sqlite:///{tmp_path / 'cms.db'}",
+        f'table = "changes"\n{options}\n[source.columns]\ntitle = "title"\n{sources}',
+    )
+
+
+def test_rows_without_a_url_an_op_or_a_time_are_skipped_and_counted(tmp_path: Path) -> None:
+    _loose_changes(
+        tmp_path / "cms.db",
+        ("/", "upsert", "2026-01-01T00:00:00Z", "Home"),
+        ("/a", "upsert", "2026-01-01T00:00:00Z", "A"),
+    )
+    site = _loose_site(tmp_path)
+    site.build()
+    before = published(site.out)
+    assert set(before) == {"https://example.com/", "https://example.com/a"}
+    _loose_changes(
+        tmp_path / "cms.db",
+        (None, "delete", "2026-01-02T00:00:00Z", None),  # no URL: not the site root
+        ("/a", "remove", "2026-01-02T00:00:00Z", None),  # no such op: not an upsert
+        ("/b", "upsert", "yesterday", "B"),  # a lastmod nobody can tell
+        ("/c", "upsert", 1767312000000, "C"),  # milliseconds, not seconds
+        ("/d", "upsert", "2026-01-02T00:00:00Z", "D"),
+    )
+    result = site.build()
+    assert "0 gone, 4 invalid" in result.stderr
+    assert published(site.out) == {**before, "https://example.com/d": "2026-01-02T00:00:00+00:00"}
+    report = json.loads(site.cli("status", "--json").stdout)
+    reasons = {item["item"]: item["reason"] for item in report["invalid"]["items"]}
+    assert reasons == {
+        "row 3": "no URL: the url column is empty",
+        "row 4": "op 'remove' is neither upsert (insert, update) nor delete",
+        "row 5": "changed_at: 'yesterday' is not a time",
+        "row 6": "changed_at: 1767312000000 is not a time in epoch seconds",
+    }
+
+
+def test_a_first_build_keeps_the_newest_row_of_a_url(tmp_path: Path) -> None:
+    _loose_changes(
+        tmp_path / "cms.db",
+        ("/x", "upsert", "2024-01-01T00:00:00Z", None),
+        ("/x", "upsert", "2024-06-01T00:00:00Z", "Final title"),
+        ("/y", "upsert", "2024-01-01T00:00:00Z", "First title"),
+        ("/y", "upsert", "2024-06-01T00:00:00Z", None),
+    )
+    site = _loose_site(tmp_path, sources="")
+    site.config.write_text(site.config.read_text() + '[feed]\ntitle = "Updates"\n')
+    site.build()
+    assert published(site.out) == {
+        "https://example.com/x": "2024-06-01T00:00:00+00:00",
+        "https://example.com/y": "2024-06-01T00:00:00+00:00",
+    }
+    ledger = sqlite3.connect(site.state / "ledger.sqlite3")
+    titles = dict(ledger.execute("SELECT loc, title FROM urls").fetchall())
+    ledger.close()
+    # The last row is the page as it is now: a title it no longer gives is gone.
+    assert titles == {"https://example.com/x": "Final title", "https://example.com/y": None}
+
+
+def test_reconcile_adds_missed_rows_and_leaves_logged_and_other_sources_urls_alone(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "urls.txt").write_text(
+        "https://example.com/listed\t2024-01-01T00:00:00Z\n"
+        "https://example.com/shared\t2024-01-01T00:00:00Z\n"
+    )
+    with sqlite3.connect(tmp_path / "cms.db") as conn:
+        conn.execute("CREATE TABLE live (path TEXT)")
+        conn.executemany("INSERT INTO live VALUES (?)", [("/logged",), ("/missed",), ("/shared",)])
+    conn.close()
+    _loose_changes(tmp_path / "cms.db", ("/logged", "upsert", "2024-03-01T00:00:00Z", "Logged"))
+    site = _loose_site(tmp_path, 'reconcile_query = "SELECT path FROM live"')
+    site.config.write_text(
+        site.config.read_text() + '\n[[source]]\ntype = "urllist"\npath = "urls.txt"\n'
+    )
+    site.build()
+    urls = published(site.out)
+    assert urls["https://example.com/logged"] == "2024-03-01T00:00:00+00:00"
+    # Another source's URL keeps its lastmod: the reconcile does not take it over.
+    assert urls["https://example.com/shared"] == "2024-01-01T00:00:00+00:00"
+    assert urls["https://example.com/listed"] == "2024-01-01T00:00:00+00:00"
+    assert "https://example.com/missed" in urls
+    ledger = sqlite3.connect(site.state / "ledger.sqlite3")
+    owners = dict(
+        ledger.execute(
+            "SELECT u.loc, s.name || ':' || coalesce(u.title, '') FROM urls u"
+            " JOIN sources s ON s.id = u.source_id"
+        ).fetchall()
+    )
+    ledger.close()
+    cms = f"changelog:sqlite:///{tmp_path / 'cms.db'}"
+    assert owners["https://example.com/logged"] == f"{cms}:Logged"
+    assert owners["https://example.com/shared"].startswith("urllist:")
+    # A second build (and every daemon reconcile) changes nothing.
+    site.build()
+    assert published(site.out) == urls
+
+
+def test_an_empty_reconcile_is_an_outage_even_when_rows_arrive(tmp_path: Path) -> None:
+    _loose_changes(
+        tmp_path / "cms.db",
+        ("/a", "upsert", "2024-03-01T00:00:00Z", None),
+        ("/b", "upsert", "2024-03-01T00:00:00Z", None),
+    )
+    with sqlite3.connect(tmp_path / "cms.db") as conn:
+        conn.execute("CREATE TABLE live (path TEXT)")
+        conn.executemany("INSERT INTO live VALUES (?)", [("/a",), ("/b",), ("/c",)])
+    conn.close()
+    site = _loose_site(tmp_path, 'reconcile_query = "SELECT path FROM live"')
+    site.build()
+    assert set(published(site.out)) == {f"https://example.com/{p}" for p in "abc"}
+    # The CMS's table is emptied (a failed import), while a new change is logged.
+    with sqlite3.connect(tmp_path / "cms.db") as conn:
+        conn.execute("DELETE FROM live")
+    conn.close()
+    _loose_changes(tmp_path / "cms.db", ("/d", "upsert", "2024-03-02T00:00:00Z", None))
+    result = site.cli("build", check=False)
+    assert result.returncode == 1
+    assert "a full scan found nothing" in result.stderr
+    assert set(published(site.out)) == {f"https://example.com/{p}" for p in "abcd"}
+
+
+def test_reconcile_waits_for_the_log_to_drain(tmp_path: Path) -> None:
+    _loose_changes(
+        tmp_path / "cms.db",
+        *((f"/n{n}", "upsert", "2024-03-01T00:00:00Z", f"N{n}") for n in range(30)),
+    )
+    with sqlite3.connect(tmp_path / "cms.db") as conn:
+        conn.execute("CREATE TABLE live (path TEXT)")
+        conn.executemany("INSERT INTO live VALUES (?)", [(f"/n{n}",) for n in range(30)])
+    conn.close()
+    # Two rows a read and ten reads a batch: the build drains in a second batch.
+    site = _loose_site(tmp_path, 'reconcile_query = "SELECT path FROM live"\nbatch_size = 2')
+    site.build()
+    urls = published(site.out)
+    assert len(urls) == 30
+    assert set(urls.values()) == {"2024-03-01T00:00:00+00:00"}
+    ledger = sqlite3.connect(site.state / "ledger.sqlite3")
+    (untitled,) = ledger.execute("SELECT count(*) FROM urls WHERE title IS NULL").fetchone()
+    ledger.close()
+    assert untitled == 0

@@ -204,7 +204,10 @@ def test_pg_row_mapping(postgres: Postgres, reader_of: list[Reader]) -> None:
             "  '2024-03-01 09:30:00-05', NULL, '2024-03-01 10:00:00'),"
             " ('world', 'b', 'DELETE', false, NULL, NULL, NULL, NULL, 'en', NULL),"
             " ('world', 'c', 'insert', true, NULL, NULL, NULL, NULL, NULL, NULL),"
-            " (NULL, 'd', 'update', false, NULL, NULL, NULL, NULL, NULL, NULL)"
+            " (NULL, 'd', 'update', false, NULL, NULL, NULL, NULL, NULL, NULL),"
+            " ('world', 'e', 'remove', false, NULL, NULL, NULL, NULL, NULL, NULL),"
+            " ('world', 'f', 'upsert', false, 'infinity', NULL, NULL, 'infinity', NULL, NULL),"
+            " ('world', 'g', 'delete', false, '-infinity', NULL, NULL, NULL, NULL, NULL)"
         )
     # A session time zone far from UTC: timestamptz values must still come out in UTC.
     spec = ChangelogSpec(
@@ -233,10 +236,27 @@ def test_pg_row_mapping(postgres: Postgres, reader_of: list[Reader]) -> None:
                 "published": "2024-03-01T14:30:00+00:00",
                 "seen": "2024-03-01T10:00:00+00:00",
             },
+            row_id="1",
         ),
-        ChangeRow("/news/world/b", True, None, None, {"language": "en"}),
-        ChangeRow("/news/world/c", True, None, None, {}),
-        ChangeRow("", False, None, None, {}),
+        ChangeRow("/news/world/b", True, None, None, {"language": "en"}, row_id="2"),
+        ChangeRow("/news/world/c", True, None, None, {}, row_id="3"),
+        ChangeRow(
+            "", False, None, None, {}, "no URL: url_template needs section, which is NULL", "4"
+        ),
+        ChangeRow(
+            "/news/world/e",
+            False,
+            None,
+            None,
+            {},
+            "op 'remove' is neither upsert (insert, update) nor delete",
+            "5",
+        ),
+        # 'infinity' fits no Python datetime: this row is refused, not the whole read.
+        ChangeRow(
+            "/news/world/f", False, None, None, {}, "changed_at: 'infinity' is not a time", "6"
+        ),
+        ChangeRow("/news/world/g", True, None, None, {}, row_id="7"),
     ]
 
 
@@ -279,6 +299,21 @@ def sqlite_db(tmp_path: Path) -> Path:
 def scheme(request: pytest.FixtureRequest) -> str:
     """The stdlib SQLite reader and the SQLAlchemy one over the same database."""
     return str(request.param)
+
+
+def test_pg_percent_signs_stay_literal_in_every_query(pg_dsn: str, reader_of: list[Reader]) -> None:
+    with psycopg.connect(pg_dsn, autocommit=True) as cms:
+        cms.execute("INSERT INTO articles (slug, title) VALUES ('p1', '50% off'), ('p2', 'x')")
+    spec = ChangelogSpec(
+        pg_dsn, query="SELECT * FROM sitemap_changes WHERE url LIKE '/news/p%' AND 7 % 3 = 1"
+    )
+    reader = opened(reader_of, spec)
+    assert reader.backlog(None) == 2
+    rows, cursor = reader.read(None, 10)
+    assert [row.url for row in rows] == ["/news/p1", "/news/p2"]
+    assert reader.backlog(cursor) == 0
+    live = "SELECT format('/news/%s', slug) FROM articles WHERE title LIKE '%\\%%' ORDER BY 1"
+    assert list(reader.live_urls(live)) == ["/news/p1"]
 
 
 def test_sqlite_ddl_triggers_fill_the_change_table(
@@ -325,6 +360,9 @@ def test_sqlite_row_mapping(tmp_path: Path, scheme: str, reader_of: list[Reader]
                 (3, "c", None, "false", 1709294400, None, None, None),
                 (4, "d", "update", "yes", None, None, "D", None),
                 (5, None, "upsert", 0, "not a time", None, None, None),
+                (6, "f", "upsert", 0, 1709294400000, None, None, "yesterday"),
+                (7, "g", "upsert", 0, 10**17, None, None, None),
+                (8, "h", None, None, None, None, None, None),
             ],
         )
     conn.close()
@@ -345,11 +383,37 @@ def test_sqlite_row_mapping(tmp_path: Path, scheme: str, reader_of: list[Reader]
             "2024-03-01T12:00:00+00:00",
             "0102",
             {"title": "A", "published": "2024-03-01T00:00:00+00:00"},
+            row_id="1",
         ),
-        ChangeRow("https://example.com/2/b", True, "2024-03-01T10:00:00+00:00", "h2", {}),
-        ChangeRow("https://example.com/3/c", False, "2024-03-01T12:00:00+00:00", None, {}),
-        ChangeRow("https://example.com/4/d", True, None, None, {"title": "D"}),
-        ChangeRow("", False, None, None, {}),
+        ChangeRow(
+            "https://example.com/2/b", True, "2024-03-01T10:00:00+00:00", "h2", {}, row_id="2"
+        ),
+        ChangeRow(
+            "https://example.com/3/c", False, "2024-03-01T12:00:00+00:00", None, {}, row_id="3"
+        ),
+        ChangeRow("https://example.com/4/d", True, None, None, {"title": "D"}, row_id="4"),
+        ChangeRow("", False, None, None, {}, "no URL: url_template needs slug, which is NULL", "5"),
+        # Milliseconds and nanoseconds are not epoch seconds: refused, not read as year 55840.
+        ChangeRow(
+            "https://example.com/6/f",
+            False,
+            None,
+            None,
+            {},
+            "changed_at: 1709294400000 is not a time in epoch seconds",
+            "6",
+        ),
+        ChangeRow(
+            "https://example.com/7/g",
+            False,
+            None,
+            None,
+            {},
+            "changed_at: 100000000000000000 is not a time in epoch seconds",
+            "7",
+        ),
+        # No op, but a deleted flag to go by.
+        ChangeRow("https://example.com/8/h", False, None, None, {}, row_id="8"),
     ]
 
 

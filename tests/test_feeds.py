@@ -249,8 +249,7 @@ def test_rotated_access_log_keeps_counting(site: Site) -> None:
 def test_sidecar_records_crawler_fetches_of_the_feeds(site: Site) -> None:
     import urllib.request
 
-    from daemon_harness import start
-    from test_sidecar import http_port
+    from daemon_harness import http_port, start
 
     feed_site(site, extra='[http]\nlisten = "127.0.0.1:0"\nserve_files = true\n')
     site.write("a.html", page("A"))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import email.utils
-import http.client
 import os
 import re
 import threading
@@ -12,29 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import Site, page
-from daemon_harness import RunningDaemon
+from daemon_harness import RunningDaemon, http_port, request
 from lxml import etree
 
 from sitemapd.watch import FAIL_HOOK
-
-
-def request(
-    port: int, path: str, headers: dict[str, str] | None = None, method: str = "GET"
-) -> tuple[int, dict[str, str], bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        conn.request(method, path, headers=headers or {})
-        response = conn.getresponse()
-        return response.status, dict(response.getheaders()), response.read()
-    finally:
-        conn.close()
-
-
-def http_port(daemon: RunningDaemon) -> int:
-    daemon.wait_for_log(r"HTTP endpoint on 127\.0\.0\.1:\d+")
-    match = re.search(r"HTTP endpoint on 127\.0\.0\.1:(\d+)", daemon.log())
-    assert match is not None
-    return int(match.group(1))
 
 
 @pytest.fixture

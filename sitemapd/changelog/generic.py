@@ -74,7 +74,7 @@ class GenericReader:
         previous = 0 if top is None else top
         for values in fresh:
             key = int(values[0])
-            gaps.update(range(max(previous + 1, key - self._spec.overlap), key))
+            gaps.update(range(max(previous + 1, key - self._spec.overlap + 1), key))
             previous = key
         top = previous
         row = self._shape.row
@@ -103,7 +103,7 @@ class GenericReader:
             with self._engine.connect() as conn:
                 result = conn.execution_options(stream_results=True).execute(text(query))
                 for row in result:
-                    yield str(row[0])
+                    yield "" if row[0] is None else str(row[0])
         except SQLAlchemyError as exc:
             raise source_error(self._spec.dsn, "cannot run reconcile_query", exc) from exc
 

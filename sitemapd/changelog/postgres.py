@@ -13,7 +13,9 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.adapt import Buffer, Loader
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.types.datetime import DateLoader, TimestampLoader, TimestamptzLoader
 
 from ..errors import SourceError
 from .spec import MAX_BACKLOG, ChangelogSpec, ChangeRow, Shape, redact, source_error
@@ -55,12 +57,13 @@ class PostgresReader:
         self._after = sql.SQL("SELECT {} FROM {} WHERE {} AND {} {}").format(
             select, source, after, settled, order
         )
-        self._count_all = sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {} LIMIT {}) s").format(
-            source, sql.Literal(MAX_BACKLOG)
+        # Every statement embedding `source` takes parameters, so its `%%` read back as `%`.
+        self._count_all = sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {} LIMIT %s) s").format(
+            source
         )
         self._count_after = sql.SQL(
-            "SELECT count(*) FROM (SELECT 1 FROM {} WHERE {} LIMIT {}) s"
-        ).format(source, after, sql.Literal(MAX_BACKLOG))
+            "SELECT count(*) FROM (SELECT 1 FROM {} WHERE {} LIMIT %s) s"
+        ).format(source, after)
         self._listen = sql.SQL("LISTEN {}").format(sql.Identifier(spec.channel))
         self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
         self._listener: psycopg.Connection[tuple[Any, ...]] | None = None
@@ -75,9 +78,9 @@ class PostgresReader:
             if self._conn is None:
                 self._conn = self._connect()
             if after is None:
-                rows = self._conn.execute(self._first, (limit,)).fetchall()
+                rows = self._fetch(self._conn, self._first, (limit,))
             else:
-                rows = self._conn.execute(self._after, (*after, limit)).fetchall()
+                rows = self._fetch(self._conn, self._after, (*after, limit))
         except psycopg.Error as exc:
             self._drop_conn()
             raise source_error(self._spec.dsn, "cannot read", exc) from exc
@@ -122,9 +125,9 @@ class PostgresReader:
             if self._conn is None:
                 self._conn = self._connect()
             if after is None:
-                found = self._conn.execute(self._count_all).fetchone()
+                found = self._conn.execute(self._count_all, (MAX_BACKLOG,)).fetchone()
             else:
-                found = self._conn.execute(self._count_after, after).fetchone()
+                found = self._conn.execute(self._count_after, (*after, MAX_BACKLOG)).fetchone()
         except (psycopg.Error, SourceError):
             self._drop_conn()
             return None
@@ -135,9 +138,9 @@ class PostgresReader:
         try:
             if self._conn is None:
                 self._conn = self._connect()
-            # psycopg reads `%` as a placeholder; the query's own must stay literal.
-            for row in self._conn.cursor().stream(query.replace("%", "%%")):
-                yield str(row[0])
+            # Without parameters psycopg sends the query as written: `%` stays literal.
+            for row in self._conn.cursor().stream(query):
+                yield "" if row[0] is None else str(row[0])
         except psycopg.Error as exc:
             self._drop_conn()
             raise source_error(self._spec.dsn, "cannot run reconcile_query", exc) from exc
@@ -146,6 +149,20 @@ class PostgresReader:
         """Close both connections; the next read or wait opens them again."""
         self._drop_conn()
         self._drop_listener()
+
+    @staticmethod
+    def _fetch(
+        conn: psycopg.Connection[tuple[Any, ...]], query: sql.Composed, params: tuple[Any, ...]
+    ) -> list[tuple[Any, ...]]:
+        """Return the rows of `query`; a time Python cannot hold comes back as its text."""
+        try:
+            return conn.execute(query, params).fetchall()
+        except psycopg.DataError:
+            # Rare: read the batch again through the slower loaders that keep such values.
+            cursor = conn.cursor()
+            for name, loader in _LENIENT_LOADERS.items():
+                cursor.adapters.register_loader(name, loader)
+            return cursor.execute(query, params).fetchall()
 
     def _connect(self) -> psycopg.Connection[tuple[Any, ...]]:
         return psycopg.connect(**self._params, autocommit=True)
@@ -159,6 +176,26 @@ class PostgresReader:
         if self._listener is not None:
             self._listener.close()
             self._listener = None
+
+
+def _lenient(base: type[Loader]) -> type[Loader]:
+    """Return a loader like `base` that gives a value Python cannot hold ('infinity', a
+    year past 9999) as its text, so the row it is in is rejected, not the whole read."""
+
+    def load(self: Loader, data: Buffer) -> Any:
+        try:
+            return base.load(self, data)
+        except psycopg.DataError:
+            return bytes(data).decode("utf-8", "replace")
+
+    return type(f"Lenient{base.__name__}", (base,), {"load": load})
+
+
+_LENIENT_LOADERS = {
+    "timestamptz": _lenient(TimestamptzLoader),
+    "timestamp": _lenient(TimestampLoader),
+    "date": _lenient(DateLoader),
+}
 
 
 def _parse_cursor(dsn: str, cursor: str | None) -> tuple[str, int] | None:

@@ -21,6 +21,9 @@ log = logging.getLogger("sitemapd.changelog")
 MAX_BACKLOG = 1_000_000
 
 _DELETE_OPS = frozenset({"delete", "deleted"})
+_UPSERT_OPS = frozenset({"upsert", "insert", "update"})
+# Epoch seconds beyond this (year 3000) are milliseconds or nanoseconds, not seconds.
+_MAX_EPOCH = 32_503_680_000
 _FALSE_TEXT = frozenset({"", "0", "f", "false", "n", "no", "off"})
 _PASSWORD_PARAM = re.compile(r"(?i)(password\s*=\s*)('[^']*'|[^&\s]*)")
 
@@ -46,13 +49,15 @@ class ChangelogSpec:
 
 
 class ChangeRow(NamedTuple):
-    """One change as the database tells it; `url` is "" when the row cannot build one."""
+    """One change as the database tells it; `problem` says why it cannot be applied."""
 
     url: str
     deleted: bool
     changed_at: str | None
     content_hash: str | None
     meta: dict[str, str]
+    problem: str | None = None
+    row_id: str = ""
 
 
 class Shape:
@@ -86,6 +91,7 @@ class Shape:
         self._changed_at = place(spec.changed_at_column)
         self._hash = place(spec.hash_column) if spec.hash_column else -1
         self._meta = tuple((field, place(column)) for field, column in spec.meta_columns)
+        self._id = place(spec.id_column)
         self.columns: tuple[str, ...] = tuple(columns)
 
     def row(self, values: Sequence[object]) -> ChangeRow:
@@ -93,29 +99,42 @@ class Shape:
         meta: dict[str, str] = {}
         for field, index in self._meta:
             # A publication time is a time whatever the column's type (text in SQLite).
-            text = _when(values[index]) if field in TIME_FIELDS else _text(values[index])
+            text = _meta_time(values[index]) if field in TIME_FIELDS else _text(values[index])
             if text is not None:
                 meta[field] = text
+        url, problem = self._build_url(values)
+        deleted, op_problem = _deleted(values, self._op, self._deleted)
+        changed_at: str | None = None
+        try:
+            changed_at = _when(values[self._changed_at])
+        except ValueError as exc:
+            # A delete needs no time; an upsert with a wrong one would publish a wrong lastmod.
+            op_problem = op_problem or (None if deleted else f"changed_at: {exc}")
         return ChangeRow(
-            self._build_url(values),
-            _deleted(values, self._op, self._deleted),
-            _when(values[self._changed_at]),
+            url,
+            deleted,
+            changed_at,
             _digest(values[self._hash]) if self._hash >= 0 else None,
             meta,
+            problem or op_problem,
+            str(values[self._id]),
         )
 
-    def _build_url(self, values: Sequence[object]) -> str:
+    def _build_url(self, values: Sequence[object]) -> tuple[str, str | None]:
+        """Return the row's URL, or "" and why there is none."""
         if self._template is None:
             url = values[self._url]
-            return "" if url is None else str(url).strip()
+            text = "" if url is None else str(url).strip()
+            return text, None if text else "no URL: the url column is empty"
         args = {name: values[index] for name, index in self._fields}
-        if any(value is None for value in args.values()):
-            return ""
+        empty = [name for name, value in args.items() if value is None]
+        if empty:
+            return "", f"no URL: url_template needs {', '.join(empty)}, which is NULL"
         try:
-            return self._template.format_map(args).strip()
-        except (ValueError, TypeError):
+            return self._template.format_map(args).strip(), None
+        except (ValueError, TypeError) as exc:
             # A format spec that does not fit this row's value (e.g. `{id:d}` over text).
-            return ""
+            return "", f"no URL: url_template does not fit this row: {exc}"
 
 
 # Metadata fields holding times, stored in canonical W3C form.
@@ -140,21 +159,30 @@ def template_fields(template: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _deleted(values: Sequence[object], op: int, deleted: int) -> bool:
-    if op >= 0 and values[op] is not None and str(values[op]).strip().lower() in _DELETE_OPS:
-        return True
+def _deleted(values: Sequence[object], op: int, deleted: int) -> tuple[bool, str | None]:
+    """Return whether the row deletes its URL, and what is wrong with its op, if anything."""
+    word = values[op] if op >= 0 else None
+    if word is not None or (op >= 0 and deleted < 0):
+        text = "" if word is None else str(word).strip().lower()
+        if text in _DELETE_OPS:
+            return True, None
+        if text not in _UPSERT_OPS:
+            return False, f"op {word!r} is neither upsert (insert, update) nor delete"
     if deleted < 0:
-        return False
+        return False, None
     flag = values[deleted]
     if isinstance(flag, str):
-        return flag.strip().lower() not in _FALSE_TEXT
-    return bool(flag)
+        return flag.strip().lower() not in _FALSE_TEXT, None
+    return bool(flag), None
 
 
 # Rows of one bulk change share their times: converting each distinct value once pays.
 @lru_cache(maxsize=4096, typed=True)
 def _when(value: object) -> str | None:
-    """Return a database time value in canonical W3C form (naive means UTC), or None."""
+    """Return a database time value in canonical W3C form (naive means UTC), or None.
+
+    Raises ValueError for a value that is not a time (or one out of range).
+    """
     if value is None:
         return None
     if isinstance(value, datetime):
@@ -163,14 +191,24 @@ def _when(value: object) -> str | None:
     if isinstance(value, date):
         return f"{value.isoformat()}T00:00:00+00:00"
     if isinstance(value, int | float) and not isinstance(value, bool):
+        if not 0 <= value < _MAX_EPOCH:
+            raise ValueError(f"{value!r} is not a time in epoch seconds")
         return w3c.format_epoch(value)
     if isinstance(value, str):
         try:
             return _when(datetime.fromisoformat(value.strip()))
         except ValueError:
             pass
-    log.warning("changelog: ignored a time that is not a datetime: %r", value)
-    return None
+    raise ValueError(f"{value!r} is not a time")
+
+
+def _meta_time(value: object) -> str | None:
+    """Return a metadata time in canonical form; a wrong one is logged and left out."""
+    try:
+        return _when(value)
+    except ValueError as exc:
+        log.warning("changelog: ignored a publication time: %s", exc)
+        return None
 
 
 def _digest(value: object) -> str | None:
@@ -185,7 +223,7 @@ def _text(value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, datetime | date):
-        return _when(value)
+        return _meta_time(value)
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).decode("utf-8", "replace")
     return str(value)

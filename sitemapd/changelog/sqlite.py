@@ -76,7 +76,7 @@ class SqliteReader:
         """Yield the first column of `query`; raises SourceError."""
         try:
             for row in self._connect().execute(query):
-                yield str(row[0])
+                yield "" if row[0] is None else str(row[0])
         except sqlite3.Error as exc:
             self.close()
             raise source_error(self._spec.dsn, "cannot run reconcile_query", exc) from exc

@@ -62,7 +62,12 @@ def _changes(source: ChangelogSource, ctx: Context, reader: Reader, result: Scan
 
 
 def _loc(source: ChangelogSource, ctx: Context, url: str) -> str:
-    """Return the canonical URL of a row's `url` (absolute, or a path on the site)."""
+    """Return the canonical URL of a row's `url` (absolute, or a path on the site).
+
+    Raises InvalidURL, also for an empty one: it would name the site root.
+    """
+    if not url:
+        raise InvalidURL("no URL")
     if url.startswith("/") and not url.startswith("//") and "/." not in url:
         # A plain path, as the trigger template writes: urljoin would only prefix the root.
         return ctx.policy.normalise(ctx.policy.origin.root + url[1:])
@@ -70,6 +75,8 @@ def _loc(source: ChangelogSource, ctx: Context, url: str) -> str:
 
 
 def _item(source: ChangelogSource, ctx: Context, row: ChangeRow) -> Item:
+    if row.problem:
+        return rejected(source.name, f"row {row.row_id}"[:200], row.problem)
     try:
         loc = _loc(source, ctx, row.url)
     except InvalidURL as exc:
@@ -110,10 +117,12 @@ def _reconciled(source: ChangelogSource, ctx: Context, reader: Reader) -> Iterat
                 located[_loc(source, ctx, url)] = url
             except InvalidURL as exc:
                 yield rejected(source.name, url[:200], str(exc))
-        known = ctx.ledger.present(source.name, list(located))
+        owners = ctx.ledger.owners(list(located))
         for loc in located:
-            if loc in known:
+            owner = owners.get(loc)
+            if owner == source.name:
                 yield Seen(loc, source.name)
-            else:
+            elif owner is None:
                 # Listed as live but never logged: its upsert was missed.
                 yield Observation(loc, source.name, None, ctx.now)
+            # Another source's URL stays that source's, with its lastmod.
