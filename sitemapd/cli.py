@@ -1,4 +1,4 @@
-"""The `sitemapd` command line: build, import, status, verify, check-config."""
+"""The `sitemapd` command line: build, run, import, status, verify, explain, check-config."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from .changelog.ddl import ddl
 from .daemon import Daemon
 from .engine import Engine
 from .errors import ConfigError, SitemapdError
+from .explain import explain
 from .importer import ImportTally, read_sitemaps
 from .lock import StateLock
 from .publish import OutputNames
@@ -166,6 +167,18 @@ def verify_(config_path: Path) -> None:
         click.echo(f"{len(problems)} problems", err=True)
         sys.exit(1)
     click.echo(f"ok: {cfg.site.output_dir / cfg.sitemap.index}")
+
+
+@main.command(name="explain")
+@config_option
+@click.argument("target")
+@_errors_exit
+def explain_(config_path: Path, target: str) -> None:
+    """Show what TARGET's fingerprint is taken over and its lastmod history.
+
+    TARGET is a page's URL or its file under a directory source's root.
+    """
+    click.echo(explain(config.load(config_path), target), nl=False)
 
 
 @main.command(name="check-config")

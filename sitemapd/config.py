@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from .changelog.spec import ChangelogSpec
-from .content import parse_selector
 from .errors import ConfigError
+from .fingerprint import MODES, compile_selector
 from .listen import parse_listen
 from .urls import Origin
 
@@ -148,8 +148,11 @@ class DirectorySource:
     # Which pages are news articles: "auto" (those that say so: JSON-LD *Article or
     # og:type article; article:published_time only dates them), "all", or "none".
     articles: str = "auto"
-    # Where a page's main images are (a simple CSS selector), for image:image entries.
+    # The article container (a CSS selector): what the fingerprint reads, and where the
+    # images of image:image entries are. None: found on each page.
     content_selector: str | None = None
+    # "content": lastmod follows the page's significant content; "page": its bytes.
+    fingerprint: str = "content"
 
 
 @dataclass(frozen=True, slots=True)
@@ -638,6 +641,7 @@ def _directory(table: _Table, base: Path) -> SourceConfig:
         language=_source_language(table),
         articles=table.choice("articles", "auto", ARTICLES),
         content_selector=_selector(table),
+        fingerprint=table.choice("fingerprint", "content", MODES),
     )
 
 
@@ -657,7 +661,7 @@ def _selector(table: _Table) -> str | None:
     selector = table.text("content_selector", "")
     if selector:
         try:
-            parse_selector(selector)
+            compile_selector(selector)
         except ValueError as exc:
             raise table.error("content_selector", str(exc)) from exc
     return selector or None

@@ -1,7 +1,6 @@
-"""Page content: the hash that decides whether a page changed, and what its HTML says.
+"""Page content: what a page's HTML says about itself.
 
-The hash is taken after the configured `ignore` patterns are removed, so build stamps,
-CSRF tokens and counters do not count as changes. From the `<head>` we read the title,
+From the `<head>` we read the title,
 the canonical link, robots meta directives, the language, hreflang alternates, Open
 Graph tags and schema.org article data (JSON-LD). The body is read only when a content
 selector is configured: then its JSON-LD and the article's images count too.
@@ -9,20 +8,18 @@ selector is configured: then its JSON-LD and the article's images count too.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 from urllib.parse import urldefrag, urljoin
 
-import lxml.html
 from lxml import etree
 
 from . import w3c
 from .errors import ConfigError, InvalidURL
+from .fingerprint import compile_selector, parse_html
 from .render.extensions import HREFLANG
 from .render.news import news_language
 from .urls import Origin, URLPolicy
@@ -44,16 +41,6 @@ _LD_JSON = re.compile(
 _LD_MAX_DEPTH = 8
 # schema.org article-like types whose names do not end in "Article".
 _POSTING_TYPES = {"BlogPosting", "LiveBlogPosting", "SocialMediaPosting", "DiscussionForumPosting"}
-_IDENT = r"-?[A-Za-z_][A-Za-z0-9_-]*"
-_COMPOUND = re.compile(rf"([A-Za-z][A-Za-z0-9-]*)?((?:[#.]{_IDENT})*)")
-_PART = re.compile(rf"[#.]{_IDENT}")
-
-
-def content_hash(data: bytes, ignore: tuple[re.Pattern[bytes], ...] = ()) -> str:
-    """Return the hex digest of `data` with every `ignore` match removed."""
-    for pattern in ignore:
-        data = pattern.sub(b"", data)
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,93 +60,27 @@ class PageFacts:
     base: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Compound:
-    """One step of a selector: a tag, an id and classes, each optional."""
-
-    tag: str | None
-    id: str | None
-    classes: frozenset[str]
-
-    def matches(self, element: etree._Element) -> bool:
-        """True when `element` has this step's tag, id and every one of its classes."""
-        if self.tag is not None and element.tag != self.tag:
-            return False
-        if self.id is not None and element.get("id") != self.id:
-            return False
-        return self.classes <= set((element.get("class") or "").split())
-
-
-@dataclass(frozen=True, slots=True)
-class Selector:
-    """A descendant chain of compound selectors, the CSS subset content selectors use."""
-
-    steps: tuple[Compound, ...]
-
-    def matches(self, element: etree._Element) -> bool:
-        """True when `element` matches the last step and its ancestors the earlier ones."""
-        if not self.steps[-1].matches(element):
-            return False
-        pending = len(self.steps) - 2
-        # Matching each step at the nearest ancestor that fits is enough for descendant chains.
-        for ancestor in element.iterancestors():
-            if pending < 0:
-                break
-            if self.steps[pending].matches(ancestor):
-                pending -= 1
-        return pending < 0
-
-
-def parse_selector(text: str) -> Selector:
-    """Return the selector `text`: tags, `#id`, `.class` and descendant spaces only.
-
-    Raises ValueError naming what falls outside that subset.
-    """
-    words = text.split()
-    if not words:
-        raise ValueError("content selector is empty")
-    return Selector(tuple(_parse_compound(word) for word in words))
-
-
-def _parse_compound(word: str) -> Compound:
-    match = _COMPOUND.fullmatch(word)
-    if match is None:
-        raise ValueError(
-            f"unsupported content selector part {word!r}: use tag, #id and .class "
-            "(e.g. 'main .article-body', 'div#content.story'), separated by spaces"
-        )
-    tag, rest = match.group(1), match.group(2)
-    ids = [part[1:] for part in _PART.findall(rest) if part.startswith("#")]
-    if len(ids) > 1:
-        raise ValueError(f"content selector part {word!r} names more than one #id")
-    classes = frozenset(part[1:] for part in _PART.findall(rest) if part.startswith("."))
-    return Compound(tag.lower() if tag else None, ids[0] if ids else None, classes)
-
-
-@lru_cache(maxsize=16)
-def _cached_selector(text: str) -> Selector:
-    return parse_selector(text)
-
-
-def read_page(data: bytes, content_selector: str | None = None) -> PageFacts:
+def read_page(
+    data: bytes, content_selector: str | None = None, tree: etree._Element | None = None
+) -> PageFacts:
     """Return what an HTML document says about itself (see PageFacts).
 
-    Only `<head>` is read unless `content_selector` is given: then the body's JSON-LD and
-    the `<img>` inside the selected elements count too. Raises ValueError for a bad selector.
+    `tree` is the whole document when the caller parsed it already; else only `<head>` is
+    parsed, unless `content_selector` is given: then the body's JSON-LD and the `<img>`
+    inside the selected elements count too. Raises ValueError for a bad selector.
     """
-    selector = _cached_selector(content_selector) if content_selector is not None else None
+    select = compile_selector(content_selector) if content_selector is not None else None
     # Nearly everything we read lives in <head>; parsing only that keeps large pages cheap.
     match = _BODY.search(data)
     head = data[: match.start()] if match else data
-    tree = _parse(head) if head.strip() else None
+    if tree is None and head.strip():
+        tree = parse_html(data if select is not None else head)
     if tree is None:
         return PageFacts()
     facts, meta, images = _head_facts(tree)
-    dates, headline, article = _json_ld(head if selector is None else data)
-    if selector is not None:
-        body = _parse(data)
-        if body is not None:
-            images.extend(_content_images(body, selector))
+    dates, headline, article = _json_ld(head if select is None else data)
+    if select is not None:
+        images.extend(_content_images(tree, select))
     # One PageFacts per page, built once: this runs for every page of a scan.
     return PageFacts(
         **facts,
@@ -170,27 +91,16 @@ def read_page(data: bytes, content_selector: str | None = None) -> PageFacts:
     )
 
 
-def _parse(data: bytes) -> etree._Element | None:
-    """Return the parsed document, or None when lxml finds no document in `data`."""
-    try:
-        # libxml2 reads a page that declares no charset as Latin-1; UTF-8 is the better guess.
-        return lxml.html.document_fromstring(data.decode("utf-8"))
-    except (etree.ParserError, ValueError):
-        # Not UTF-8, or an XML declaration lxml refuses in a str: let the page's charset rule.
-        pass
-    try:
-        return lxml.html.document_fromstring(data)
-    except (etree.ParserError, ValueError):
-        return None
-
-
 def _head_facts(tree: etree._Element) -> tuple[dict[str, Any], dict[str, str], list[str]]:
     """Return the head's PageFacts fields, the first content of each og:/article: meta,
     and og:images."""
-    title = tree.findtext(".//title")
+    head = tree.find("head")
+    if head is None:
+        head = tree
+    title = head.findtext(".//title")
     canonical = None
     alternates: dict[str, str] = {}
-    for link in tree.iter("link"):
+    for link in head.iter("link"):
         rels = (link.get("rel") or "").lower().split()
         href = (link.get("href") or "").strip()
         if "canonical" in rels and href and canonical is None:
@@ -201,7 +111,7 @@ def _head_facts(tree: etree._Element) -> tuple[dict[str, Any], dict[str, str], l
     noindex = False
     meta: dict[str, str] = {}
     images: list[str] = []
-    for element in tree.iter("meta"):
+    for element in head.iter("meta"):
         name = (element.get("name") or "").strip().lower()
         if name in _ROBOTS_NAMES:
             directives = {d.strip().lower() for d in (element.get("content") or "").split(",")}
@@ -227,25 +137,25 @@ def _head_facts(tree: etree._Element) -> tuple[dict[str, Any], dict[str, str], l
     return facts, meta, images
 
 
-def _json_ld(data: bytes) -> tuple[list[object], str | None, bool]:
-    """Return (every datePublished, headline, found) of the page's schema.org articles."""
+def ld_articles(data: bytes) -> list[dict[str, object]]:
+    """Return the schema.org article objects of the page's JSON-LD, in document order."""
     if b"ld+json" not in data:
-        return [], None, False
-    dates: list[object] = []
-    headline = None
-    found = False
+        return []
+    found: list[dict[str, object]] = []
     for block in _LD_JSON.finditer(data):
         try:
             document = json.loads(block.group(1).decode("utf-8", "replace"))
         except (ValueError, RecursionError):
             continue
-        for node in _ld_nodes(document, 0):
-            if not _is_article(node.get("@type")):
-                continue
-            found = True
-            dates.append(node.get("datePublished"))
-            headline = headline or _text(node.get("headline"))
-    return dates, headline, found
+        found.extend(node for node in _ld_nodes(document, 0) if _is_article(node.get("@type")))
+    return found
+
+
+def _json_ld(data: bytes) -> tuple[list[object], str | None, bool]:
+    """Return (every datePublished, headline, found) of the page's schema.org articles."""
+    articles = ld_articles(data)
+    headline = next((h for h in (_text(a.get("headline")) for a in articles) if h), None)
+    return [a.get("datePublished") for a in articles], headline, bool(articles)
 
 
 def _ld_nodes(value: object, depth: int) -> Iterator[dict[str, object]]:
@@ -293,11 +203,13 @@ def _text(value: object) -> str | None:
     return _SPACE.sub(" ", value).strip() or None
 
 
-def _content_images(tree: etree._Element, selector: Selector) -> Iterator[str]:
-    """Yield `<img>` sources inside the elements `selector` matches, in document order."""
+def _content_images(
+    tree: etree._Element, select: Callable[[etree._Element], list[etree._Element]]
+) -> Iterator[str]:
+    """Yield `<img>` sources inside the elements `select` finds, in document order."""
     seen: set[etree._Element] = set()
-    for element in tree.iter(etree.Element):
-        if element in seen or not selector.matches(element):
+    for element in select(tree):
+        if element in seen:
             continue
         for img in element.iter("img"):
             src = (img.get("src") or "").strip()

@@ -37,9 +37,10 @@ _CHUNK = 2000
 _URL_COLUMNS = (
     "id, loc, source_id, status, reason, page_reason, content_hash, source_time, lastmod, "
     "first_seen, change_count, title, file_key, shard, entry_bytes, "
-    "published, language, news_title, article, alternates, extra"
+    "published, language, news_title, article, alternates, extra, "
+    "bytes_hash, fp_settings, fp_fallback"
 )
-_INSERT_URL = f"INSERT INTO urls ({_URL_COLUMNS}) VALUES (NULL{', ?' * 20})"
+_INSERT_URL = f"INSERT INTO urls ({_URL_COLUMNS}) VALUES (NULL{', ?' * 23})"
 # URLs from lists carry no content facts; binding fewer values makes bulk loads much faster.
 _INSERT_BARE = (
     "INSERT INTO urls (loc, source_id, status, source_time, lastmod, first_seen, change_count, "
@@ -49,7 +50,7 @@ _UPDATE_URL = (
     "UPDATE urls SET source_id = ?, status = ?, reason = ?, page_reason = ?, content_hash = ?, "
     "source_time = ?, lastmod = ?, change_count = ?, title = ?, file_key = ?, shard = ?, "
     "entry_bytes = ?, published = ?, language = ?, news_title = ?, article = ?, "
-    "alternates = ?, extra = ? WHERE id = ?"
+    "alternates = ?, extra = ?, bytes_hash = ?, fp_settings = ?, fp_fallback = ? WHERE id = ?"
 )
 
 
@@ -108,6 +109,15 @@ class FeedPageRange(NamedTuple):
     filled_at: str
 
 
+class KnownFile(NamedTuple):
+    """What the ledger recorded of a file it read."""
+
+    file_key: str
+    bytes_hash: str | None
+    content_hash: str | None
+    fp_settings: str | None
+
+
 @dataclass(slots=True)
 class _Row:
     """One `urls` row, in `_URL_COLUMNS` order."""
@@ -133,6 +143,9 @@ class _Row:
     article: int | None
     alternates: str | None
     extra: str | None
+    bytes_hash: str | None
+    fp_settings: str | None
+    fp_fallback: int | None
 
     def update_params(self) -> tuple[Any, ...]:
         return (
@@ -154,6 +167,9 @@ class _Row:
             self.article,
             self.alternates,
             self.extra,
+            self.bytes_hash,
+            self.fp_settings,
+            self.fp_fallback,
             self.id,
         )
 
@@ -257,8 +273,20 @@ def _migrate_v3(db: Database) -> None:
     )
 
 
+def _migrate_v4(db: Database) -> None:
+    # The significant-change fingerprint: the bytes it was taken from, the settings that
+    # took it, and whether the page's main content was found.
+    for column, kind in (("bytes_hash", str), ("fp_settings", str), ("fp_fallback", int)):
+        db.table("urls").add_column(column, kind)
+
+
 # Append only: a released migration never changes; the list index + 1 is the version.
-MIGRATIONS: list[Callable[[Database], None]] = [_migrate_v1, _migrate_v2, _migrate_v3]
+MIGRATIONS: list[Callable[[Database], None]] = [
+    _migrate_v1,
+    _migrate_v2,
+    _migrate_v3,
+    _migrate_v4,
+]
 
 
 def _unchanged(values: tuple[Any, ...], obs: Observation, source_id: int) -> bool:
@@ -277,7 +305,13 @@ def _unchanged(values: tuple[Any, ...], obs: Observation, source_id: int) -> boo
         and (obs.source_time is None or obs.source_time == values[7])
         and values[16:21] == _facts(obs)
         and (values[15] is not None or obs.meta is None or not obs.meta.article)
+        and (obs.bytes_hash is None or values[21:24] == _fingerprint(obs))
     )
+
+
+def _fingerprint(obs: Observation) -> tuple[str | None, str | None, int | None]:
+    """Return `(bytes_hash, fp_settings, fp_fallback)` columns of `obs`."""
+    return obs.bytes_hash, obs.fp_settings, int(obs.fallback) if obs.bytes_hash else None
 
 
 def _chunks(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
@@ -334,13 +368,13 @@ class Ledger:
             self._reader = sqlite3.connect(self.path, check_same_thread=False)
         return self._reader
 
-    def _owned(self, source: str, locs: list[str]) -> list[tuple[str, str | None]]:
-        """Return `(loc, file_key)` of present (not gone) URLs of `source` among `locs`."""
+    def _owned(self, source: str, locs: list[str], columns: str) -> list[tuple[Any, ...]]:
+        """Return `(loc, *columns)` of present (not gone) URLs of `source` among `locs`."""
         marks = ",".join("?" * len(locs))
         return (
             self._read()
             .execute(
-                f"SELECT loc, file_key FROM urls WHERE loc IN ({marks}) "
+                f"SELECT loc, {columns} FROM urls WHERE loc IN ({marks}) "
                 "AND source_id = (SELECT id FROM sources WHERE name = ?) "
                 f"AND status IN ('{LIVE}', '{EXCLUDED}')",
                 [*locs, source],
@@ -348,9 +382,13 @@ class Ledger:
             .fetchall()
         )
 
-    def known_files(self, source: str, locs: list[str]) -> dict[str, str]:
-        """Return `{loc: file_key}` for present URLs of `source` among `locs` read from files."""
-        return {loc: key for loc, key in self._owned(source, locs) if key is not None}
+    def known_files(self, source: str, locs: list[str]) -> dict[str, KnownFile]:
+        """Return what is recorded of present URLs of `source` among `locs` read from files."""
+        return {
+            row[0]: KnownFile(*row[1:])
+            for row in self._owned(source, locs, "file_key, bytes_hash, content_hash, fp_settings")
+            if row[1] is not None
+        }
 
     def owners(self, locs: list[str]) -> dict[str, str]:
         """Return `{loc: source name}` for the present (not gone) URLs among `locs`."""
@@ -725,6 +763,7 @@ class _Apply:
             size,
             self._published(None, obs, live=reason is None),
             *_facts(obs),
+            *_fingerprint(obs),
         )
 
     def _published(self, known: str | None, obs: Observation, live: bool) -> str | None:
@@ -740,8 +779,10 @@ class _Apply:
         """Update `row` for what `obs` says of it now."""
         old_lastmod = row.lastmod
         if obs.content_hash is not None:
-            # No stored hash (seeded or listed URL): first content, not a change.
-            changed = row.content_hash is not None and row.content_hash != obs.content_hash
+            # No stored hash (seeded or listed URL): first content, not a change. Taken by
+            # other settings, the stored hash is compared with the content's by those.
+            measure = obs.content_hash if obs.old_measure is None else obs.old_measure
+            changed = row.content_hash is not None and row.content_hash != measure
             new_lastmod = self.now
         else:
             changed = obs.source_time is not None and (
@@ -756,6 +797,8 @@ class _Apply:
             row.change_count += 1
         row.source_id = self.source_id(obs.source)
         row.content_hash = obs.content_hash or row.content_hash
+        if obs.bytes_hash is not None:
+            row.bytes_hash, row.fp_settings, row.fp_fallback = _fingerprint(obs)
         row.source_time = obs.source_time or row.source_time
         row.title = obs.title
         row.file_key = obs.file_key
@@ -886,7 +929,7 @@ class _Apply:
                 f"SELECT {_URL_COLUMNS} FROM urls WHERE loc IN ({marks})", list(latest)
             )
         }
-        inserts, updates, seen = [], [], []
+        inserts, updates, seen, touched = [], [], [], []
         for loc, item in latest.items():
             values = rows.get(loc)
             if values is None:
@@ -896,6 +939,8 @@ class _Apply:
             if isinstance(item, Seen):
                 if values[2] == self.source_id(item.source) and values[3] != GONE:
                     seen.append((values[0],))
+                    if item.file_key is not None and item.file_key != values[12]:
+                        touched.append((item.file_key, values[0]))
                 continue
             if isinstance(item, Gone):
                 # Only the owner's word removes a URL: another source may still have it.
@@ -921,6 +966,7 @@ class _Apply:
                 ).fetchone()
                 self.links[url_id] = alternates
         self.conn.executemany(_UPDATE_URL, updates)
+        self.conn.executemany("UPDATE urls SET file_key = ? WHERE id = ?", touched)
         self.conn.executemany("INSERT OR IGNORE INTO temp.seen VALUES (?)", seen)
         if inserts:
             self.conn.executemany(

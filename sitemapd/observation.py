@@ -26,13 +26,24 @@ class Observation(NamedTuple):
     meta: ArticleMeta | None = None
     # The rendered xhtml:link / image:image elements of its sitemap entry.
     extra: str = ""
+    # The hash of the file's bytes as read, and the `Settings.key` of the fingerprint
+    # settings that produced `content_hash` (files only).
+    bytes_hash: str | None = None
+    fp_settings: str | None = None
+    # The content's fingerprint by the settings of the stored one, when those differ from
+    # `fp_settings`: the ledger compares this with what it stored instead.
+    old_measure: str | None = None
+    # True when the page's main content was not found and the whole page counted.
+    fallback: bool = False
 
 
 class Seen(NamedTuple):
-    """A URL whose file is unchanged since the last scan: still there, not re-read."""
+    """A URL whose content is unchanged since the last scan: still there."""
 
     loc: str
     source: str
+    # The file's new key when only it moved (a touch, a copy of the same bytes).
+    file_key: str | None = None
 
 
 class Gone(NamedTuple):

@@ -85,6 +85,13 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
             "indexnow_pending": _indexnow_pending(conn, cursors),
         },
         "urls": url_counts(conn),
+        "main_content_not_found": dict(
+            conn.execute(
+                "SELECT s.name, count(*) FROM urls u JOIN sources s ON s.id = u.source_id "
+                "WHERE u.fp_fallback = 1 AND u.status IN ('live', 'excluded') "
+                "GROUP BY s.name ORDER BY s.name"
+            )
+        ),
         "excluded_by_reason": by_reason,
         "excluded": excluded,
         "invalid": {"count": invalid_count, "items": invalid},
@@ -106,6 +113,11 @@ def render_text(report: dict[str, Any]) -> str:
         reasons = ", ".join(f"{n} {r}" for r, n in report["excluded_by_reason"].items())
         lines.append(f"excluded:     {reasons}")
         lines += [f"  {item['loc']}  ({item['reason']})" for item in report["excluded"]]
+    for source, n in report["main_content_not_found"].items():
+        lines.append(
+            f"no main content: {source}: {n} pages fingerprinted whole "
+            "(see 'sitemapd explain'; set content_selector)"
+        )
     invalid = report["invalid"]
     if invalid["count"]:
         lines.append(f"invalid:      {invalid['count']}")

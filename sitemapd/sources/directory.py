@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from itertools import islice
+from dataclasses import dataclass
+from itertools import chain, islice
 from pathlib import Path
 
 from .. import w3c
 from ..config import DirectorySource
-from ..content import FACTS_VERSION, article_meta, content_hash, exclusion, read_page
+from ..content import FACTS_VERSION, article_meta, exclusion
 from ..errors import InvalidURL, SourceError
-from ..observation import Gone, Item, Observation, Seen
+from ..fingerprint import FINGERPRINT_VERSION, Settings, TemplateMemory, bytes_digest
+from ..ledger import KnownFile
+from ..observation import Checkpoint, Gone, Item, Observation, Seen
+from ..pages import PageRead, read_file, settings_for
 from .base import Context, Scan, rejected, skipped_below, with_defaults
 from .globs import compile_globs
 
 _BATCH = 500
-_HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 
 
 def scan(source: DirectorySource, ctx: Context) -> Scan:
@@ -42,7 +45,7 @@ def _facts_fingerprint(source: DirectorySource, ctx: Context) -> str:
     """Return what decides the facts read from a page besides its bytes."""
     return (
         f"{FACTS_VERSION}:{source.articles}:{source.language}:{source.content_selector}:"
-        f"{ctx.images}:{ctx.alternates}"
+        f"{ctx.images}:{ctx.alternates}:{fingerprint_settings(source).key}"
     )
 
 
@@ -109,6 +112,7 @@ def _observe_paths(source: DirectorySource, ctx: Context, relpaths: set[str]) ->
     """
     include, exclude = compile_globs(source.include), compile_globs(source.exclude)
     skipped = skipped_below(source.root, ctx.skip)
+    files: list[Iterator[tuple[str, os.DirEntry[str] | Path]]] = []
     for relpath in sorted(relpaths):
         if any(part.startswith(".") for part in relpath.split("/")):
             continue
@@ -117,12 +121,12 @@ def _observe_paths(source: DirectorySource, ctx: Context, relpaths: set[str]) ->
             continue
         if path.is_dir() and not path.is_symlink():  # as walk(): symlinked folders are not followed
             if os.path.realpath(path) not in skipped:
-                yield from _items(source, ctx, walk(source, ctx.skip, relpath))
+                files.append(walk(source, ctx.skip, relpath))
         elif path.is_dir():
             continue
         elif include.match(relpath) and not exclude.match(relpath):
             if path.is_file():
-                yield from _items(source, ctx, iter([(relpath, path)]))
+                files.append(iter([(relpath, path)]))
             elif not path.exists():
                 try:
                     loc = ctx.policy.for_file(
@@ -131,6 +135,8 @@ def _observe_paths(source: DirectorySource, ctx: Context, relpaths: set[str]) ->
                 except InvalidURL:
                     continue
                 yield Gone(loc, source.name)
+    # One batch for all: the pages of a deploy teach the site's template together.
+    yield from _items(source, ctx, chain.from_iterable(files))
 
 
 def _items(
@@ -139,6 +145,10 @@ def _items(
     files: Iterator[tuple[str, os.DirEntry[str] | Path]],
     reread: bool = False,
 ) -> Iterator[Item]:
+    """Yield what `files` hold now, a batch at a time: the site's template is learned
+    from each batch's pages before any of them is fingerprinted."""
+    reader = _Reader(source, ctx)
+    yield from reader.specs()
     while batch := list(islice(files, _BATCH)):
         located: list[tuple[str, str, os.DirEntry[str] | Path]] = []
         for relpath, entry in batch:
@@ -151,56 +161,159 @@ def _items(
                 continue
             located.append((loc, relpath, entry))
         known = ctx.ledger.known_files(source.name, [loc for loc, _, _ in located])
+        pages: list[_Page] = []
         for loc, relpath, entry in located:
-            key = known.get(loc)
-            yield from _observe(source, ctx, loc, relpath, entry, key, reread and key is not None)
+            for item in reader.read(loc, relpath, entry, known.get(loc), reread):
+                if isinstance(item, _Page):
+                    pages.append(item)
+                else:
+                    yield item
+        yield from reader.finish(pages)
 
 
-def _observe(
-    source: DirectorySource,
-    ctx: Context,
-    loc: str,
-    relpath: str,
-    entry: os.DirEntry[str] | Path,
-    known_key: str | None,
-    reread: bool = False,
-) -> Iterator[Item]:
-    try:
-        stat = entry.stat()
-        key = file_key(stat)
-        if key == known_key and not reread:
-            yield Seen(loc, source.name)
+@dataclass
+class _Page:
+    """A file read in this batch, waiting for the batch's template to be learned."""
+
+    loc: str
+    relpath: str
+    stat: os.stat_result
+    data: bytes
+    read: PageRead
+    known: KnownFile | None
+
+
+class _Reader:
+    """Reads a source's files into observations with the site's template memory."""
+
+    def __init__(self, source: DirectorySource, ctx: Context) -> None:
+        self.source = source
+        self.ctx = ctx
+        self.settings = fingerprint_settings(source)
+        self.memory_cursor = f"template:{source.name}"
+        self.memory = TemplateMemory.load(ctx.ledger.cursor(self.memory_cursor))
+        self.images = source.content_selector if ctx.images else None
+
+    def specs(self) -> Iterator[Checkpoint]:
+        """Yield the specs of this source's settings, so a later change can rebuild them."""
+        for relpath in ("page.html", "file"):
+            settings = settings_for(relpath, self.settings)
+            yield Checkpoint(f"fingerprint:{settings.key}", settings.spec())
+
+    def read(
+        self,
+        loc: str,
+        relpath: str,
+        entry: os.DirEntry[str] | Path,
+        known: KnownFile | None,
+        reread: bool,
+    ) -> Iterator[Item | _Page]:
+        """Yield what the file says now: a Seen, nothing (deleted), a Rejected, or a
+        _Page to fingerprint once the batch is read."""
+        name = self.source.name
+        try:
+            stat = entry.stat()
+            key = file_key(stat)
+            if known is not None and key == known.file_key and not reread:
+                yield Seen(loc, name)
+                return
+            with open(entry, "rb") as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            return  # deleted since the listing: absent from this scan, hence gone
+        except OSError as exc:
+            yield rejected(name, _printable(relpath), f"unreadable ({exc.strerror})")
+            if known is not None:
+                # A read error is not a deletion: the published URL stays until it is readable.
+                yield Seen(loc, name)
             return
-        with open(entry, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        return  # deleted since the listing: absent from this scan, hence gone
-    except OSError as exc:
-        yield rejected(source.name, _printable(relpath), f"unreadable ({exc.strerror})")
-        if known_key is not None:
-            # A read error is not a deletion: the published URL stays until it is readable.
-            yield Seen(loc, source.name)
-        return
-    if not relpath.lower().endswith(_HTML_SUFFIXES):
-        yield Observation(
-            loc, source.name, content_hash(data, source.ignore), w3c.format_epoch(stat.st_mtime)
+        if (
+            known is not None
+            and not reread
+            and known.bytes_hash == bytes_digest(data)
+            and known.fp_settings == settings_for(relpath, self.settings).key
+        ):
+            # Touched or copied with the same bytes: nothing to parse.
+            yield Seen(loc, name, key)
+            return
+        yield _Page(
+            loc, relpath, stat, data, read_file(relpath, data, self.settings, self.images), known
         )
-        return
-    # The body is parsed only when images inside it are wanted.
-    facts = read_page(data, source.content_selector if ctx.images else None)
-    meta = with_defaults(
-        article_meta(facts, loc, ctx.policy, source.language), source.articles, source.language
-    )
-    yield Observation(
-        loc=loc,
-        source=source.name,
-        content_hash=content_hash(data, source.ignore),
-        source_time=w3c.format_epoch(stat.st_mtime),
-        title=facts.title,
-        exclusion=exclusion(facts, loc, ctx.policy),
-        file_key=key,
-        meta=meta,
-        extra=ctx.extra(meta),
+
+    def finish(self, pages: list[_Page]) -> Iterator[Item]:
+        """Yield the observations of a batch's `pages`, after learning its template."""
+        before = len(self.memory.known)
+        self.memory.learn([p.read.reading.shapes() for p in pages if p.read.reading is not None])
+        if len(self.memory.known) != before:
+            yield Checkpoint(self.memory_cursor, self.memory.dump())
+        for page in pages:
+            yield self._observation(page)
+
+    def _observation(self, page: _Page) -> Observation:
+        read, source, ctx = page.read, self.source, self.ctx
+        content_hash = read.digest(self.memory)
+        raw = bytes_digest(page.data)
+        source_time = w3c.format_epoch(page.stat.st_mtime)
+        common = {
+            "content_hash": content_hash,
+            "source_time": source_time,
+            "file_key": file_key(page.stat),
+            "bytes_hash": raw,
+            "fp_settings": read.settings.key,
+            "old_measure": self._old_measure(page, raw),
+            "fallback": read.fallback,
+        }
+        if read.facts is None:
+            return Observation(page.loc, source.name, **common)  # type: ignore[arg-type]
+        facts = read.facts
+        meta = with_defaults(
+            article_meta(facts, page.loc, ctx.policy, source.language),
+            source.articles,
+            source.language,
+        )
+        return Observation(
+            loc=page.loc,
+            source=source.name,
+            title=facts.title,
+            exclusion=exclusion(facts, page.loc, ctx.policy),
+            meta=meta,
+            extra=ctx.extra(meta),
+            **common,  # type: ignore[arg-type]
+        )
+
+    def _old_measure(self, page: _Page, raw: str) -> str | None:
+        """Return the page's fingerprint by the settings of the stored one, when other.
+
+        The same bytes are no change by any measure. Settings of an older sitemapd cannot
+        be rebuilt: a page whose bytes changed since then counts as changed.
+        """
+        known = page.known
+        if known is None or known.content_hash is None:
+            return None
+        if known.bytes_hash == raw:
+            return known.content_hash
+        if known.fp_settings == page.read.settings.key:
+            return None
+        old = self._old_settings(known.fp_settings)
+        if old is None:
+            return ""
+        return read_file(page.relpath, page.data, old).digest(self.memory)
+
+    def _old_settings(self, key: str | None) -> Settings | None:
+        if key is None:
+            # Fingerprinted before settings were recorded: the bytes less `ignore`.
+            return Settings(mode="page", ignore=self.settings.ignore)
+        spec = self.ctx.ledger.cursor(f"fingerprint:{key}")
+        old = Settings.from_spec(spec) if spec is not None else None
+        return old if old is not None and old.version == FINGERPRINT_VERSION else None
+
+
+def fingerprint_settings(source: DirectorySource) -> Settings:
+    """Return how the HTML pages of `source` are fingerprinted."""
+    return Settings(
+        mode=source.fingerprint,
+        selector=source.content_selector,
+        ignore=tuple(p.pattern.decode() for p in source.ignore),
     )
 
 

@@ -1,0 +1,300 @@
+"""The significant-change fingerprint: what a page says, not the bytes around it.
+
+`content` (the default) hashes a page's main content (see `extract`), its title,
+headlines, description, canonical and robots directives and the article fields of its
+JSON-LD, normalised so that what a browser shows the same hashes the same (whitespace,
+entity spelling, attribute order, scripts and styles, asset query strings). `page`
+hashes the bytes, as do non-HTML files. Both take the source's `ignore` patterns out
+first. Each stored fingerprint records the settings that produced it (`Settings.key`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from urllib.parse import urlsplit
+
+import lxml.html
+from lxml import etree
+from lxml.cssselect import CSSSelector
+from lxml.html import HtmlElement
+
+from .decode import decode_html
+from .extract import NEVER, describe, fragments, main_content
+from .template import TemplateMemory, shape
+
+__all__ = [
+    "FINGERPRINT_VERSION",
+    "MODES",
+    "Reading",
+    "Settings",
+    "TemplateMemory",
+    "bytes_digest",
+    "compile_selector",
+    "parse_html",
+    "read_html",
+    "without_ignored",
+]
+
+# Bumped whenever a change to this package can give an unchanged page another digest.
+FINGERPRINT_VERSION = 1
+MODES = ("content", "page")
+_PARSER = lxml.html.HTMLParser(remove_comments=True, remove_pis=True)
+_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*>")
+_HIDDEN = etree.XPath(
+    "//*[@hidden or @aria-hidden='true' or "
+    "contains(translate(@style, 'DISPLAYNOE :', 'displaynoe'), 'display:none')]"
+)
+_ROBOTS_NAMES = {"robots", "googlebot"}
+# JSON-LD fields of an article that are what it says (not counters such as commentCount).
+_LD_FIELDS = (
+    "headline",
+    "alternativeHeadline",
+    "name",
+    "description",
+    "datePublished",
+    "dateModified",
+    "author",
+    "image",
+    "articleBody",
+    "text",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How a source's pages are fingerprinted; `key` names them in the ledger."""
+
+    mode: str = "content"
+    selector: str | None = None
+    # The source's `ignore` patterns, as written.
+    ignore: tuple[str, ...] = ()
+    version: int = FINGERPRINT_VERSION
+
+    def spec(self) -> str:
+        """Return the settings as canonical JSON, from which `from_spec` rebuilds them."""
+        return json.dumps(
+            {
+                "version": self.version,
+                "mode": self.mode,
+                "selector": self.selector,
+                "ignore": list(self.ignore),
+            },
+            sort_keys=True,
+        )
+
+    @property
+    def key(self) -> str:
+        """Return a short stable name of these settings."""
+        return hashlib.blake2b(self.spec().encode(), digest_size=6).hexdigest()
+
+    @classmethod
+    def from_spec(cls, text: str) -> Settings | None:
+        """Return the settings `spec()` wrote, or None when they cannot be rebuilt."""
+        try:
+            data = json.loads(text)
+            return cls(
+                mode=str(data["mode"]),
+                selector=data["selector"],
+                ignore=tuple(str(p) for p in data["ignore"]),
+                version=int(data["version"]),
+            )
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def patterns(self) -> tuple[re.Pattern[bytes], ...]:
+        """Return the compiled `ignore` patterns."""
+        return _patterns(self.ignore)
+
+
+@lru_cache(maxsize=64)
+def _patterns(ignore: tuple[str, ...]) -> tuple[re.Pattern[bytes], ...]:
+    return tuple(re.compile(p.encode()) for p in ignore)
+
+
+@lru_cache(maxsize=64)
+def compile_selector(text: str) -> Callable[[etree._Element], list[HtmlElement]]:
+    """Return a function that finds the elements CSS selector `text` matches.
+
+    Raises ValueError naming what is wrong with the selector.
+    """
+    try:
+        selector = CSSSelector(text)
+    except Exception as exc:  # cssselect raises its own SelectorError and ExpressionError
+        raise ValueError(f"not a CSS selector cssselect understands ({exc})") from exc
+
+    def select(root: etree._Element) -> list[HtmlElement]:
+        return _elements(selector(root))
+
+    return select
+
+
+def _elements(found: object) -> list[HtmlElement]:
+    """Return the elements among an XPath result (which lxml types as anything)."""
+    return [e for e in found if isinstance(e, HtmlElement)] if isinstance(found, list) else []
+
+
+def bytes_digest(data: bytes, ignore: tuple[re.Pattern[bytes], ...] = ()) -> str:
+    """Return the hex digest of `data` with every `ignore` match removed."""
+    return hashlib.blake2b(without_ignored(data, ignore), digest_size=16).hexdigest()
+
+
+def without_ignored(data: bytes, ignore: tuple[re.Pattern[bytes], ...]) -> bytes:
+    """Return `data` with every match of the `ignore` patterns removed."""
+    for pattern in ignore:
+        data = pattern.sub(b"", data)
+    return data
+
+
+def parse_html(data: bytes) -> HtmlElement | None:
+    """Return the document `data` holds, decoded as a browser would, or None if empty."""
+    text = _XML_DECLARATION.sub("", decode_html(data), count=1)
+    if not text.strip():
+        return None
+    try:
+        return lxml.html.document_fromstring(text, parser=_PARSER)
+    except (etree.ParserError, ValueError):
+        return None
+
+
+@dataclass
+class Reading:
+    """What a page's fingerprint is taken over, before the site's template is left out."""
+
+    # (label, text) of the page's head, headlines and structured data, in order.
+    parts: list[tuple[str, str]]
+    # The main content's text nodes as (template shape or None, text with whitespace
+    # runs as one space).
+    texts: list[tuple[int | None, str]]
+    # True when no main content was found and the whole body counts.
+    fallback: bool = False
+    # What was left out of the main content, with why (filled only when explaining).
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+
+    def shapes(self) -> set[int]:
+        """Return the template shapes of the main content's short texts."""
+        return {key for key, _ in self.texts if key is not None}
+
+    def kept(self, memory: TemplateMemory) -> Iterator[str]:
+        """Yield the main content texts that are not the site's template."""
+        for key, text in self.texts:
+            if key is None or key not in memory:
+                yield text
+
+    def digest(self, memory: TemplateMemory) -> str:
+        """Return the fingerprint: the parts and the main content less `memory`."""
+        digest = hashlib.blake2b(digest_size=16)
+        for label, text in self.parts:
+            digest.update(f"{label}\x1f{text}\x1e".encode("utf-8", "surrogatepass"))
+        digest.update(b"\x1d")
+        for text in self.kept(memory):
+            # Without spaces: a space added or dropped between tags is no change.
+            digest.update(text.replace(" ", "").encode("utf-8", "surrogatepass") + b"\x1e")
+        return digest.hexdigest()
+
+
+def read_html(
+    tree: HtmlElement, articles: list[dict[str, object]], settings: Settings, explain: bool = False
+) -> Reading:
+    """Return what the fingerprint of the page `tree` is taken over.
+
+    `articles` are the page's JSON-LD article objects. The tree is cleaned in place
+    (scripts, styles, hidden elements go); read its facts first.
+    """
+    parts = _head_parts(tree)
+    for node in articles:
+        for name in _LD_FIELDS:
+            for value in _ld_values(node.get(name), name):
+                parts.append((f"ld:{name}", value))
+    etree.strip_elements(tree, *NEVER, with_tail=False)
+    for hidden in _elements(_HIDDEN(tree)):
+        if hidden.getparent() is not None:
+            hidden.drop_tree()
+    body = tree.find("body")
+    if body is None:
+        body = tree
+    parts.extend(("h1", _normal(" ".join(h.itertext()))) for h in body.iter("h1"))
+    select = compile_selector(settings.selector) if settings.selector else None
+    extract = main_content(body, select)
+    texts: list[tuple[int | None, str]] = []
+    for _, text in fragments(extract):
+        words = text.split()
+        if words:
+            texts.append((shape(words), " ".join(words)))
+    for root in extract.main:
+        for element in root.iter("img", "a"):
+            if any(a in extract.dropped for a in element.iterancestors()):
+                continue
+            if element.tag == "img":
+                parts.extend(("img", value) for value in _image(element))
+            elif element.get("href"):
+                parts.append(("a", _asset(element.get("href", ""))))
+    reading = Reading(parts, texts, extract.fallback)
+    if explain:
+        reading.dropped = [(describe(e), why) for e, why in extract.dropped.items()]
+    return reading
+
+
+def _head_parts(tree: HtmlElement) -> list[tuple[str, str]]:
+    """Return the title, description, Open Graph title and image, canonical and robots."""
+    parts = [("title", _normal(tree.findtext(".//title") or ""))]
+    head = tree.find("head")
+    robots: set[str] = set()
+    for element in (head if head is not None else tree).iter("meta", "link"):
+        if element.tag == "link":
+            if "canonical" in (element.get("rel") or "").lower().split():
+                parts.append(("canonical", (element.get("href") or "").strip()))
+            continue
+        name = (element.get("name") or element.get("property") or "").strip().lower()
+        content = _normal(element.get("content") or "")
+        if name in _ROBOTS_NAMES:
+            robots.update(d.strip().lower() for d in content.split(","))
+        elif name in ("description", "og:title", "og:description"):
+            parts.append((name, content))
+        elif name == "og:image":
+            parts.append((name, _asset(content)))
+    parts.append(("robots", ",".join(sorted(robots))))
+    return parts
+
+
+def _ld_values(value: object, name: str) -> Iterator[str]:
+    """Yield the texts of a JSON-LD field: strings, names of persons, image URLs."""
+    if isinstance(value, str):
+        yield _asset(value) if name == "image" else _normal(value)
+    elif isinstance(value, list):
+        for item in value[:50]:
+            yield from _ld_values(item, name)
+    elif isinstance(value, dict):
+        for key in ("name", "url", "@id"):
+            if isinstance(value.get(key), str):
+                yield from _ld_values(value[key], name)
+                return
+
+
+def _image(img: HtmlElement) -> Iterator[str]:
+    src = (img.get("src") or "").strip()
+    if not src or src[:5].lower() == "data:":
+        # Lazy-loading pages keep the real URL in data-src and a placeholder in src.
+        src = (img.get("data-src") or "").strip()
+    if src:
+        yield _asset(src)
+    alt = _normal(img.get("alt") or "")
+    if alt:
+        yield alt
+
+
+def _asset(url: str) -> str:
+    """Return `url` without its query and fragment: cache-busters are not content."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return url.strip()
+    return f"{parts.scheme}://{parts.netloc}{parts.path}" if parts.netloc else parts.path
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())

@@ -1,0 +1,413 @@
+"""Find a page's main content: the article, not the template around it.
+
+Works on any template, landmarks or not. Paragraph-like blocks are scored by their text
+(readability's measure: length and commas, discounted by link text) and the scores are
+given to their parents and grandparents; the best container and those of its siblings
+that score near it are the main content. Inside it, what a reader would not call the
+article is left out: navigation, forms, asides, link lists (most of their text inside
+`<a>`), and blocks whose class or id names a template part (share bars, "related",
+"most read", comment counts, cookie banners). An operator's CSS selector replaces the
+search when given.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from lxml import etree
+from lxml.html import HtmlElement
+
+# Never visible content, or not content at all: dropped before anything is measured.
+NEVER = (
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "svg",
+    "canvas",
+    "iframe",
+    "object",
+    "embed",
+    "link",
+    "meta",
+    "button",
+    "select",
+    "input",
+    "textarea",
+    "dialog",
+)
+_STRUCTURAL = {"nav": "navigation", "aside": "aside", "form": "form", "footer": "footer"}
+_ROLES = {
+    "navigation",
+    "banner",
+    "contentinfo",
+    "complementary",
+    "search",
+    "menu",
+    "menubar",
+    "dialog",
+    "alertdialog",
+    "toolbar",
+}
+# Class and id words of template parts; a word of _ARTICLE_WORDS in the same element wins.
+_TEMPLATE_WORDS = re.compile(
+    r"nav|navbar|navigation|menu|breadcrumbs?|masthead|header|footer|sidebar|side|aside|"
+    r"rail|widgets?|related|recommended|recommendations?|popular|trending|latest|"
+    r"share|sharing|social|comments?|commentcount|disqus|cookies?|consent|gdpr|newsletter|"
+    r"subscribe|subscription|signup|promo|promotion|advert|advertisement|ads?|adslot|"
+    r"sponsor|sponsored|outbrain|taboola|teasers?|tags|pagination|pager|toolbar|modal|"
+    r"popup|overlay|skip|print|counter|views|hidden|sr|visually"
+)
+# Template parts named in several words: "more-stories", "most_read", "read-next".
+_TEMPLATE_PHRASES = re.compile(
+    r"more[-_ ]?(?:stories|news|from|articles|on|like|to|in)\b|"
+    r"most[-_ ]?(?:read|popular|viewed|shared)|read[-_ ]?(?:next|also)|see[-_ ]?also|"
+    r"you[-_ ]?may|also[-_ ]?like|in[-_ ]?case"
+)
+_ARTICLE_WORDS = re.compile(
+    r"article|articlebody|body|content|entry|main|post|story|text|prose|blog|page"
+)
+_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
+_PARAGRAPHS = {"p", "pre", "td", "blockquote", "dd"}
+_BLOCKS = {
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "dd",
+    "div",
+    "dl",
+    "dt",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "header",
+    "hr",
+    "li",
+    "main",
+    "nav",
+    "ol",
+    "p",
+    "pre",
+    "section",
+    "table",
+    "td",
+    "th",
+    "tr",
+    "ul",
+}
+_LINK_LISTS = {"ul", "ol", "dl", "div", "section", "table", "tbody", "tr", "td", "p", "span"}
+# Commas as Latin, CJK full-width and ideographic text write them.
+_COMMAS = re.compile("[,\uff0c\u3001]")
+# A paragraph shorter than this says too little to tell article from template.
+_MIN_PARAGRAPH = 25
+# Main content with less text than this is not found: the page is fingerprinted whole.
+_MIN_MAIN = 140
+# Paragraph scores go to five generations of ancestors, less with each (readability.js).
+_DIVIDERS = (1, 2, 6, 9, 12)
+# Candidates compared with the best, how close they must score, and how many must share
+# an ancestor for it to be the article.
+_TOP = 5
+_CLOSE = 0.75
+_MIN_CLOSE = 3
+# Template words never drop a block holding this share of the main text: a wrapper
+# named "has-sidebar" or "page-footer-sticky" is not a footer.
+_WRAPPER_SHARE = 0.4
+
+
+@dataclass
+class Extract:
+    """What the extractor kept of a page and what it left out."""
+
+    # The elements holding the main content, in document order.
+    main: list[HtmlElement]
+    # True when no main content was found and `main` is the whole body.
+    fallback: bool
+    # Elements left out inside `main`, with why.
+    dropped: dict[HtmlElement, str] = field(default_factory=dict)
+
+
+def describe(element: HtmlElement) -> str:
+    """Return a CSS-like name of `element` for people: `div#main.story-body`."""
+    name = str(element.tag)
+    ident = (element.get("id") or "").strip()
+    if ident:
+        name += "#" + ident.split()[0]
+    classes = (element.get("class") or "").split()
+    return name + "".join("." + c for c in classes[:3])
+
+
+def main_content(
+    body: HtmlElement, select: Callable[[HtmlElement], list[HtmlElement]] | None
+) -> Extract:
+    """Return the main content of `body` (a cleaned document body).
+
+    With `select` (an operator's selector), its outermost matches are the main content;
+    when it matches nothing the page falls back to the whole body.
+    """
+    sizes = _Sizes(body)
+    if select is not None:
+        chosen = _outermost(select(body))
+        if not chosen:
+            return Extract([body], fallback=True, dropped=_template_parts(body, sizes, body))
+        return _finish(chosen, sizes)
+    top = _best_container(body, sizes)
+    if top is None:
+        return Extract([body], fallback=True, dropped=_template_parts(body, sizes, body))
+    extract = _finish(_with_siblings(top, sizes), sizes)
+    kept = sum(sizes.text[e] for e in extract.main) - sum(
+        sizes.text[e] for e in extract.dropped if _inside_any(e, extract.main)
+    )
+    if kept < _MIN_MAIN:
+        return Extract([body], fallback=True, dropped=_template_parts(body, sizes, body))
+    return extract
+
+
+def _finish(main: list[HtmlElement], sizes: _Sizes) -> Extract:
+    dropped: dict[HtmlElement, str] = {}
+    for element in main:
+        dropped.update(_template_parts(element, sizes, element))
+    return Extract(main, fallback=False, dropped=dropped)
+
+
+class _Sizes:
+    """Characters of text, and of link text, inside every element of a body."""
+
+    def __init__(self, body: HtmlElement) -> None:
+        self.elements = list(body.iter(etree.Element))
+        text: dict[HtmlElement, int] = dict.fromkeys(self.elements, 0)
+        links: dict[HtmlElement, int] = dict.fromkeys(self.elements, 0)
+        # Pre-order reversed: every child is counted before its parent.
+        for element in reversed(self.elements):
+            own = text[element] + _length(element.text)
+            text[element] = own
+            if element.tag == "a":
+                links[element] = own
+            parent = element.getparent()
+            if parent is not None and parent in text:
+                text[parent] += own + _length(element.tail)
+                links[parent] += links[element]
+        self.text = text
+        self.links = links
+
+    def link_density(self, element: HtmlElement) -> float:
+        """Return the share of `element`'s text that is link text."""
+        total = self.text[element]
+        return self.links[element] / total if total else 0.0
+
+
+def _length(text: str | None) -> int:
+    return len(text.strip()) if text else 0
+
+
+def _best_container(body: HtmlElement, sizes: _Sizes) -> HtmlElement | None:
+    """Return the element whose paragraphs score highest, or None when no paragraph."""
+    scores: dict[HtmlElement, float] = {}
+    stop = body.getparent()
+    for element in sizes.elements:
+        tag = element.tag
+        if tag not in _PARAGRAPHS and not (tag == "div" and _is_leaf_block(element)):
+            continue
+        length = sizes.text[element]
+        if length < _MIN_PARAGRAPH or _template_reason(element, sizes, 1 << 62):
+            continue
+        text = element.text_content()
+        score = (1 + len(_COMMAS.findall(text)) + min(length / 100, 3)) * (
+            1 - sizes.link_density(element)
+        )
+        ancestor = element.getparent()
+        for divider in _DIVIDERS:
+            if ancestor is None or ancestor is stop:
+                break
+            scores[ancestor] = scores.get(ancestor, 0.0) + score / divider
+            ancestor = ancestor.getparent()
+    if not scores:
+        return None
+    final = {e: v * (1 - sizes.link_density(e)) + _weight(e) for e, v in scores.items()}
+    ranked = sorted(final, key=final.__getitem__, reverse=True)
+    return _climb(ranked[0], ranked[1:_TOP], final, stop)
+
+
+def _climb(
+    top: HtmlElement, others: list[HtmlElement], final: dict[HtmlElement, float], stop: object
+) -> HtmlElement:
+    """Return `top`, or the ancestor an article split into several parts shares.
+
+    As readability.js: an ancestor holding several candidates that score nearly as well
+    is the article; so is a parent that scores better than the child it holds.
+    """
+    close = [e for e in others if final[e] >= _CLOSE * final[top]]
+    if len(close) >= _MIN_CLOSE:
+        lines = [set(e.iterancestors()) for e in close]
+        for ancestor in top.iterancestors():
+            if ancestor is stop:
+                break
+            if sum(ancestor in line for line in lines) >= _MIN_CLOSE:
+                top = ancestor
+                break
+    last = final.get(top, 0.0)
+    parent = top.getparent()
+    while parent is not None and parent is not stop and parent.tag != "body":
+        if parent not in final:
+            parent = parent.getparent()
+            continue
+        if final[parent] < last / 3:
+            break
+        if final[parent] > last:
+            top = parent
+            break
+        last = final[parent]
+        parent = parent.getparent()
+    while (
+        top.getparent() is not None and len(top.getparent()) == 1 and top.getparent().tag != "body"
+    ):
+        top = top.getparent()
+    return top
+
+
+def _is_leaf_block(element: HtmlElement) -> bool:
+    """True for a `<div>` used as a paragraph: text and no block-level children."""
+    return not any(child.tag in _BLOCKS for child in element)
+
+
+def _weight(element: HtmlElement) -> float:
+    """Return readability's bonus for article-like and malus for template-like names."""
+    article, template = _named(element)
+    weight = 25.0 * article - 25.0 * template
+    if element.tag in ("article", "main"):
+        weight += 10
+    return weight
+
+
+def _named(element: HtmlElement) -> tuple[bool, bool]:
+    """Return whether `element`'s class and id name an article part, and a template part."""
+    names = f"{element.get('class') or ''} {element.get('id') or ''}".lower()
+    if not names.strip():
+        return False, False
+    words = [w for w in _WORD_SPLIT.split(names) if w]
+    return (
+        any(_ARTICLE_WORDS.fullmatch(w) for w in words),
+        any(_TEMPLATE_WORDS.fullmatch(w) for w in words) or bool(_TEMPLATE_PHRASES.search(names)),
+    )
+
+
+def _with_siblings(top: HtmlElement, sizes: _Sizes) -> list[HtmlElement]:
+    """Return `top` and those of its siblings that read as more of the same article."""
+    parent = top.getparent()
+    if parent is None:
+        return [top]
+    top_text = sizes.text[top]
+    kept = []
+    for sibling in parent:
+        if sibling is top:
+            kept.append(sibling)
+            continue
+        if not isinstance(sibling.tag, str) or sibling not in sizes.text:
+            continue
+        length = sizes.text[sibling]
+        density = sizes.link_density(sibling)
+        if _template_reason(sibling, sizes, top_text):
+            continue
+        if (
+            length >= max(80, top_text * 0.2)
+            and density < 0.25
+            and _paragraph_share(sibling, sizes) > 0.5
+        ) or (sibling.tag == "p" and length >= 80 and density < 0.25):
+            kept.append(sibling)
+    return kept
+
+
+def _paragraph_share(element: HtmlElement, sizes: _Sizes) -> float:
+    """Return the share of `element`'s text inside paragraphs."""
+    total = sizes.text[element]
+    if not total:
+        return 0.0
+    inside = sum(sizes.text[p] for p in element.iter(*_PARAGRAPHS) if p in sizes.text)
+    return min(inside / total, 1.0)
+
+
+def _template_parts(root: HtmlElement, sizes: _Sizes, main: HtmlElement) -> dict[HtmlElement, str]:
+    """Return the outermost elements under `root` that are template, with why."""
+    found: dict[HtmlElement, str] = {}
+    main_text = sizes.text.get(main, 0)
+    iterator = root.iterdescendants(etree.Element)
+    skip_below: HtmlElement | None = None
+    for element in iterator:
+        if skip_below is not None and _inside(element, skip_below):
+            continue
+        reason = _template_reason(element, sizes, main_text)
+        if reason:
+            found[element] = reason
+            skip_below = element
+    return found
+
+
+def _template_reason(element: HtmlElement, sizes: _Sizes, main_text: int) -> str | None:
+    """Return why `element` is template rather than article, or None."""
+    tag = element.tag
+    text = sizes.text.get(element, 0)
+    small = text <= main_text * _WRAPPER_SHARE
+    if tag in _STRUCTURAL and small:
+        return _STRUCTURAL[tag]
+    role = (element.get("role") or "").strip().lower()
+    if role in _ROLES and small:
+        return f"role={role}"
+    if small and tag not in ("a", "body", "html", "article", "main"):
+        article, template = _named(element)
+        if template and not article:
+            return "template class or id"
+    if tag in _LINK_LISTS and text:
+        links = sizes.links[element]
+        if links / text > 0.5 and _link_count(element) >= 2:
+            return f"link list ({round(100 * links / text)}% link text)"
+    return None
+
+
+def _link_count(element: HtmlElement) -> int:
+    count = 0
+    for _ in element.iter("a"):
+        count += 1
+        if count >= 2:
+            break
+    return count
+
+
+def _inside(element: HtmlElement, ancestor: HtmlElement) -> bool:
+    return any(a is ancestor for a in element.iterancestors())
+
+
+def _inside_any(element: HtmlElement, roots: list[HtmlElement]) -> bool:
+    return any(element is r or _inside(element, r) for r in roots)
+
+
+def _outermost(elements: list[HtmlElement]) -> list[HtmlElement]:
+    """Return `elements` without those inside another of them, in document order."""
+    chosen = set(elements)
+    return [e for e in elements if not any(a in chosen for a in e.iterancestors())]
+
+
+def fragments(extract: Extract) -> Iterator[tuple[HtmlElement, str]]:
+    """Yield `(element, text)` for every text node of the main content kept, in order."""
+    for root in extract.main:
+        yield from _walk(root, extract.dropped)
+
+
+def _walk(
+    element: HtmlElement, dropped: dict[HtmlElement, str]
+) -> Iterator[tuple[HtmlElement, str]]:
+    if element.text:
+        yield element, element.text
+    for child in element:
+        if child not in dropped and isinstance(child.tag, str):
+            yield from _walk(child, dropped)
+        if child.tail:
+            yield element, child.tail

@@ -1,0 +1,67 @@
+"""What a whole site teaches: short texts that many of its pages carry at once are template.
+
+A comment count, "page generated in 42 ms", a "More stories" heading: each page of a
+re-rendered site carries them with the same words (digits aside). A text of a few words
+seen on many pages of one batch, digits masked, is remembered as template for the
+source and left out of every page's fingerprint from then on. Long texts never are: an
+article's paragraphs must always count, even when several pages share one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+# Texts of more words than this are article text, never learned as template.
+MAX_WORDS = 8
+# A text is template once this many pages of a batch carry it, and this share of them.
+MIN_PAGES = 3
+MIN_SHARE = 0.3
+# Remembered per source, newest kept: ample for a template's few hundred short texts.
+CAPACITY = 4096
+_DIGITS = re.compile(r"\d+")
+
+
+def shape(words: list[str]) -> int | None:
+    """Return the template key of a text of `words`, or None when it is too long to be one."""
+    if len(words) > MAX_WORDS:
+        return None
+    masked = _DIGITS.sub("#", " ".join(words)).encode()
+    return int.from_bytes(hashlib.blake2b(masked, digest_size=8).digest(), "big")
+
+
+class TemplateMemory:
+    """The template texts learned for one source, as shape keys, oldest first."""
+
+    def __init__(self, known: Iterable[int] = ()) -> None:
+        self.known: dict[int, None] = dict.fromkeys(known)
+
+    def __contains__(self, key: int) -> bool:
+        return key in self.known
+
+    def learn(self, pages: list[set[int]]) -> None:
+        """Remember the shapes that enough of `pages` (one set of shapes each) carry."""
+        if len(pages) < MIN_PAGES:
+            return
+        counts = Counter(key for page in pages for key in page)
+        needed = max(MIN_PAGES, MIN_SHARE * len(pages))
+        for key, count in counts.items():
+            if count >= needed:
+                self.known.pop(key, None)
+                self.known[key] = None
+        while len(self.known) > CAPACITY:
+            del self.known[next(iter(self.known))]
+
+    def dump(self) -> str:
+        """Return the memory as text for the source's cursor."""
+        return " ".join(f"{key:016x}" for key in self.known)
+
+    @classmethod
+    def load(cls, text: str | None) -> TemplateMemory:
+        """Return the memory `dump()` wrote; an unreadable text starts an empty one."""
+        try:
+            return cls(int(word, 16) for word in (text or "").split())
+        except ValueError:
+            return cls()

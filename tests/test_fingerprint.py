@@ -1,0 +1,267 @@
+"""The significant-change fingerprint, through the real CLI on generated sites.
+
+Each site is re-rendered as a CMS does on every publish (new "latest" and "most read"
+boxes, comment counts, render times, cache-busters, nonces, whitespace); the tests
+count which URLs the ledger records as changed and compare with the articles edited:
+false moves and missed moves as rates, both zero on these templates.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import sqlite3
+
+import pytest
+from conftest import Site
+from sitegen import STYLES, new_site
+
+from sitemapd.content import read_page
+from sitemapd.fingerprint import Settings, TemplateMemory, parse_html
+from sitemapd.pages import read_file
+
+PAGES = 40
+
+
+def change_counts(site: Site) -> dict[str, int]:
+    """Return `{loc: change_count}` from the ledger."""
+    conn = sqlite3.connect(site.state / "ledger.sqlite3")
+    try:
+        return dict(conn.execute("SELECT loc, change_count FROM urls"))
+    finally:
+        conn.close()
+
+
+def moved(site: Site, before: dict[str, int]) -> set[str]:
+    """Return the URLs whose content changed since `before` (slugs)."""
+    after = change_counts(site)
+    return {
+        loc.rsplit("/", 1)[-1].removesuffix(".html")
+        for loc, count in after.items()
+        if count != before.get(loc, count)
+    }
+
+
+def summary(site: Site) -> str:
+    return site.build().stdout
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_rerendering_moves_only_the_edited_articles(site: Site, style: str) -> None:
+    news = new_site(style, PAGES, seed=STYLES.index(style) + 1)
+    news.write(site.root)
+    assert f"{PAGES} new" in summary(site)
+    rng = random.Random(7)
+    false_moves = missed = 0
+    for round_ in range(3):
+        # A new story: every page's "latest" box, counts and assets change.
+        before = change_counts(site)
+        news.add_story(rng)
+        news.write(site.root)
+        out = summary(site)
+        assert "1 new, 0 updated" in out, out
+        assert not moved(site, before)
+        # Edits: one word, an appended correction, a new headline; everything re-rendered.
+        before = change_counts(site)
+        word, appended, headline = rng.sample(news.stories[:-1], 3)
+        word.paragraphs[2] = word.paragraphs[2].replace(" ", " corrected ", 1)
+        appended.paragraphs.append(f"Correction {round_}: an earlier version misspelt a name.")
+        headline.headline += " (updated)"
+        news.write(site.root)
+        summary(site)
+        edited = {word.slug, appended.slug, headline.slug}
+        found = moved(site, before)
+        false_moves += len(found - edited)
+        missed += len(edited - found)
+    total = 3 * (PAGES + 2)
+    assert (false_moves / total, missed / 9) == (0.0, 0.0), style
+
+
+def test_a_legacy_template_with_no_landmarks_moves_nothing_per_new_story(site: Site) -> None:
+    news = new_site("divsoup", 300, seed=11)
+    news.write(site.root)
+    summary(site)
+    rng = random.Random(3)
+    before = change_counts(site)
+    news.add_story(rng)
+    news.stories[10].paragraphs[0] += " A detail was added."
+    news.stories[200].paragraphs[-1] = news.stories[200].paragraphs[-1].replace("said", "told")
+    news.write(site.root)
+    out = summary(site)
+    assert "1 new, 2 updated" in out, out
+    assert moved(site, before) == {"story-11", "story-201"}
+
+
+def docs_page(title: str, nav: list[str], text: str) -> str:
+    links = "".join(f'<li class="toctree-l1"><a href="/{n}.html">{n.title()}</a></li>' for n in nav)
+    return (
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title} - Docs</title>'
+        '<link rel="stylesheet" href="_static/x.css?digest=abc"></head><body>'
+        f'<div class="wy-nav-side"><div class="wy-menu"><ul>{links}</ul></div></div>'
+        f'<div class="wy-nav-content"><div class="rst-content"><div role="main" class="document">'
+        f"<h1>{title}</h1><p>{text}</p><p>More about {title}, with details and examples.</p>"
+        "</div></div></div>"
+        "<footer><p>Built with Sphinx using a theme provided by Read the Docs.</p></footer>"
+        "</body></html>"
+    )
+
+
+def test_a_docs_site_navigation_rename_moves_nothing_and_one_edit_one_page(site: Site) -> None:
+    names = [f"page{n}" for n in range(23)]
+    texts = {n: f"The {n} chapter explains how the tool handles case {n} in depth." for n in names}
+
+    def deploy(nav: list[str]) -> None:
+        for name in names:
+            site.write(f"{name}.html", docs_page(name, nav, texts[name]))
+
+    deploy(names)
+    summary(site)
+    before = change_counts(site)
+    deploy([*names[:5], "renamed-guide", *names[6:]])
+    assert "0 updated" in summary(site)
+    assert not moved(site, before)
+    texts["page7"] = texts["page7"].replace("explains", "describes")
+    deploy([*names[:5], "renamed-guide", *names[6:]])
+    summary(site)
+    assert moved(site, before) == {"page7"}
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("ignore", 'ignore = ["<!-- build [0-9]+ -->"]'),
+        ("selector", 'content_selector = "div.txt"'),
+        ("page", 'fingerprint = "page"'),
+    ],
+)
+def test_changing_fingerprint_settings_moves_no_lastmod(
+    site: Site, setting: str, value: str
+) -> None:
+    news = new_site("divsoup", 30, seed=5)
+    news.write(site.root)
+    summary(site)
+    urls = site.urls()
+    before = change_counts(site)
+    site.configure(source=value)
+    out = summary(site)
+    assert "0 updated" in out, out
+    assert site.urls() == urls
+    assert not moved(site, before)
+    # Settings changed and a page edited in the same deploy: that page moves, alone.
+    site.configure()
+    news.stories[3].paragraphs[1] += " One more sentence."
+    (site.root / "story-4.html").write_text(
+        (site.root / "story-4.html")
+        .read_text()
+        .replace(news.stories[3].paragraphs[1][:-20], news.stories[3].paragraphs[1][:-20] + " x")
+    )
+    summary(site)
+    assert moved(site, before) == {"story-4"}
+
+
+def test_an_upgrade_of_the_fingerprint_code_moves_no_lastmod(site: Site) -> None:
+    news = new_site("semantic", 20, seed=9)
+    news.write(site.root)
+    summary(site)
+    urls = site.urls()
+    before = change_counts(site)
+    # As a ledger written by an earlier sitemapd: whole-page hashes, no settings recorded.
+    conn = sqlite3.connect(site.state / "ledger.sqlite3")
+    with conn:
+        for (loc,) in conn.execute("SELECT loc FROM urls").fetchall():
+            data = (site.root / (loc.rsplit("/", 1)[-1])).read_bytes()
+            from sitemapd.fingerprint import bytes_digest
+
+            conn.execute(
+                "UPDATE urls SET content_hash = ?, bytes_hash = NULL, fp_settings = NULL "
+                "WHERE loc = ?",
+                (bytes_digest(data), loc),
+            )
+        conn.execute("DELETE FROM cursors WHERE name LIKE 'facts:%'")
+    conn.close()
+    for path in site.root.iterdir():
+        path.touch()
+    assert "0 updated" in summary(site)
+    assert site.urls() == urls
+    assert not moved(site, before)
+
+
+def test_unchanged_bytes_are_not_parsed_again(site: Site) -> None:
+    news = new_site("semantic", 5, seed=2)
+    news.write(site.root)
+    summary(site)
+    page = site.root / "story-1.html"
+    page.write_bytes(page.read_bytes())
+    # A page that cannot be parsed would change the fingerprint if it were read again.
+    conn = sqlite3.connect(site.state / "ledger.sqlite3")
+    with conn:
+        conn.execute("UPDATE urls SET content_hash = 'x' WHERE loc LIKE '%story-1.html'")
+    conn.close()
+    assert "0 updated" in summary(site)
+    conn = sqlite3.connect(site.state / "ledger.sqlite3")
+    (stored,) = conn.execute(
+        "SELECT content_hash FROM urls WHERE loc LIKE '%story-1.html'"
+    ).fetchone()
+    conn.close()
+    assert stored == "x"
+
+
+def test_explain_shows_what_counts_and_the_history(site: Site) -> None:
+    news = new_site("divsoup", 6, seed=4)
+    news.write(site.root)
+    summary(site)
+    story = news.stories[0]
+    out = site.cli("explain", "https://example.com/story-1.html").stdout
+    assert "fingerprint:  " in out
+    assert f"title: {story.headline} | Daily Example" in out
+    assert story.paragraphs[0] in out
+    assert "Most read" not in out.split("left out")[0]
+    assert "link list" in out
+    assert "content changes recorded: 0" in out
+    # The site's template texts: the comment count and the render time.
+    assert re.search(r"left out as the site's template.*comments", out, re.S)
+    by_file = site.cli("explain", str(site.root / "story-1.html")).stdout
+    assert by_file == out
+    missing = site.cli("explain", "https://example.com/nope.html", check=False)
+    assert missing.returncode == 1
+    assert "no file of a directory source" in missing.stderr
+
+
+def test_status_counts_pages_without_main_content(site: Site) -> None:
+    site.write("a.html", "<html><head><title>A</title></head><body><a href=/x>x</a></body></html>")
+    site.write("b.html", new_page_text())
+    summary(site)
+    out = site.cli("status").stdout
+    assert re.search(r"no main content: directory:\S+: 1 pages", out), out
+
+
+def new_page_text() -> str:
+    news = new_site("semantic", 1, seed=3)
+    from sitegen import page
+
+    return page(news, news.stories[0], random.Random(1))
+
+
+@pytest.mark.parametrize(
+    ("encoding", "declared"),
+    [("shift_jis", False), ("euc_jp", False), ("utf-16", False), ("shift_jis", True)],
+)
+def test_pages_without_a_charset_are_decoded_as_browsers_do(encoding: str, declared: bool) -> None:
+    title = "東京で新しい路面電車が開業、市民が歓迎"
+    body = "市議会は火曜日の夜、来年度の予算案を賛成多数で可決した。" * 5
+    meta = f'<meta charset="{encoding}">' if declared else ""
+    text = f"<html><head>{meta}<title>{title}</title></head><body><p>{body}</p></body></html>"
+    data = text.encode(encoding)
+    assert read_page(data).title == title
+    tree = parse_html(data)
+    assert tree is not None
+    reading = read_file("a.html", data, Settings()).reading
+    assert reading is not None
+    assert body in " ".join(reading.kept(TemplateMemory()))
+
+
+def test_hostile_nesting_and_empty_pages_are_read() -> None:
+    deep = "<div>" * 5000 + "<p>" + "word " * 50 + "</p>" + "</div>" * 5000
+    for data in (deep.encode(), b"", b"\x00\x01", b"<html>", "<p>é</p>".encode("latin-1")):
+        read = read_file("a.html", data, Settings())
+        assert read.digest(TemplateMemory())
