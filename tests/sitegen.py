@@ -41,6 +41,8 @@ class Site:
     stories: list[Story] = field(default_factory=list)
     render: int = 0
     seed: int = 0
+    # Pages of about 170 KB, as real news pages are: inline state, styles, mega menus.
+    heavy: bool = False
 
     def add_story(self, rng: random.Random) -> Story:
         """Add a new story and return it."""
@@ -91,9 +93,32 @@ def page(site: Site, story: Story, rng: random.Random) -> str:
         "related-inside": _related_inside,
     }[site.style]
     text = render(site, story, rng)
+    if site.heavy:
+        text = text.replace("</head>", _heavy_head(rng) + "</head>", 1)
+        text = text.replace("<body>", "<body>" + _mega_menu(), 1)
     # Whitespace between tags differs from render to render (minifier settings, CMS).
     gap = rng.choice(["", "\n", "\n  ", " "])
     return text.replace(">\n<", ">" + gap + "<")
+
+
+def _heavy_head(rng: random.Random) -> str:
+    state = ",".join(f'"k{n}":"{rng.randrange(10**12):x}{"x" * 60}"' for n in range(1300))
+    rules = "".join(f".c{n}{{margin:{n % 17}px;color:#{n:06x}}}\n" for n in range(1400))
+    return f"<script>window.__STATE__={{{state}}}</script>\n<style>{rules}</style>\n"
+
+
+def _mega_menu() -> str:
+    links = "".join(
+        f'<li><a href="/section/{n}/">Section {n} of the site</a></li>' for n in range(250)
+    )
+    return f'<div class="megamenu"><ul>{links}</ul></div>\n'
+
+
+def new_heavy_site(style: str, pages: int, seed: int = 1) -> Site:
+    """Return a site whose pages are about 170 KB each."""
+    site = new_site(style, pages, seed)
+    site.heavy = True
+    return site
 
 
 def _head(site: Site, story: Story, rng: random.Random) -> str:
@@ -107,7 +132,7 @@ def _head(site: Site, story: Story, rng: random.Random) -> str:
 <meta name="description" content="{html.escape(story.paragraphs[0][:120])}">
 <meta property="og:title" content="{html.escape(story.headline)}">
 <meta property="og:image" content="https://cdn.example.com{story.image}?v={build}">
-<link rel="canonical" href="https://example.com/{story.slug}.html">
+<link rel="canonical" href="{story.slug}.html">
 <link rel="stylesheet" href="/assets/site.css?v={build}">
 <script nonce="{nonce}" src="/assets/app.js?build={build}"></script>
 <script nonce="{nonce}">window.__BUILD__ = "{build}";

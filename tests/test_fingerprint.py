@@ -265,3 +265,21 @@ def test_hostile_nesting_and_empty_pages_are_read() -> None:
     for data in (deep.encode(), b"", b"\x00\x01", b"<html>", "<p>é</p>".encode("latin-1")):
         read = read_file("a.html", data, Settings())
         assert read.digest(TemplateMemory())
+
+
+def test_the_site_template_is_learned_but_article_sentences_never_are() -> None:
+    memory = TemplateMemory()
+    reads = []
+    for n in range(8):
+        sentence = f"Article number {n} says something new today. "
+        body = (
+            f"<div class=main><p>{sentence * 6}</p>"
+            "<p>Correction: an earlier version misspelt the mayor's name.</p>"
+            f"<div><span>{n * 7} comments</span></div></div>"
+        )
+        reads.append(read_file("a.html", f"<html><body>{body}</body></html>".encode(), Settings()))
+    memory.learn([r.reading.shapes() for r in reads if r.reading is not None])
+    kept = list(reads[0].reading.kept(memory)) if reads[0].reading else []
+    assert not any("comments" in text for text in kept)
+    assert any(text.startswith("Correction:") for text in kept)
+    assert TemplateMemory.load(memory.dump()).known == memory.known

@@ -221,10 +221,10 @@ def read_html(
     select = compile_selector(settings.selector) if settings.selector else None
     extract = main_content(body, select)
     texts: list[tuple[int | None, str]] = []
-    for _, text in fragments(extract):
+    for element, text in fragments(extract):
         words = text.split()
         if words:
-            texts.append((shape(words), " ".join(words)))
+            texts.append((shape(words, str(element.tag)), " ".join(words)))
     for root in extract.main:
         for element in root.iter("img", "a"):
             if any(a in extract.dropped for a in element.iterancestors()):

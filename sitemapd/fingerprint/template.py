@@ -14,19 +14,22 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-# Texts of more words than this are article text, never learned as template.
-MAX_WORDS = 8
-# A text is template once this many pages of a batch carry it, and this share of them.
-MIN_PAGES = 3
-MIN_SHARE = 0.3
+# Texts of more words than this are article text, never learned as template; so are
+# sentences of a paragraph (a correction notice appended to several articles).
+MAX_WORDS = 6
+SENTENCE_WORDS = 4
+# A text is template once this many pages of a batch carry it. A count, not a share:
+# a source holds several templates (sections, article and index pages) in one batch.
+MIN_PAGES = 5
 # Remembered per source, newest kept: ample for a template's few hundred short texts.
 CAPACITY = 4096
 _DIGITS = re.compile(r"\d+")
 
 
-def shape(words: list[str]) -> int | None:
-    """Return the template key of a text of `words`, or None when it is too long to be one."""
-    if len(words) > MAX_WORDS:
+def shape(words: list[str], tag: str) -> int | None:
+    """Return the template key of a text of `words` in a `tag` element, or None when it
+    reads as article text (too long, or a sentence of a paragraph)."""
+    if len(words) > MAX_WORDS or (tag == "p" and len(words) >= SENTENCE_WORDS):
         return None
     masked = _DIGITS.sub("#", " ".join(words)).encode()
     return int.from_bytes(hashlib.blake2b(masked, digest_size=8).digest(), "big")
@@ -46,9 +49,8 @@ class TemplateMemory:
         if len(pages) < MIN_PAGES:
             return
         counts = Counter(key for page in pages for key in page)
-        needed = max(MIN_PAGES, MIN_SHARE * len(pages))
         for key, count in counts.items():
-            if count >= needed:
+            if count >= MIN_PAGES:
                 self.known.pop(key, None)
                 self.known[key] = None
         while len(self.known) > CAPACITY:

@@ -7,8 +7,10 @@ state directories when they sit inside the root).
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from itertools import chain, islice
 from pathlib import Path
@@ -25,6 +27,9 @@ from .base import Context, Scan, rejected, skipped_below, with_defaults
 from .globs import compile_globs
 
 _BATCH = 500
+# Batches with this many files to parse are parsed by worker processes, one per core.
+_PARALLEL = 64
+_WORKERS = len(os.sched_getaffinity(0))
 
 
 def scan(source: DirectorySource, ctx: Context) -> Scan:
@@ -148,7 +153,20 @@ def _items(
     """Yield what `files` hold now, a batch at a time: the site's template is learned
     from each batch's pages before any of them is fingerprinted."""
     reader = _Reader(source, ctx)
-    yield from reader.specs()
+    try:
+        yield from reader.specs()
+        yield from _batches(source, ctx, files, reread, reader)
+    finally:
+        reader.close()
+
+
+def _batches(
+    source: DirectorySource,
+    ctx: Context,
+    files: Iterator[tuple[str, os.DirEntry[str] | Path]],
+    reread: bool,
+    reader: _Reader,
+) -> Iterator[Item]:
     while batch := list(islice(files, _BATCH)):
         located: list[tuple[str, str, os.DirEntry[str] | Path]] = []
         for relpath, entry in batch:
@@ -179,8 +197,9 @@ class _Page:
     relpath: str
     stat: os.stat_result
     data: bytes
-    read: PageRead
     known: KnownFile | None
+    # Filled by `_Reader.finish`, for the whole batch at once.
+    read: PageRead | None = None
 
 
 class _Reader:
@@ -193,6 +212,12 @@ class _Reader:
         self.memory_cursor = f"template:{source.name}"
         self.memory = TemplateMemory.load(ctx.ledger.cursor(self.memory_cursor))
         self.images = source.content_selector if ctx.images else None
+        self.pool: ProcessPoolExecutor | None = None
+
+    def close(self) -> None:
+        """Stop the worker processes, if any were started."""
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
 
     def specs(self) -> Iterator[Checkpoint]:
         """Yield the specs of this source's settings, so a later change can rebuild them."""
@@ -236,14 +261,24 @@ class _Reader:
             # Touched or copied with the same bytes: nothing to parse.
             yield Seen(loc, name, key)
             return
-        yield _Page(
-            loc, relpath, stat, data, read_file(relpath, data, self.settings, self.images), known
-        )
+        yield _Page(loc, relpath, stat, data, known)
 
     def finish(self, pages: list[_Page]) -> Iterator[Item]:
         """Yield the observations of a batch's `pages`, after learning its template."""
+        jobs = [(p.relpath, p.data, self.settings, self.images) for p in pages]
+        if len(jobs) >= _PARALLEL and _WORKERS > 1:
+            # A first scan or a site-wide deploy: parse on every core while the ledger
+            # takes what is read.
+            if self.pool is None:
+                context = multiprocessing.get_context("forkserver")
+                self.pool = ProcessPoolExecutor(_WORKERS, mp_context=context)
+            reads = list(self.pool.map(_read_job, jobs, chunksize=8))
+        else:
+            reads = [_read_job(job) for job in jobs]
+        for page, read in zip(pages, reads, strict=True):
+            page.read = read
         before = len(self.memory.known)
-        self.memory.learn([p.read.reading.shapes() for p in pages if p.read.reading is not None])
+        self.memory.learn([r.reading.shapes() for r in reads if r.reading is not None])
         if len(self.memory.known) != before:
             yield Checkpoint(self.memory_cursor, self.memory.dump())
         for page in pages:
@@ -251,6 +286,7 @@ class _Reader:
 
     def _observation(self, page: _Page) -> Observation:
         read, source, ctx = page.read, self.source, self.ctx
+        assert read is not None
         content_hash = read.digest(self.memory)
         raw = bytes_digest(page.data)
         source_time = w3c.format_epoch(page.stat.st_mtime)
@@ -292,7 +328,7 @@ class _Reader:
             return None
         if known.bytes_hash == raw:
             return known.content_hash
-        if known.fp_settings == page.read.settings.key:
+        if page.read is None or known.fp_settings == page.read.settings.key:
             return None
         old = self._old_settings(known.fp_settings)
         if old is None:
@@ -306,6 +342,11 @@ class _Reader:
         spec = self.ctx.ledger.cursor(f"fingerprint:{key}")
         old = Settings.from_spec(spec) if spec is not None else None
         return old if old is not None and old.version == FINGERPRINT_VERSION else None
+
+
+def _read_job(job: tuple[str, bytes, Settings, str | None]) -> PageRead:
+    """Return what one file says: `read_file` as a picklable job for worker processes."""
+    return read_file(*job)
 
 
 def fingerprint_settings(source: DirectorySource) -> Settings:
