@@ -11,9 +11,13 @@ from __future__ import annotations
 import random
 import re
 import sqlite3
+import time
 
+import feedparser
 import pytest
 from conftest import Site
+from daemon_harness import start
+from endpoints import Endpoint
 from sitegen import STYLES, new_site
 
 from sitemapd.content import read_page
@@ -283,3 +287,45 @@ def test_the_site_template_is_learned_but_article_sentences_never_are() -> None:
     assert not any("comments" in text for text in kept)
     assert any(text.startswith("Correction:") for text in kept)
     assert TemplateMemory.load(memory.dump()).known == memory.known
+
+
+def test_feeds_and_indexnow_hear_only_of_significant_changes(
+    site: Site, endpoint: Endpoint
+) -> None:
+    key = "0123456789abcdef"
+    site.configure(
+        extra=f'[indexnow]\nkey = "{key}"\nendpoint = "{endpoint.url("/indexnow")}"\n'
+        '[feed]\ntitle = "Updates"\n[daemon]\ndebounce = 0.3\n'
+    )
+    news = new_site("divsoup", 30, seed=21)
+    news.write(site.root)
+    daemon = start(site)
+    try:
+        daemon.wait_for_log("published: 30 new")
+        rng = random.Random(5)
+        story = news.add_story(rng)
+        news.write(site.root)  # a deploy: every page rendered again
+        endpoint.wait("/indexnow", 1)
+        time.sleep(1.0)
+        assert submitted(endpoint) == [f"https://example.com/{story.slug}.html"]
+        entries = feedparser.parse((site.out / "atom.xml").read_bytes()).entries
+        assert entries[0].link == f"https://example.com/{story.slug}.html"
+        first_updated = {e.link: e.updated for e in entries[1:]}
+
+        news.stories[4].paragraphs[2] += " A figure was corrected."
+        news.write(site.root)
+        endpoint.wait("/indexnow", 2)
+        time.sleep(1.0)
+        assert submitted(endpoint)[1:] == ["https://example.com/story-5.html"]
+        entries = feedparser.parse((site.out / "atom.xml").read_bytes()).entries
+        assert entries[0].link == "https://example.com/story-5.html"
+        for entry in entries[1:]:
+            if entry.link in first_updated:
+                assert entry.updated == first_updated[entry.link], entry.link
+    finally:
+        assert daemon.stop() == 0
+
+
+def submitted(server: Endpoint) -> list[str]:
+    """Return every URL IndexNow was sent, in order."""
+    return [url for r in server.seen("/indexnow") for url in r.json()["urlList"]]  # type: ignore[union-attr]
