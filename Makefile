@@ -39,6 +39,7 @@ bench: $(VENV)/.test-extras
 	$(BIN)/python bench/bench_daemon.py
 	$(BIN)/python bench/bench_feeds.py
 	$(BIN)/python bench/bench_changelog.py
+	$(BIN)/python bench/bench_fingerprint.py
 
 clean:
 	rm -rf $(VENV) examples/out examples/state

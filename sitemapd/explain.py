@@ -57,6 +57,8 @@ def explain(config: Config, target: str) -> str:
         return "\n".join(lines) + "\n"
     if reading.fallback:
         lines.append("main content: NOT FOUND: the whole page's text counts")
+    elif reading.around:
+        lines.append("outside it:   " + ", ".join(reading.around))
     lines.append("")
     lines.append("taken over (besides the main text):")
     lines += [f"  {label}: {value}" for label, value in reading.parts if value]

@@ -24,7 +24,7 @@ from lxml.cssselect import CSSSelector
 from lxml.html import HtmlElement
 
 from .decode import decode_html
-from .extract import NEVER, describe, fragments, main_content
+from .extract import NEVER, describe, fragments, main_content, outside
 from .template import TemplateMemory, shape
 
 __all__ = [
@@ -172,8 +172,10 @@ class Reading:
     texts: list[tuple[int | None, str]]
     # True when no main content was found and the whole body counts.
     fallback: bool = False
-    # What was left out of the main content, with why (filled only when explaining).
+    # What was left out of the main content, with why, and what lies around it (filled
+    # only when explaining).
     dropped: list[tuple[str, str]] = field(default_factory=list)
+    around: list[str] = field(default_factory=list)
 
     def shapes(self) -> set[int]:
         """Return the template shapes of the main content's short texts."""
@@ -236,6 +238,7 @@ def read_html(
     reading = Reading(parts, texts, extract.fallback)
     if explain:
         reading.dropped = [(describe(e), why) for e, why in extract.dropped.items()]
+        reading.around = [describe(e) for e in outside(extract, body)]
     return reading
 
 

@@ -395,6 +395,23 @@ def _outermost(elements: list[HtmlElement]) -> list[HtmlElement]:
     return [e for e in elements if not any(a in chosen for a in e.iterancestors())]
 
 
+def outside(extract: Extract, body: HtmlElement) -> list[HtmlElement]:
+    """Return the elements of `body` around the main content, outermost first."""
+    if extract.fallback or body in extract.main:
+        return []
+    ancestors: set[HtmlElement] = set()
+    for root in extract.main:
+        ancestors.update(root.iterancestors())
+    holding = ancestors | set(extract.main)
+    found: list[HtmlElement] = []
+    for element in ancestors:
+        if element is body or _inside(element, body):
+            found.extend(
+                child for child in element if isinstance(child.tag, str) and child not in holding
+            )
+    return sorted(found, key=lambda e: e.sourceline or 0)
+
+
 def fragments(extract: Extract) -> Iterator[tuple[HtmlElement, str]]:
     """Yield `(element, text)` for every text node of the main content kept, in order."""
     for root in extract.main:
