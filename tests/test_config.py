@@ -183,9 +183,15 @@ CASES = [
     ),
     (
         "content-selector",
-        doc(source=SOURCE + 'content_selector = "div > p"\n'),
+        doc(source=SOURCE + 'content_selector = "div > [p"\n'),
         "source[0].content_selector",
-        "unsupported content selector part",
+        "not a CSS selector",
+    ),
+    (
+        "fingerprint",
+        doc(source=SOURCE + 'fingerprint = "bytes"\n'),
+        "source[0].fingerprint",
+        "must be one of content, page",
     ),
     (
         "changelog-table-and-query",

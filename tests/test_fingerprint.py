@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import random
 import re
+import shutil
 import sqlite3
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import feedparser
 import pytest
@@ -40,7 +44,7 @@ def moved(site: Site, before: dict[str, int]) -> set[str]:
     """Return the URLs whose content changed since `before` (slugs)."""
     after = change_counts(site)
     return {
-        loc.rsplit("/", 1)[-1].removesuffix(".html")
+        loc.rstrip("/").rsplit("/", 1)[-1].removesuffix(".html")
         for loc, count in after.items()
         if count != before.get(loc, count)
     }
@@ -329,3 +333,61 @@ def test_feeds_and_indexnow_hear_only_of_significant_changes(
 def submitted(server: Endpoint) -> list[str]:
     """Return every URL IndexNow was sent, in order."""
     return [url for r in server.seen("/indexnow") for url in r.json()["urlList"]]  # type: ignore[union-attr]
+
+
+def _generate(kind: str, src: Path, out: Path, docs: dict[str, str], label: str) -> None:
+    """Build a real MkDocs or Sphinx site whose fifth page's navigation label is `label`."""
+    src.mkdir(parents=True, exist_ok=True)
+    labels = {name: label if name == "page5" else f"Guide {name}" for name in docs}
+    if kind == "mkdocs":
+        (src / "docs").mkdir(exist_ok=True)
+        for name, text in docs.items():
+            (src / "docs" / f"{name}.md").write_text(f"# Title {name}\n\n{text}\n")
+        nav = "".join(f"  - '{labels[n]}': {n}.md\n" for n in docs)
+        (src / "mkdocs.yml").write_text(f"site_name: Demo\nnav:\n{nav}")
+        command = ["-m", "mkdocs", "build", "-q", "-f", str(src / "mkdocs.yml"), "-d", str(out)]
+    else:
+        for name, text in docs.items():
+            (src / f"{name}.rst").write_text(f"Title {name}\n{'=' * 20}\n\n{text}\n")
+        toc = "".join(f"   {labels[n]} <{n}>\n" for n in docs)
+        (src / "index.rst").write_text(f"Demo\n====\n\n.. toctree::\n\n{toc}")
+        (src / "conf.py").write_text("project = 'Demo'\n")
+        command = ["-m", "sphinx", "-q", "-b", "html", str(src), str(out)]
+    subprocess.run([sys.executable, *command], check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("kind", ["mkdocs", "sphinx"])
+def test_real_docs_generators(site: Site, tmp_path: Path, kind: str) -> None:
+    site.configure(source='exclude = ["_static/**", "_sources/**", "search/**", "search.html"]')
+    rng = random.Random(2)
+    words = [
+        "the",
+        "tool",
+        "reads",
+        "config",
+        "files",
+        "and",
+        "writes",
+        "sitemaps",
+        "for",
+        "a",
+        "site",
+        "quickly",
+    ]
+    docs = {
+        f"page{n}": " ".join(rng.choice(words) for _ in range(60)).capitalize() + "."
+        for n in range(23)
+    }
+    _generate(kind, tmp_path / "src", site.root, docs, "Guide page5")
+    summary(site)
+    before = change_counts(site)
+    shutil.rmtree(site.root)  # a clean rebuild: every file new, same content
+    _generate(kind, tmp_path / "src", site.root, docs, "Guide page5")
+    assert "0 updated" in summary(site)
+    _generate(kind, tmp_path / "src", site.root, docs, "A renamed guide")
+    assert "0 updated" in summary(site)
+    assert not moved(site, before)
+    docs["page7"] = docs["page7"].replace("the", "THE", 1)
+    _generate(kind, tmp_path / "src", site.root, docs, "A renamed guide")
+    summary(site)
+    assert moved(site, before) == {"page7"}

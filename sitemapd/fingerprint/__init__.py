@@ -50,6 +50,10 @@ _HIDDEN = etree.XPath(
     "contains(translate(@style, 'DISPLAYNOE :', 'displaynoe'), 'display:none')]"
 )
 _ROBOTS_NAMES = {"robots", "googlebot"}
+# Links to the page itself, and the names navigation blocks go by.
+_SELF = {"", "#", ".", "./"}
+_CURRENT = re.compile(r"(?:^|\s)(?:current|active)(?:\s|$)", re.IGNORECASE)
+_NAVIGATION = re.compile(r"(?:^|[\s_-])(?:nav|navbar|menu|toc|toctree|sidebar)(?:$|[\s_-])", re.I)
 # JSON-LD fields of an article that are what it says (not counters such as commentCount).
 _LD_FIELDS = (
     "headline",
@@ -207,7 +211,7 @@ def read_html(
     `articles` are the page's JSON-LD article objects. The tree is cleaned in place
     (scripts, styles, hidden elements go); read its facts first.
     """
-    parts = _head_parts(tree)
+    parts = _head_parts(tree, _navigation_labels(tree))
     for node in articles:
         for name in _LD_FIELDS:
             for value in _ld_values(node.get(name), name):
@@ -242,9 +246,19 @@ def read_html(
     return reading
 
 
-def _head_parts(tree: HtmlElement) -> list[tuple[str, str]]:
-    """Return the title, description, Open Graph title and image, canonical and robots."""
-    parts = [("title", _normal(tree.findtext(".//title") or ""))]
+def _head_parts(tree: HtmlElement, labels: set[str]) -> list[tuple[str, str]]:
+    """Return the title, description, Open Graph title and image, canonical and robots.
+
+    A title that repeats the page's own label in the site navigation (documentation
+    generators title pages after it) counts without that label: renaming a navigation
+    entry is a template change.
+    """
+    title = _normal(tree.findtext(".//title") or "")
+    for label in sorted(labels, key=len, reverse=True):
+        if title.startswith(label):
+            title = title[len(label) :]
+            break
+    parts = [("title", title)]
     head = tree.find("head")
     robots: set[str] = set()
     for element in (head if head is not None else tree).iter("meta", "link"):
@@ -262,6 +276,27 @@ def _head_parts(tree: HtmlElement) -> list[tuple[str, str]]:
             parts.append((name, _asset(content)))
     parts.append(("robots", ",".join(sorted(robots))))
     return parts
+
+
+def _navigation_labels(tree: HtmlElement) -> set[str]:
+    """Return the texts of links to the page itself inside the site's navigation."""
+    labels = set()
+    for link in tree.iter("a"):
+        href = (link.get("href") or "").strip()
+        current = link.get("aria-current") or _CURRENT.search(link.get("class") or "")
+        if href not in _SELF and not current:
+            continue
+        if any(_is_navigation(a) for a in link.iterancestors()):
+            label = _normal(link.text_content())
+            if label:
+                labels.add(label)
+    return labels
+
+
+def _is_navigation(element: HtmlElement) -> bool:
+    if element.tag == "nav" or (element.get("role") or "").lower() == "navigation":
+        return True
+    return bool(_NAVIGATION.search(f"{element.get('class') or ''} {element.get('id') or ''}"))
 
 
 def _ld_values(value: object, name: str) -> Iterator[str]:
