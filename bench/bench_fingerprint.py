@@ -219,12 +219,23 @@ def _append(tree: etree._Element, body: str) -> bool:
     return True
 
 
-def _headline(tree: etree._Element, body: str) -> bool:
-    found = False
-    for element in tree.iter("title", "h1"):
-        element.text = (element.text or "") + " (updated)"
-        found = True
-    return found
+def _retitle(*tags: str) -> Callable[[etree._Element, str], bool]:
+    def mutate(tree: etree._Element, body: str) -> bool:
+        found = False
+        for element in tree.iter(*tags):
+            element.text = (element.text or "") + " (updated)"
+            found = True
+        return found
+
+    return mutate
+
+
+def _og_title(tree: etree._Element, body: str) -> bool:
+    for meta in tree.iter("meta"):
+        if meta.get("property") == "og:title":
+            meta.set("content", meta.get("content", "") + " (updated)")
+            return True
+    return False
 
 
 MUTATIONS: dict[str, tuple[Callable[[etree._Element, str], bool], bool]] = {
@@ -232,7 +243,10 @@ MUTATIONS: dict[str, tuple[Callable[[etree._Element, str], bool], bool]] = {
     "cache-busters, nonces, tokens": (_cache_busters, False),
     "one word of a paragraph": (_word, True),
     "correction appended": (_append, True),
-    "headline (title, h1)": (_headline, True),
+    "headline (title, h1)": (_retitle("title", "h1"), True),
+    "<title> alone": (_retitle("title"), True),
+    "<h1> alone": (_retitle("h1"), True),
+    "og:title alone": (_og_title, True),
 }
 
 

@@ -65,22 +65,25 @@ def read_page(
 ) -> PageFacts:
     """Return what an HTML document says about itself (see PageFacts).
 
-    `tree` is the whole document when the caller parsed it already; else only `<head>` is
-    parsed, unless `content_selector` is given: then the body's JSON-LD and the `<img>`
-    inside the selected elements count too. Raises ValueError for a bad selector.
+    Only what comes before `<body>` is read for the head's facts, as crawlers read them;
+    with `content_selector` the body's JSON-LD and the `<img>` inside the selected
+    elements count too, found in `tree` (the whole document) when the caller parsed it.
+    Raises ValueError for a bad selector.
     """
     select = compile_selector(content_selector) if content_selector is not None else None
     # Nearly everything we read lives in <head>; parsing only that keeps large pages cheap.
     match = _BODY.search(data)
     head = data[: match.start()] if match else data
-    if tree is None and head.strip():
-        tree = parse_html(data if select is not None else head)
-    if tree is None:
+    head_tree = parse_html(head) if head.strip() else None
+    if head_tree is None:
         return PageFacts()
-    facts, meta, images = _head_facts(tree)
+    facts, meta, images = _head_facts(head_tree)
     dates, headline, article = _json_ld(head if select is None else data)
     if select is not None:
-        images.extend(_content_images(tree, select))
+        if tree is None:
+            tree = parse_html(data)
+        if tree is not None:
+            images.extend(_content_images(tree, select))
     # One PageFacts per page, built once: this runs for every page of a scan.
     return PageFacts(
         **facts,
@@ -94,13 +97,10 @@ def read_page(
 def _head_facts(tree: etree._Element) -> tuple[dict[str, Any], dict[str, str], list[str]]:
     """Return the head's PageFacts fields, the first content of each og:/article: meta,
     and og:images."""
-    head = tree.find("head")
-    if head is None:
-        head = tree
-    title = head.findtext(".//title")
+    title = tree.findtext(".//title")
     canonical = None
     alternates: dict[str, str] = {}
-    for link in head.iter("link"):
+    for link in tree.iter("link"):
         rels = (link.get("rel") or "").lower().split()
         href = (link.get("href") or "").strip()
         if "canonical" in rels and href and canonical is None:
@@ -111,7 +111,7 @@ def _head_facts(tree: etree._Element) -> tuple[dict[str, Any], dict[str, str], l
     noindex = False
     meta: dict[str, str] = {}
     images: list[str] = []
-    for element in head.iter("meta"):
+    for element in tree.iter("meta"):
         name = (element.get("name") or "").strip().lower()
         if name in _ROBOTS_NAMES:
             directives = {d.strip().lower() for d in (element.get("content") or "").split(",")}

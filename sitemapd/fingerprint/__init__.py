@@ -259,21 +259,22 @@ def _head_parts(tree: HtmlElement, labels: set[str]) -> list[tuple[str, str]]:
             title = title[len(label) :]
             break
     parts = [("title", title)]
-    head = tree.find("head")
     robots: set[str] = set()
-    for element in (head if head is not None else tree).iter("meta", "link"):
+    # The whole document: parsers move head elements into the body after a stray tag.
+    for element in tree.iter("meta", "link"):
         if element.tag == "link":
             if "canonical" in (element.get("rel") or "").lower().split():
                 parts.append(("canonical", (element.get("href") or "").strip()))
             continue
-        name = (element.get("name") or element.get("property") or "").strip().lower()
         content = _normal(element.get("content") or "")
-        if name in _ROBOTS_NAMES:
-            robots.update(d.strip().lower() for d in content.split(","))
-        elif name in ("description", "og:title", "og:description"):
-            parts.append((name, content))
-        elif name == "og:image":
-            parts.append((name, _asset(content)))
+        # Pages write Open Graph tags with name= as often as property=, sometimes both.
+        for key in ((element.get(a) or "").strip().lower() for a in ("name", "property")):
+            if key in _ROBOTS_NAMES:
+                robots.update(d.strip().lower() for d in content.split(","))
+            elif key in ("description", "og:title", "og:description"):
+                parts.append((key, content))
+            elif key == "og:image":
+                parts.append((key, _asset(content)))
     parts.append(("robots", ",".join(sorted(robots))))
     return parts
 
