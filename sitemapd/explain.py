@@ -62,7 +62,7 @@ def explain(config: Config, target: str) -> str:
     lines.append("")
     lines.append("taken over (besides the main text):")
     lines += [f"  {label}: {value}" for label, value in reading.parts if value]
-    kept = list(reading.kept(memory))
+    kept = reading.kept(memory)
     text = "\n".join(kept)
     lines.append("")
     lines.append(f"main text ({len(kept)} pieces, {len(text)} characters):")
@@ -70,6 +70,8 @@ def explain(config: Config, target: str) -> str:
     if len(text) > _SHOWN:
         lines.append(f"  ... {len(text) - _SHOWN} more characters")
     template = [t for key, t in reading.texts if key is not None and key in memory]
+    if len(kept) == len(reading.texts):
+        template = []  # the page says too little to leave its template out
     if template:
         lines.append("")
         lines.append(f"left out as the site's template (seen on many pages): {len(template)}")

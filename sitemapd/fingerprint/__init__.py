@@ -43,6 +43,8 @@ __all__ = [
 # Bumped whenever a change to this package can give an unchanged page another digest.
 FINGERPRINT_VERSION = 1
 MODES = ("content", "page")
+# Characters of main text below which the site's template is not left out.
+MIN_KEPT = 140
 _PARSER = lxml.html.HTMLParser(remove_comments=True, remove_pis=True)
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*>")
 _HIDDEN = etree.XPath(
@@ -185,11 +187,16 @@ class Reading:
         """Return the template shapes of the main content's short texts."""
         return {key for key, _ in self.texts if key is not None}
 
-    def kept(self, memory: TemplateMemory) -> Iterator[str]:
-        """Yield the main content texts that are not the site's template."""
-        for key, text in self.texts:
-            if key is None or key not in memory:
-                yield text
+    def kept(self, memory: TemplateMemory) -> list[str]:
+        """Return the main content texts that are not the site's template.
+
+        A page that would keep less than a paragraph keeps all: on a page that says
+        little, what many pages say alike is still what it says.
+        """
+        kept = [text for key, text in self.texts if key is None or key not in memory]
+        if sum(len(text) for text in kept) < MIN_KEPT:
+            return [text for _, text in self.texts]
+        return kept
 
     def digest(self, memory: TemplateMemory) -> str:
         """Return the fingerprint: the parts and the main content less `memory`."""

@@ -409,7 +409,8 @@ def outside(extract: Extract, body: HtmlElement) -> list[HtmlElement]:
             found.extend(
                 child for child in element if isinstance(child.tag, str) and child not in holding
             )
-    return sorted(found, key=lambda e: e.sourceline or 0)
+    order = {element: n for n, element in enumerate(body.iter())}
+    return sorted(found, key=order.__getitem__)
 
 
 def fragments(extract: Extract) -> Iterator[tuple[HtmlElement, str]]:
