@@ -151,6 +151,9 @@ class DirectorySource:
     articles: str = "auto"
     # Where a page's main images are (a simple CSS selector), for image:image entries.
     content_selector: str | None = None
+    # Whether a symlinked file whose target lies outside the root is a page (links
+    # within the root always are; symlinked folders never are followed).
+    follow_symlinks: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -693,6 +696,7 @@ def _directory(table: _Table, base: Path) -> SourceConfig:
         language=_source_language(table),
         articles=table.choice("articles", "auto", ARTICLES),
         content_selector=_selector(table),
+        follow_symlinks=table.flag("follow_symlinks", False),
     )
 
 
