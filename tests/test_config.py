@@ -254,6 +254,12 @@ CASES = [
         "must be a file name of letters, digits",
     ),
     (
+        "follow-symlinks-string",
+        doc(source=SOURCE + 'follow_symlinks = "yes"\n'),
+        "source[0].follow_symlinks",
+        "must be true or false, got a string",
+    ),
+    (
         "url-prefix-dot-dot",
         doc(source=SOURCE + 'url_prefix = "/blog/../"\n'),
         "source[0].url_prefix",
