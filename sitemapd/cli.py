@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from . import __version__, config, logs, outbox, status, w3c
+from . import __version__, config, fdlimit, logs, outbox, status, w3c
 from .changelog.ddl import ddl
 from .daemon import Daemon
 from .engine import Engine
@@ -109,6 +109,7 @@ def build(config_path: Path) -> None:
 def run(config_path: Path) -> None:
     """Publish, then follow every change to the sources until SIGTERM (SIGHUP reloads)."""
     cfg = config.load(config_path)
+    fdlimit.raise_open_files_limit()
     with StateLock(cfg.site.state_dir):
         daemon = Daemon(cfg)
         daemon.install_signal_handlers()

@@ -12,12 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from .changelog.spec import ChangelogSpec
 from .errors import ConfigError
 from .fingerprint import MODES, compile_selector
 from .listen import parse_listen
+from .parts import part_name
 from .urls import Origin
 
 MAX_URLS = 50_000
@@ -153,6 +154,9 @@ class DirectorySource:
     content_selector: str | None = None
     # "content": lastmod follows the page's significant content; "page": its bytes.
     fingerprint: str = "content"
+    # Whether a symlinked file whose target lies outside the root is a page (links
+    # within the root always are; symlinked folders never are followed).
+    follow_symlinks: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,11 +299,14 @@ class _Table:
         return value
 
     def file_name(self, key: str, default: str, suffix: str = "") -> str:
-        """Return a plain file name (no folder) ending in `suffix`."""
+        """Return a plain file name (no folder, space or control character) ending in
+        `suffix`: it is spelled into URLs and served by name."""
         value = self.text(key, default)
-        if not value or "/" in value or value.startswith(".") or not value.endswith(suffix):
+        if not _FILE_NAME.fullmatch(value) or not value.endswith(suffix):
             raise self.error(
-                key, f"must be a file name ending in {suffix or 'anything'}, got {value!r}"
+                key,
+                f"must be a file name of letters, digits, '.', '_' and '-' ending in "
+                f"{suffix or 'anything'}, got {value!r}",
             )
         return value
 
@@ -339,6 +346,7 @@ class _Table:
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
+_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _UNITS = {"s": 1.0, "m": 60.0, "h": HOUR, "d": 24 * HOUR}
 
 
@@ -394,6 +402,7 @@ def parse(raw: dict[str, Any], file: Path) -> Config:
         if name in names[:n]:
             raise top.error(f"source[{n}].name", f"duplicate source name {name!r}")
     _check_file_names(top, sitemap, feed, news, indexnow)
+    _check_folders(top, site, sources, _own_files(sitemap, feed, news, indexnow))
     if websub.hubs and feed is None:
         raise top.error("websub.hubs", "needs a [feed] section: hubs are told about feeds")
     return Config(
@@ -434,6 +443,55 @@ def _check_file_names(
             other = taken.get(name, "the sitemap shards")
             raise top.error(key, f"file name {name!r} is already used by {other}")
         taken[name] = key
+
+
+def _own_files(
+    sitemap: SitemapConfig,
+    feed: FeedConfig | None,
+    news: NewsConfig | None,
+    indexnow: IndexNowConfig | None,
+) -> list[str]:
+    """Return names of the files sitemapd writes into output_dir, one of each kind."""
+    stem = sitemap.index.removesuffix(".xml")
+    names = [sitemap.index, f"{stem}-1.xml", f"{stem}-1.xml.gz"]
+    paged = [feed.atom, feed.rss] if feed is not None else []
+    paged += [news.file] if news is not None else []
+    names += [name for first in paged for name in (first, part_name(first, 2))]
+    if indexnow is not None and indexnow.key_file:
+        names.append(indexnow.key + ".txt")
+    return names
+
+
+def _check_folders(
+    top: _Table, site: SiteConfig, sources: tuple[SourceConfig, ...], own_files: list[str]
+) -> None:
+    """Raise ConfigError when a content root would publish sitemapd's own files as pages,
+    or serve its ledger."""
+    # Imported here: the sources package imports this module.
+    from .sources.globs import compile_globs
+
+    for n, source in enumerate(sources):
+        if not isinstance(source, DirectorySource):
+            continue
+        root = source.root
+        if site.state_dir == root or site.state_dir.is_relative_to(root):
+            raise top.error(
+                "site.state_dir",
+                f"must not be inside source[{n}].root ({root}): the ledger would be on the web",
+            )
+        if site.output_dir == root or site.output_dir.is_relative_to(root):
+            folder = site.output_dir.relative_to(root).as_posix()
+            include, exclude = compile_globs(source.include), compile_globs(source.exclude)
+            for name in own_files:
+                relpath = name if folder == "." else f"{folder}/{name}"
+                if include.match(relpath) and not exclude.match(relpath):
+                    raise top.error(
+                        "site.output_dir",
+                        f"is inside source[{n}].root ({root}) and its include patterns match "
+                        f"sitemapd's own {relpath!r}: it would be listed as a page; write "
+                        "the sitemaps elsewhere or exclude them in source "
+                        f"{source.name!r}",
+                    )
 
 
 def _feed(table: _Table, site: SiteConfig) -> FeedConfig:
@@ -581,9 +639,7 @@ def _site(table: _Table, base: Path) -> SiteConfig:
 
 
 def _sitemap(table: _Table) -> SitemapConfig:
-    index = table.text("index", DEFAULT_INDEX)
-    if "/" in index or not index.endswith(".xml"):
-        raise table.error("index", f"must be a file name ending in .xml, got {index!r}")
+    index = table.file_name("index", DEFAULT_INDEX, ".xml")
     config = SitemapConfig(
         max_urls=table.integer("max_urls", MAX_URLS, 1, MAX_URLS),
         # The floor holds the largest possible entry (2,048 characters of `&`, escaped).
@@ -617,6 +673,8 @@ def _directory(table: _Table, base: Path) -> SourceConfig:
     prefix = table.text("url_prefix", "/")
     if not (prefix.startswith("/") and prefix.endswith("/")):
         raise table.error("url_prefix", f"must start and end with '/', got {prefix!r}")
+    if {".", ".."} & set(unquote(prefix).split("/")):
+        raise table.error("url_prefix", f"must not hold '.' or '..' segments, got {prefix!r}")
     patterns = []
     for n, pattern in enumerate(table.texts("ignore", ())):
         try:
@@ -642,6 +700,7 @@ def _directory(table: _Table, base: Path) -> SourceConfig:
         articles=table.choice("articles", "auto", ARTICLES),
         content_selector=_selector(table),
         fingerprint=table.choice("fingerprint", "content", MODES),
+        follow_symlinks=table.flag("follow_symlinks", False),
     )
 
 

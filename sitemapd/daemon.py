@@ -172,7 +172,7 @@ class Daemon:
                 config.http.serve_files,
                 self.problems,
                 self.metrics,
-                lambda name: self.engine.publisher.names.is_output(name),
+                config.ledger_path,
                 self._served,
             )
         self.scheduler = BackgroundScheduler(

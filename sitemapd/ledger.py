@@ -320,6 +320,15 @@ def _chunks(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
         yield chunk
 
 
+def is_published(conn: sqlite3.Connection, name: str) -> bool:
+    """True when the ledger open on `conn` records output file `name` as published.
+
+    For readers in other threads and processes, on a connection of their own.
+    """
+    row = conn.execute("SELECT 1 FROM published WHERE name = ?", (name,)).fetchone()
+    return row is not None
+
+
 class Ledger:
     """The URL ledger in one SQLite file. Not thread-safe: one writer at a time."""
 

@@ -13,6 +13,7 @@ import hashlib
 import logging
 import os
 import re
+import secrets
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,14 +44,18 @@ class PublishReport:
     bytes_written: int = 0
 
 
-def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Replace `path` with `data` so that no reader ever sees a partial file.
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> os.stat_result:
+    """Replace `path` with `data` so that no reader ever sees a partial file; return the
+    new file's status. Raises PublishError.
 
-    `mode` keeps an existing file's permissions; new files get 0o666 minus the umask.
+    `mode` keeps an existing file's permissions; new files get 0o666 minus the umask. A
+    symlink at `path` is replaced, never followed.
     """
-    temp = path.with_name(f"{_TEMP_PREFIX}{path.name}-{os.getpid()}")
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        fd, temp = _create_temp(path)
+    except OSError as exc:
+        raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
+    try:
         try:
             if mode is not None:
                 os.fchmod(fd, mode)
@@ -58,13 +63,32 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
             while view:
                 view = view[os.write(fd, view) :]
             os.fsync(fd)
+            written = os.fstat(fd)
         finally:
             os.close(fd)
+        # rename() replaces whatever is at `path`, a symlink included, and follows nothing.
         os.replace(temp, path)
         _fsync_dir(path.parent)
     except OSError as exc:
         temp.unlink(missing_ok=True)
         raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
+    return written
+
+
+def _create_temp(path: Path) -> tuple[int, Path]:
+    """Create a new, empty temp file beside `path`; return its descriptor and path.
+
+    Anyone else who can write to the folder could plant a symlink at a name they can
+    guess: the name is random and the file is created exclusively, never through a link.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        # The pid last: _remove_leftover_temps keeps a running sitemapd's temps.
+        temp = path.with_name(f"{_TEMP_PREFIX}{path.name}-{secrets.token_hex(8)}-{os.getpid()}")
+        try:
+            return os.open(temp, flags, 0o666), temp
+        except FileExistsError:
+            continue
 
 
 def _remove_leftover_temps(folder: Path) -> None:
@@ -317,10 +341,15 @@ class Publisher:
         """True when `name` is on disk exactly as published (same size and mtime)."""
         record = record or self.ledger.published(name)
         try:
-            st = (self.out / name).stat()
+            # A symlink planted at the name is never as published: it gets replaced.
+            st = (self.out / name).lstat()
         except FileNotFoundError:
             return False
-        return record is not None and (st.st_size, st.st_mtime_ns) == record[1:]
+        return (
+            record is not None
+            and stat.S_ISREG(st.st_mode)
+            and (st.st_size, st.st_mtime_ns) == record[1:]
+        )
 
     def _write(
         self,
@@ -337,8 +366,7 @@ class Publisher:
         if name.endswith(".gz"):
             # mtime=0 and no file name in the header: the same sitemap gives the same bytes.
             data = gzip.compress(text, compresslevel=self.sitemap.gzip_level, mtime=0)
-        atomic_write(self.out / name, data)
-        written[name] = (digest, len(data), (self.out / name).stat().st_mtime_ns)
+        written[name] = (digest, len(data), atomic_write(self.out / name, data).st_mtime_ns)
         report.written.append(name)
         report.bytes_written += len(data)
         log.debug("wrote %s (%d bytes)", name, len(data))

@@ -25,6 +25,8 @@ _SEGMENT_SAFE = "!$&'()*+,;=:@~-._"
 _NOT_CANONICAL = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]")
 _DOT_SEGMENT = re.compile(r"(?:^|/)(?:\.|%2[eE]){1,2}(?:/|$)")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+# A host once IDNA-encoded: a DNS name (underscores occur in the wild) or an IP address.
+_HOST = re.compile(r"[A-Za-z0-9_.-]+|[0-9A-Fa-f:.]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,11 +43,14 @@ class Origin:
 
     @classmethod
     def from_base_url(cls, base_url: str) -> Origin:
-        """Return the origin of `base_url`; raises ConfigError when it is not http(s)."""
+        """Return the origin of `base_url`; raises ConfigError when it is not http(s) or
+        holds a query or fragment, which no sitemap URL could keep."""
         try:
             scheme, netloc = _split_origin(base_url)
         except InvalidURL as exc:
             raise ConfigError(str(exc)) from exc
+        if "?" in base_url or "#" in base_url:
+            raise ConfigError(f"must not have a query or fragment, got {base_url!r}")
         return cls(scheme, netloc)
 
 
@@ -67,8 +72,12 @@ def _split_origin(url: str) -> tuple[str, str]:
         host = host.encode("idna").decode("ascii")
     except UnicodeError as exc:
         raise InvalidURL(f"host {host!r} is not a valid domain name") from exc
+    if not _HOST.fullmatch(host):
+        raise InvalidURL(f"host {host!r} is not a valid host name")
     if ":" in host:
         host = f"[{host}]"
+    if port == 0:
+        raise InvalidURL("port 0 is not a port")
     if port is not None and port != _DEFAULT_PORTS[scheme]:
         host = f"{host}:{port}"
     return scheme, host

@@ -19,14 +19,14 @@ from lxml import etree
 pytest_plugins = ["pg", "endpoints"]
 
 REPO = Path(__file__).resolve().parents[1]
-SCHEMAS = REPO.parent / "shared" / "schemas"
+SCHEMAS = REPO / "tests" / "schemas"
 NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
 NEWS_ENTRY = "{http://www.google.com/schemas/sitemap-news/0.9}news"
 
 
 @cache
 def schema(name: str) -> etree.XMLSchema:
-    """Return the published XSD `name` from shared/schemas."""
+    """Return the published XSD `name` from tests/schemas."""
     parser = etree.XMLParser(no_network=True)
     return etree.XMLSchema(etree.parse(str(SCHEMAS / name), parser))
 

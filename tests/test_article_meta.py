@@ -1,6 +1,6 @@
 """Article metadata from HTML, and the news / hreflang / image XML fragments.
 
-Output is checked by real consumers: lxml against the published XSDs in shared/schemas,
+Output is checked by real consumers: lxml against the published XSDs in tests/schemas,
 and ultimate-sitemap-parser reading the documents back.
 """
 

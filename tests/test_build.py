@@ -161,13 +161,13 @@ def test_paths_map_to_urls(site: Site) -> None:
     }
 
 
-def test_output_and_state_inside_the_root_are_not_pages(site: Site) -> None:
+def test_the_output_folder_inside_the_root_holds_no_pages(site: Site) -> None:
     site.config.write_text(
         '[site]\nbase_url = "https://example.com/"\noutput_dir = "site/sitemaps"\n'
-        'state_dir = "site/state"\n[[source]]\ntype = "directory"\nroot = "site"\n'
-        'include = ["**/*"]\n'
+        'state_dir = "state"\n[[source]]\ntype = "directory"\nroot = "site"\n'
     )
     site.write("index.html", page("Home"))
+    site.write("sitemaps/stray.html", page("Stray"))
     site.out = site.root / "sitemaps"
     site.build()
     site.build()

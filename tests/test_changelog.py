@@ -441,6 +441,39 @@ def test_rows_without_a_url_an_op_or_a_time_are_skipped_and_counted(tmp_path: Pa
     }
 
 
+def test_hostile_urls_and_times_are_skipped_and_counted(tmp_path: Path) -> None:
+    when = "2026-01-02T00:00:00Z"
+    _loose_changes(
+        tmp_path / "cms.db",
+        ("/news/../../etc/passwd", "upsert", when, "P"),  # row 1
+        ("news/../../etc/shadow", "upsert", when, "S"),
+        ("/news/%2e%2e/admin", "upsert", when, "A"),
+        ("https://example.com/news/../admin", "upsert", when, "H"),
+        (b"/blob", "upsert", when, "B"),  # row 5: a BLOB, whose repr is no URL
+        ("/nan", "upsert", "NaN", "N"),
+        ("/news/ok", "upsert", when, "OK"),
+    )
+    site = _loose_site(tmp_path)
+    result = site.build()
+    assert "1 new, 0 updated, 0 gone, 6 invalid" in result.stdout
+    assert set(published(site.out)) == {"https://example.com/news/ok"}
+    everything = b"".join(path.read_bytes() for path in site.out.iterdir())
+    for word in (b"passwd", b"shadow", b"admin", b"blob", b"nan"):
+        assert word not in everything
+    report = json.loads(site.cli("status", "--json").stdout)
+    reasons = {item["item"]: item["reason"] for item in report["invalid"]["items"]}
+    assert report["invalid"]["count"] == 6
+    for item in (
+        "/news/../../etc/passwd",
+        "news/../../etc/shadow",
+        "/news/%2e%2e/admin",
+        "https://example.com/news/../admin",
+    ):
+        assert reasons[item] == "URL path has a '.' or '..' segment"
+    assert reasons["row 5"] == "no URL: the url column holds a BLOB"
+    assert reasons["row 6"] == "changed_at: 'NaN' is not a time"
+
+
 def test_a_first_build_keeps_the_newest_row_of_a_url(tmp_path: Path) -> None:
     _loose_changes(
         tmp_path / "cms.db",

@@ -222,6 +222,101 @@ CASES = [
         "source",
         "giving URLs is required",
     ),
+    # Values that used to be accepted and then misbehaved.
+    (
+        "base-url-host-space",
+        doc(site=SITE.replace("example.com", "exa mple.com")),
+        "site.base_url",
+        "host 'exa mple.com' is not a valid host name",
+    ),
+    (
+        "base-url-port-0",
+        doc(site=SITE.replace("example.com", "example.com:0")),
+        "site.base_url",
+        "port 0 is not a port",
+    ),
+    (
+        "base-url-query",
+        doc(site=SITE.replace("example.com/", "example.com/?lang=en")),
+        "site.base_url",
+        "must not have a query or fragment",
+    ),
+    (
+        "base-url-fragment",
+        doc(site=SITE.replace("example.com/", "example.com/#top")),
+        "site.base_url",
+        "must not have a query or fragment",
+    ),
+    (
+        "index-newline",
+        doc(sitemap='index = "site\\nmap.xml"\n'),
+        "sitemap.index",
+        "must be a file name of letters, digits",
+    ),
+    (
+        "feed-file-space",
+        doc(top='[feed]\ntitle = "T"\natom = "my feed.xml"\n'),
+        "feed.atom",
+        "must be a file name of letters, digits",
+    ),
+    (
+        "follow-symlinks-string",
+        doc(source=SOURCE + 'follow_symlinks = "yes"\n'),
+        "source[0].follow_symlinks",
+        "must be true or false, got a string",
+    ),
+    (
+        "url-prefix-dot-dot",
+        doc(source=SOURCE + 'url_prefix = "/blog/../"\n'),
+        "source[0].url_prefix",
+        "must not hold '.' or '..' segments",
+    ),
+    (
+        "url-prefix-escaped-dot-dot",
+        doc(source=SOURCE + 'url_prefix = "/%2e%2e/"\n'),
+        "source[0].url_prefix",
+        "must not hold '.' or '..' segments",
+    ),
+    (
+        "state-dir-in-content-root",
+        doc(site=SITE.replace('state_dir = "state"', 'state_dir = "site/.state"')),
+        "site.state_dir",
+        "must not be inside source[0].root",
+    ),
+    (
+        "state-dir-is-content-root",
+        doc(site=SITE.replace('state_dir = "state"', 'state_dir = "site"')),
+        "site.state_dir",
+        "the ledger would be on the web",
+    ),
+    (
+        "output-dir-is-root-listing-xml",
+        doc(
+            site=SITE.replace('output_dir = "out"', 'output_dir = "site"'),
+            source=SOURCE + 'include = ["**/*.html", "**/*.xml"]\n',
+        ),
+        "site.output_dir",
+        "include patterns match sitemapd's own 'sitemap.xml'",
+    ),
+    (
+        "output-dir-inside-root-listing-all",
+        doc(
+            site=SITE.replace('output_dir = "out"', 'output_dir = "site/maps"'),
+            source=SOURCE + 'include = ["**/*"]\n',
+        ),
+        "site.output_dir",
+        "sitemapd's own 'maps/sitemap.xml': it would be listed as a page",
+    ),
+    (
+        "output-dir-is-root-listing-the-key-file",
+        doc(
+            site=SITE.replace('output_dir = "out"', 'output_dir = "site"'),
+            source=SOURCE + 'include = ["**/*.html", "*.txt"]\n',
+            top='[indexnow]\nkey = "0123456789abcdef"\n',
+        ),
+        "site.output_dir",
+        "'0123456789abcdef.txt'",
+    ),
 ]
 
 
@@ -299,6 +394,29 @@ def test_valid_config_prints_ok(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"ok: {config}: 2 sources, index maps.xml\n"
     assert result.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("output_dir", "source"),
+    [
+        ("site", ""),  # the default include lists pages only
+        ("site", 'include = ["**/*"]\nexclude = ["sitemap*.xml", "sitemap*.xml.gz"]\n'),
+        ("site/maps", 'include = ["**/*"]\nexclude = ["maps/**"]\n'),
+    ],
+)
+def test_sitemaps_may_live_among_pages_that_do_not_list_them(
+    tmp_path: Path, output_dir: str, source: str
+) -> None:
+    config = tmp_path / "sitemapd.toml"
+    config.write_text(
+        doc(
+            site=SITE.replace('output_dir = "out"', f'output_dir = "{output_dir}"'),
+            source=SOURCE + source,
+        )
+    )
+    (tmp_path / "site").mkdir()
+    result = check_config(config)
+    assert result.returncode == 0, result.stderr
 
 
 def test_relative_paths_resolve_against_the_config_folder(tmp_path: Path) -> None:

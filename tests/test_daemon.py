@@ -157,8 +157,8 @@ def test_root_deleted_and_redeployed_is_an_outage_not_a_deletion(
 def test_output_inside_the_watched_root_causes_no_publish_loop(site: Site, daemons: list) -> None:
     site.config.write_text(
         '[site]\nbase_url = "https://example.com/"\noutput_dir = "site/sitemaps"\n'
-        'state_dir = "site/.state"\n[[source]]\ntype = "directory"\nroot = "site"\n'
-        'include = ["**/*"]\n' + DAEMON
+        'state_dir = "state"\n[[source]]\ntype = "directory"\nroot = "site"\n'
+        'include = ["**/*"]\nexclude = ["sitemaps/*"]\n' + DAEMON
     )
     site.out = site.root / "sitemaps"
     site.write("index.html", page("Home"))

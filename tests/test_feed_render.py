@@ -8,19 +8,18 @@ import subprocess
 import sys
 import time
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import feedparser
 import pytest
+from conftest import REPO, SCHEMAS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
 from sitemapd.render.feeds import FeedEntry, FeedPage, atom, rss, xml_text
 
-REPO = Path(__file__).resolve().parents[1]
-ATOM_RNG = REPO.parent / "shared" / "schemas" / "atom.rng"
+ATOM_RNG = SCHEMAS / "atom.rng"
 A = "{http://www.w3.org/2005/Atom}"
 
 SITE = "https://example.com/"

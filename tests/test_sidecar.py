@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
+import http.client
 import os
 import re
+import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from conftest import Site, page
 from daemon_harness import RunningDaemon, http_port, request
 from lxml import etree
 
+from sitemapd.sidecar import HEAD_TIMEOUT
 from sitemapd.watch import FAIL_HOOK
 
 
@@ -211,3 +216,141 @@ def test_failing_publishes_make_the_daemon_unhealthy(
     assert b"sitemapd_batch_failures_total 1.0" in request(port, "/metrics")[2]
     site.out.unlink()
     daemon.wait_until(lambda: request(port, "/healthz")[0] == 200, timeout=60)
+
+
+def test_only_files_the_ledger_records_as_published_are_served(
+    served: tuple[Site, RunningDaemon, int],
+) -> None:
+    site, _, port = served
+    shard = (site.out / "sitemap-1.xml").read_bytes()
+    # Names sitemapd could have written, put there by someone else.
+    for name in ("sitemap-99.xml", "sitemap-2.xml.gz", "sitemap-3.xml"):
+        (site.out / name).write_bytes(shard.replace(b"a.html", b"planted.html"))
+        assert request(port, f"/{name}")[0] == 404, name
+    assert request(port, "/sitemap-1.xml")[0] == 200
+
+
+def test_a_weak_entity_tag_matches(served: tuple[Site, RunningDaemon, int]) -> None:
+    _, _, port = served
+    etag = request(port, "/sitemap.xml")[1]["ETag"]
+    # A proxy that gzipped the file on its way gives the tag back weak (as nginx does).
+    assert request(port, "/sitemap.xml", {"If-None-Match": f"W/{etag}"})[0] == 304
+    assert request(port, "/sitemap.xml", {"If-None-Match": f'W/"x", W/{etag}'})[0] == 304
+    assert request(port, "/sitemap.xml", {"If-None-Match": 'W/"x"'})[0] == 200
+
+
+def test_connections_are_kept_alive(served: tuple[Site, RunningDaemon, int]) -> None:
+    site, _, port = served
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        bodies = []
+        for path in ("/sitemap.xml", "/healthz", "/missing.xml", "/sitemap-1.xml"):
+            conn.request("GET", path)
+            response = conn.getresponse()
+            assert response.version == 11
+            bodies.append(response.read())
+            if path == "/sitemap.xml":
+                first = conn.sock
+            assert conn.sock is first, f"reconnected for {path}"
+        assert bodies[-1] == (site.out / "sitemap-1.xml").read_bytes()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "BREW"])
+def test_other_methods_are_not_allowed(
+    served: tuple[Site, RunningDaemon, int], method: str
+) -> None:
+    _, _, port = served
+    status, headers, _ = request(port, "/sitemap.xml", method=method)
+    assert status == 405
+    assert headers["Allow"] == "GET, HEAD"
+
+
+def _slow_client(port: int, head: bytes = b"GET /healthz HTTP/1.1\r\nHost: x\r\n") -> socket.socket:
+    """Return a connection that has sent part of a request head (or was refused)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    with contextlib.suppress(OSError):  # the sidecar may hang up at once
+        sock.sendall(head)
+    return sock
+
+
+@pytest.mark.slow
+def test_a_slow_request_head_is_cut_off(served: tuple[Site, RunningDaemon, int]) -> None:
+    _, _, port = served
+    sock = _slow_client(port)
+    start = time.monotonic()
+    try:
+        sock.settimeout(2)
+        # One byte a second: each read is quick, the head never ends.
+        while time.monotonic() - start < HEAD_TIMEOUT + 10:
+            try:
+                if sock.recv(1024) == b"":
+                    break
+            except TimeoutError:
+                sock.sendall(b"X")
+            except ConnectionResetError:
+                break
+        assert time.monotonic() - start < HEAD_TIMEOUT + 5
+    finally:
+        sock.close()
+
+
+@pytest.mark.slow
+def test_a_flood_of_slow_clients_starves_neither_health_nor_publishing(site: Site) -> None:
+    site.configure(
+        sitemap="gzip = false",
+        source='[daemon]\ndebounce = 0.05\n[http]\nlisten = "127.0.0.1:0"\nserve_files = true\n',
+    )
+    site.write("index.html", page("Home"))
+    # 128 descriptors, no way up: 400 slow clients would take them all.
+    daemon = RunningDaemon(site, open_files=(128, 128))
+    flooding = threading.Event()
+    clients: list[socket.socket] = []
+    try:
+        daemon.wait_ready()
+        port = http_port(daemon)
+
+        def flood() -> None:
+            while not flooding.is_set():
+                try:
+                    clients.append(_slow_client(port))
+                except OSError:
+                    time.sleep(0.01)
+                if len(clients) > 400:
+                    clients.pop(0).close()
+
+        flooder = threading.Thread(target=flood, daemon=True)
+        flooder.start()
+        daemon.wait_until(lambda: len(clients) >= 400, 60, "400 slow clients")
+        for _ in range(5):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/healthz")
+            response = conn.getresponse()
+            assert (response.status, response.read()) == (200, b"ok\n")
+            conn.close()
+        for n in range(20):
+            site.write(f"p{n}.html", page(f"P{n}", "words " * 20))
+        expected = {f"https://example.com/p{n}.html" for n in range(20)}
+        daemon.wait_for_urls(expected | {"https://example.com/"})
+        assert "cannot read" not in daemon.log()
+        assert not re.search(r"[1-9]\d* invalid|Too many open files", daemon.log())
+        status, _, body = request(port, "/sitemap-1.xml")
+        assert status == 200
+        assert b"p19.html" in body
+    finally:
+        flooding.set()
+        for sock in list(clients):
+            sock.close()
+        daemon.kill()
+
+
+def test_the_soft_open_files_limit_is_raised_at_start(site: Site) -> None:
+    site.write("index.html", page("Home"))
+    daemon = RunningDaemon(site, open_files=(256, 4096))
+    try:
+        daemon.wait_ready()
+        limits = Path(f"/proc/{daemon.proc.pid}/limits").read_text()
+        assert re.search(r"Max open files\s+4096\s+4096", limits), limits
+    finally:
+        daemon.kill()

@@ -48,6 +48,14 @@ def test_units_verify_cleanly(tmp_path: Path, unit: str) -> None:
     assert result.stderr == ""
 
 
+@pytest.mark.parametrize("unit", ["sitemapd.service", "sitemapd@.service"])
+def test_units_raise_the_open_files_limit(unit: str) -> None:
+    # systemd's default soft limit, 1,024, is what a flood of slow clients exhausted.
+    limits = re.findall(r"^LimitNOFILE=(\d+)$", (UNITS / unit).read_text(), re.MULTILINE)
+    assert limits, f"{unit} sets no LimitNOFILE"
+    assert int(limits[-1]) >= 65536
+
+
 @needs_analyze
 @pytest.mark.parametrize("unit", ["sitemapd.service", "sitemapd@example.service"])
 def test_units_are_sandboxed(tmp_path: Path, unit: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
 import string
 from collections.abc import Sequence
@@ -124,12 +125,17 @@ class Shape:
         """Return the row's URL, or "" and why there is none."""
         if self._template is None:
             url = values[self._url]
+            if (kind := _not_text(url)) is not None:
+                return "", f"no URL: the url column holds {kind}"
             text = "" if url is None else str(url).strip()
             return text, None if text else "no URL: the url column is empty"
         args = {name: values[index] for name, index in self._fields}
         empty = [name for name, value in args.items() if value is None]
         if empty:
             return "", f"no URL: url_template needs {', '.join(empty)}, which is NULL"
+        odd = [f"{name} ({kind})" for name, value in args.items() if (kind := _not_text(value))]
+        if odd:
+            return "", f"no URL: url_template needs text, not {', '.join(odd)}"
         try:
             return self._template.format_map(args).strip(), None
         except (ValueError, TypeError) as exc:
@@ -200,6 +206,16 @@ def _when(value: object) -> str | None:
         except ValueError:
             pass
     raise ValueError(f"{value!r} is not a time")
+
+
+def _not_text(value: object) -> str | None:
+    """Return what `value` is when it cannot be spelled into a URL (a BLOB, a float that
+    is no number), or None: its Python repr would be published as the URL."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "a BLOB"
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    return None
 
 
 def _meta_time(value: object) -> str | None:

@@ -8,9 +8,9 @@ deletions the log missed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from itertools import islice
-from urllib.parse import urljoin
 
 from ..changelog import ChangeRow, Reader
 from ..config import ChangelogSource
@@ -23,6 +23,7 @@ from .base import Context, Scan, rejected, with_defaults
 # large steps while a single read stays small enough to hold in memory.
 _READS_PER_SCAN = 10
 _RECONCILE_BATCH = 2000
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")  # RFC 3986 section 3.1
 
 
 def cursor_name(source: ChangelogSource) -> str:
@@ -68,10 +69,13 @@ def _loc(source: ChangelogSource, ctx: Context, url: str) -> str:
     """
     if not url:
         raise InvalidURL("no URL")
-    if url.startswith("/") and not url.startswith("//") and "/." not in url:
-        # A plain path, as the trigger template writes: urljoin would only prefix the root.
-        return ctx.policy.normalise(ctx.policy.origin.root + url[1:])
-    return ctx.policy.normalise(urljoin(ctx.policy.origin.root, url))
+    if _SCHEME.match(url):
+        return ctx.policy.normalise(url)
+    if url.startswith("//"):
+        return ctx.policy.normalise(f"{ctx.policy.origin.scheme}:{url}")
+    # A path on the site, taken as it is: resolving it would turn `/news/../../etc/x` into
+    # `/etc/x`, where the policy refuses any '.' or '..' segment.
+    return ctx.policy.normalise(ctx.policy.origin.root + url.removeprefix("/"))
 
 
 def _item(source: ChangelogSource, ctx: Context, row: ChangeRow) -> Item:

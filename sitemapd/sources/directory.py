@@ -102,11 +102,24 @@ def walk(
                 if entry.is_dir(follow_symlinks=False):
                     if os.path.realpath(entry.path) not in skipped:
                         stack.append((relpath + "/", entry.path))
-                elif entry.is_file() and include.match(relpath) and not exclude.match(relpath):
+                elif (
+                    entry.is_file()
+                    and include.match(relpath)
+                    and not exclude.match(relpath)
+                    and _may_follow(source, entry.path, entry.is_symlink())
+                ):
                     files.append((relpath, entry))
             except OSError:
                 continue
         yield from reversed(files)
+
+
+def _may_follow(source: DirectorySource, path: str, is_link: bool) -> bool:
+    """False when the file at `path` is a symlink out of the root and the source does not
+    follow those: anyone who can plant a link would publish (and hash) any file."""
+    if source.follow_symlinks or not is_link:
+        return True
+    return os.path.realpath(path).startswith(os.path.realpath(source.root) + os.sep)
 
 
 def _observe_paths(source: DirectorySource, ctx: Context, relpaths: set[str]) -> Iterator[Item]:
@@ -130,7 +143,7 @@ def _observe_paths(source: DirectorySource, ctx: Context, relpaths: set[str]) ->
         elif path.is_dir():
             continue
         elif include.match(relpath) and not exclude.match(relpath):
-            if path.is_file():
+            if path.is_file() and _may_follow(source, str(path), path.is_symlink()):
                 files.append(iter([(relpath, path)]))
             elif not path.exists():
                 try:

@@ -67,8 +67,10 @@ def _items(source: UrlListSource, policy: URLPolicy, handle: BinaryIO, key: str)
                 try:
                     source_time = w3c.parse(stamp)
                 except ValueError:
-                    # The URL itself is fine: keep it, without a time of its own.
+                    # Published without it, the URL would take a made-up time: skipped, as
+                    # logged, until the line is fixed.
                     yield rejected(name, url[:_SHOWN], f"line {number}: bad datetime {stamp!r}")
+                    continue
             yield Observation(loc, name, None, source_time)
         try:
             unchanged = file_key(os.stat(source.path)) == key
