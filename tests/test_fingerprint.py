@@ -391,3 +391,24 @@ def test_real_docs_generators(site: Site, tmp_path: Path, kind: str) -> None:
     _generate(kind, tmp_path / "src", site.root, docs, "A renamed guide")
     summary(site)
     assert moved(site, before) == {"page7"}
+
+
+def test_a_sandbox_without_worker_processes_reads_on_one_core(
+    site: Site, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import sitemapd.sources.directory as directory
+    from sitemapd import config
+    from sitemapd.engine import Engine
+
+    def refuse(method: str) -> object:
+        raise OSError(f"no {method} here")
+
+    monkeypatch.setattr(directory.multiprocessing, "get_context", refuse)
+    new_site("semantic", 80, seed=8).write(site.root)
+    engine = Engine(config.load(site.config))
+    try:
+        result = engine.build()
+    finally:
+        engine.close()
+    assert result.changes.new == 80
+    assert "reading pages in one process (no forkserver here)" in caplog.text

@@ -11,6 +11,7 @@ import multiprocessing
 import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from itertools import chain, islice
 from pathlib import Path
@@ -23,7 +24,7 @@ from ..fingerprint import FINGERPRINT_VERSION, Settings, TemplateMemory, bytes_d
 from ..ledger import KnownFile
 from ..observation import Checkpoint, Gone, Item, Observation, Seen
 from ..pages import PageRead, read_file, settings_for
-from .base import Context, Scan, rejected, skipped_below, with_defaults
+from .base import Context, Scan, log, rejected, skipped_below, with_defaults
 from .globs import compile_globs
 
 _BATCH = 500
@@ -226,11 +227,14 @@ class _Reader:
         self.memory = TemplateMemory.load(ctx.ledger.cursor(self.memory_cursor))
         self.images = source.content_selector if ctx.images else None
         self.pool: ProcessPoolExecutor | None = None
+        # Off on one core, and once a pool could not be started.
+        self.parallel = _WORKERS > 1
 
     def close(self) -> None:
         """Stop the worker processes, if any were started."""
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
+            self.pool = None
 
     def specs(self) -> Iterator[Checkpoint]:
         """Yield the specs of this source's settings, so a later change can rebuild them."""
@@ -278,16 +282,7 @@ class _Reader:
 
     def finish(self, pages: list[_Page]) -> Iterator[Item]:
         """Yield the observations of a batch's `pages`, after learning its template."""
-        jobs = [(p.relpath, p.data, self.settings, self.images) for p in pages]
-        if len(jobs) >= _PARALLEL and _WORKERS > 1:
-            # A first scan or a site-wide deploy: parse on every core while the ledger
-            # takes what is read.
-            if self.pool is None:
-                context = multiprocessing.get_context("forkserver")
-                self.pool = ProcessPoolExecutor(_WORKERS, mp_context=context)
-            reads = list(self.pool.map(_read_job, jobs, chunksize=8))
-        else:
-            reads = [_read_job(job) for job in jobs]
+        reads = self._read_all([(p.relpath, p.data, self.settings, self.images) for p in pages])
         for page, read in zip(pages, reads, strict=True):
             page.read = read
         before = len(self.memory.known)
@@ -296,6 +291,23 @@ class _Reader:
             yield Checkpoint(self.memory_cursor, self.memory.dump())
         for page in pages:
             yield self._observation(page)
+
+    def _read_all(self, jobs: list[tuple[str, bytes, Settings, str | None]]) -> list[PageRead]:
+        """Return what each file of a batch says, read on every core for large batches."""
+        if len(jobs) >= _PARALLEL and self.parallel:
+            # A first scan or a site-wide deploy: parse on every core while the ledger
+            # takes what is read.
+            try:
+                if self.pool is None:
+                    context = multiprocessing.get_context("forkserver")
+                    self.pool = ProcessPoolExecutor(_WORKERS, mp_context=context)
+                return list(self.pool.map(_read_job, jobs, chunksize=8))
+            except (OSError, BrokenProcessPool) as exc:
+                # A sandbox without the sockets or processes a pool needs: one core it is.
+                log.warning("%s: reading pages in one process (%s)", self.source.name, exc)
+                self.close()
+                self.parallel = False
+        return [_read_job(job) for job in jobs]
 
     def _observation(self, page: _Page) -> Observation:
         read, source, ctx = page.read, self.source, self.ctx
