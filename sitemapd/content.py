@@ -19,7 +19,7 @@ from lxml import etree
 
 from . import w3c
 from .errors import ConfigError, InvalidURL
-from .fingerprint import compile_selector, parse_html
+from .fingerprint import compile_selector, image_source, parse_html
 from .render.extensions import HREFLANG
 from .render.news import news_language
 from .urls import Origin, URLPolicy
@@ -212,10 +212,7 @@ def _content_images(
         if element in seen:
             continue
         for img in element.iter("img"):
-            src = (img.get("src") or "").strip()
-            if not src or src[:5].lower() == "data:":
-                # Lazy-loading pages keep the real URL in data-src and a placeholder in src.
-                src = (img.get("data-src") or "").strip()
+            src = image_source(img)
             if src:
                 yield src
         seen.update(element.iter())

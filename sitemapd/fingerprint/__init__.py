@@ -35,6 +35,7 @@ __all__ = [
     "TemplateMemory",
     "bytes_digest",
     "compile_selector",
+    "image_source",
     "parse_html",
     "read_html",
     "without_ignored",
@@ -321,11 +322,17 @@ def _ld_values(value: object, name: str) -> Iterator[str]:
                 return
 
 
-def _image(img: HtmlElement) -> Iterator[str]:
+def image_source(img: etree._Element) -> str:
+    """Return the URL an `<img>` shows, as written, or "" when it names none."""
     src = (img.get("src") or "").strip()
     if not src or src[:5].lower() == "data:":
         # Lazy-loading pages keep the real URL in data-src and a placeholder in src.
         src = (img.get("data-src") or "").strip()
+    return src
+
+
+def _image(img: HtmlElement) -> Iterator[str]:
+    src = image_source(img)
     if src:
         yield _asset(src)
     alt = _normal(img.get("alt") or "")
