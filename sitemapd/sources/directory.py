@@ -198,8 +198,12 @@ def _batches(
             for item in reader.read(loc, relpath, entry, known.get(loc), reread):
                 if isinstance(item, _Page):
                     pages.append(item)
+                    # Parsed a few at a time: a batch's pages are not all held as bytes.
+                    if len(pages) % _PARALLEL == 0:
+                        reader.parse(pages[-_PARALLEL:])
                 else:
                     yield item
+        reader.parse(pages[len(pages) - len(pages) % _PARALLEL :])
         yield from reader.finish(pages)
 
 
@@ -210,9 +214,11 @@ class _Page:
     loc: str
     relpath: str
     stat: os.stat_result
-    data: bytes
+    # The hash of the file's bytes, and the bytes until they are parsed (kept after only
+    # when the old settings' measure needs them).
+    raw: str
+    data: bytes | None
     known: KnownFile | None
-    # Filled by `_Reader.finish`, for the whole batch at once.
     read: PageRead | None = None
 
 
@@ -269,24 +275,38 @@ class _Reader:
                 # A read error is not a deletion: the published URL stays until it is readable.
                 yield Seen(loc, name)
             return
+        raw = bytes_digest(data)
         if (
             known is not None
             and not reread
-            and known.bytes_hash == bytes_digest(data)
+            and known.bytes_hash == raw
             and known.fp_settings == settings_for(relpath, self.settings).key
         ):
             # Touched or copied with the same bytes: nothing to parse.
             yield Seen(loc, name, key)
             return
-        yield _Page(loc, relpath, stat, data, known)
+        yield _Page(loc, relpath, stat, raw, data, known)
+
+    def parse(self, pages: list[_Page]) -> None:
+        """Read what `pages` say, letting go of their bytes where nothing else needs them."""
+        jobs = [(p.relpath, p.data or b"", self.settings, self.images) for p in pages]
+        for page, read in zip(pages, self._read_all(jobs), strict=True):
+            page.read = read
+            known = page.known
+            if (
+                known is None
+                or known.content_hash is None
+                or known.bytes_hash == page.raw
+                or known.fp_settings == read.settings.key
+            ):
+                page.data = None
 
     def finish(self, pages: list[_Page]) -> Iterator[Item]:
-        """Yield the observations of a batch's `pages`, after learning its template."""
-        reads = self._read_all([(p.relpath, p.data, self.settings, self.images) for p in pages])
-        for page, read in zip(pages, reads, strict=True):
-            page.read = read
+        """Yield the observations of a batch's parsed `pages`, after learning its template."""
         before = len(self.memory.known)
-        self.memory.learn([r.reading.shapes() for r in reads if r.reading is not None])
+        self.memory.learn(
+            [p.read.reading.shapes() for p in pages if p.read and p.read.reading is not None]
+        )
         if len(self.memory.known) != before:
             yield Checkpoint(self.memory_cursor, self.memory.dump())
         for page in pages:
@@ -294,7 +314,7 @@ class _Reader:
 
     def _read_all(self, jobs: list[tuple[str, bytes, Settings, str | None]]) -> list[PageRead]:
         """Return what each file of a batch says, read on every core for large batches."""
-        if len(jobs) >= _PARALLEL and self.parallel:
+        if self.parallel and (self.pool is not None or len(jobs) >= _PARALLEL):
             # A first scan or a site-wide deploy: parse on every core while the ledger
             # takes what is read.
             try:
@@ -313,7 +333,7 @@ class _Reader:
         read, source, ctx = page.read, self.source, self.ctx
         assert read is not None
         content_hash = read.digest(self.memory)
-        raw = bytes_digest(page.data)
+        raw = page.raw
         source_time = w3c.format_epoch(page.stat.st_mtime)
         common = {
             "content_hash": content_hash,
@@ -353,7 +373,7 @@ class _Reader:
             return None
         if known.bytes_hash == raw:
             return known.content_hash
-        if page.read is None or known.fp_settings == page.read.settings.key:
+        if page.data is None:  # `parse` kept the bytes of pages fingerprinted otherwise
             return None
         old = self._old_settings(known.fp_settings)
         if old is None:
