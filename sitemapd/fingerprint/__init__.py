@@ -18,13 +18,20 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import urlsplit
 
-import lxml.html
 from lxml import etree
 from lxml.cssselect import CSSSelector
-from lxml.html import HtmlElement
 
 from .decode import decode_html
-from .extract import NEVER, describe, fragments, main_content, outside
+from .extract import (
+    NEVER,
+    Element,
+    describe,
+    fragments,
+    main_content,
+    outside,
+    text_nodes,
+    text_of,
+)
 from .template import TemplateMemory, shape
 
 __all__ = [
@@ -46,7 +53,8 @@ FINGERPRINT_VERSION = 1
 MODES = ("content", "page")
 # Characters of main text below which the site's template is not left out.
 MIN_KEPT = 140
-_PARSER = lxml.html.HTMLParser(remove_comments=True, remove_pis=True)
+# Plain elements: lxml.html's element classes cost a Python lookup per element.
+_PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True)
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*>")
 _HIDDEN = etree.XPath(
     "//*[@hidden or @aria-hidden='true' or "
@@ -55,6 +63,11 @@ _HIDDEN = etree.XPath(
 _ROBOTS_NAMES = {"robots", "googlebot"}
 # Links to the page itself, and the names navigation blocks go by.
 _SELF = {"", "#", ".", "./"}
+_SELF_LINKS = etree.XPath(
+    "//a[@aria-current or contains(@class, 'current') or contains(@class, 'active') or "
+    "not(@href) or normalize-space(@href) = '' or normalize-space(@href) = '#' or "
+    "normalize-space(@href) = '.' or normalize-space(@href) = './']"
+)
 _CURRENT = re.compile(r"(?:^|\s)(?:current|active)(?:\s|$)", re.IGNORECASE)
 _NAVIGATION = re.compile(r"(?:^|[\s_-])(?:nav|navbar|menu|toc|toctree|sidebar)(?:$|[\s_-])", re.I)
 # JSON-LD fields of an article that are what it says (not counters such as commentCount).
@@ -124,7 +137,7 @@ def _patterns(ignore: tuple[str, ...]) -> tuple[re.Pattern[bytes], ...]:
 
 
 @lru_cache(maxsize=64)
-def compile_selector(text: str) -> Callable[[etree._Element], list[HtmlElement]]:
+def compile_selector(text: str) -> Callable[[Element], list[Element]]:
     """Return a function that finds the elements CSS selector `text` matches.
 
     Raises ValueError naming what is wrong with the selector.
@@ -134,15 +147,17 @@ def compile_selector(text: str) -> Callable[[etree._Element], list[HtmlElement]]
     except Exception as exc:  # cssselect raises its own SelectorError and ExpressionError
         raise ValueError(f"not a CSS selector cssselect understands ({exc})") from exc
 
-    def select(root: etree._Element) -> list[HtmlElement]:
+    def select(root: Element) -> list[Element]:
         return _elements(selector(root))
 
     return select
 
 
-def _elements(found: object) -> list[HtmlElement]:
+def _elements(found: object) -> list[Element]:
     """Return the elements among an XPath result (which lxml types as anything)."""
-    return [e for e in found if isinstance(e, HtmlElement)] if isinstance(found, list) else []
+    if not isinstance(found, list):
+        return []
+    return [e for e in found if isinstance(e, Element)]
 
 
 def bytes_digest(data: bytes, ignore: tuple[re.Pattern[bytes], ...] = ()) -> str:
@@ -157,13 +172,13 @@ def without_ignored(data: bytes, ignore: tuple[re.Pattern[bytes], ...]) -> bytes
     return data
 
 
-def parse_html(data: bytes) -> HtmlElement | None:
+def parse_html(data: bytes) -> Element | None:
     """Return the document `data` holds, decoded as a browser would, or None if empty."""
     text = _XML_DECLARATION.sub("", decode_html(data), count=1)
     if not text.strip():
         return None
     try:
-        return lxml.html.document_fromstring(text, parser=_PARSER)
+        return etree.fromstring(text, parser=_PARSER)
     except (etree.ParserError, ValueError):
         return None
 
@@ -212,7 +227,10 @@ class Reading:
 
 
 def read_html(
-    tree: HtmlElement, articles: list[dict[str, object]], settings: Settings, explain: bool = False
+    tree: Element,
+    articles: list[dict[str, object]],
+    settings: Settings,
+    explain: bool = False,
 ) -> Reading:
     """Return what the fingerprint of the page `tree` is taken over.
 
@@ -226,12 +244,12 @@ def read_html(
                 parts.append((f"ld:{name}", value))
     etree.strip_elements(tree, *NEVER, with_tail=False)
     for hidden in _elements(_HIDDEN(tree)):
-        if hidden.getparent() is not None:
-            hidden.drop_tree()
+        _drop(hidden)
     body = tree.find("body")
     if body is None:
         body = tree
-    parts.extend(("h1", _normal(" ".join(h.itertext()))) for h in body.iter("h1"))
+    # Text nodes joined by spaces: "<h1>a<span>b</span></h1>" and "a <span>b" read alike.
+    parts.extend(("h1", _normal(" ".join(text_nodes(h)))) for h in body.iter("h1"))
     select = compile_selector(settings.selector) if settings.selector else None
     extract = main_content(body, select)
     texts: list[tuple[int | None, str]] = []
@@ -254,7 +272,21 @@ def read_html(
     return reading
 
 
-def _head_parts(tree: HtmlElement, labels: set[str]) -> list[tuple[str, str]]:
+def _drop(element: Element) -> None:
+    """Remove `element` and what it holds, keeping the text that follows it."""
+    parent = element.getparent()
+    if parent is None:
+        return
+    if element.tail:
+        previous = element.getprevious()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + element.tail
+        else:
+            parent.text = (parent.text or "") + element.tail
+    parent.remove(element)
+
+
+def _head_parts(tree: Element, labels: set[str]) -> list[tuple[str, str]]:
     """Return the title, description, Open Graph title and image, canonical and robots.
 
     A title that repeats the page's own label in the site navigation (documentation
@@ -287,22 +319,21 @@ def _head_parts(tree: HtmlElement, labels: set[str]) -> list[tuple[str, str]]:
     return parts
 
 
-def _navigation_labels(tree: HtmlElement) -> set[str]:
+def _navigation_labels(tree: Element) -> set[str]:
     """Return the texts of links to the page itself inside the site's navigation."""
     labels = set()
-    for link in tree.iter("a"):
-        href = (link.get("href") or "").strip()
-        current = link.get("aria-current") or _CURRENT.search(link.get("class") or "")
-        if href not in _SELF and not current:
+    for link in _elements(_SELF_LINKS(tree)):
+        current = _CURRENT.search(link.get("class") or "") or link.get("aria-current")
+        if not current and (link.get("href") or "").strip() not in _SELF:
             continue
         if any(_is_navigation(a) for a in link.iterancestors()):
-            label = _normal(link.text_content())
+            label = _normal(text_of(link))
             if label:
                 labels.add(label)
     return labels
 
 
-def _is_navigation(element: HtmlElement) -> bool:
+def _is_navigation(element: Element) -> bool:
     if element.tag == "nav" or (element.get("role") or "").lower() == "navigation":
         return True
     return bool(_NAVIGATION.search(f"{element.get('class') or ''} {element.get('id') or ''}"))
@@ -322,7 +353,7 @@ def _ld_values(value: object, name: str) -> Iterator[str]:
                 return
 
 
-def image_source(img: etree._Element) -> str:
+def image_source(img: Element) -> str:
     """Return the URL an `<img>` shows, as written, or "" when it names none."""
     src = (img.get("src") or "").strip()
     if not src or src[:5].lower() == "data:":
@@ -331,7 +362,7 @@ def image_source(img: etree._Element) -> str:
     return src
 
 
-def _image(img: HtmlElement) -> Iterator[str]:
+def _image(img: Element) -> Iterator[str]:
     src = image_source(img)
     if src:
         yield _asset(src)

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from lxml import etree
-from lxml.html import HtmlElement
+
+Element = etree._Element
 
 # Never visible content, or not content at all: dropped before anything is measured.
 NEVER = (
@@ -129,14 +130,14 @@ class Extract:
     """What the extractor kept of a page and what it left out."""
 
     # The elements holding the main content, in document order.
-    main: list[HtmlElement]
+    main: list[Element]
     # True when no main content was found and `main` is the whole body.
     fallback: bool
     # Elements left out inside `main`, with why.
-    dropped: dict[HtmlElement, str] = field(default_factory=dict)
+    dropped: dict[Element, str] = field(default_factory=dict)
 
 
-def describe(element: HtmlElement) -> str:
+def describe(element: Element) -> str:
     """Return a CSS-like name of `element` for people: `div#main.story-body`."""
     name = str(element.tag)
     ident = (element.get("id") or "").strip()
@@ -146,9 +147,7 @@ def describe(element: HtmlElement) -> str:
     return name + "".join("." + c for c in classes[:3])
 
 
-def main_content(
-    body: HtmlElement, select: Callable[[HtmlElement], list[HtmlElement]] | None
-) -> Extract:
+def main_content(body: Element, select: Callable[[Element], list[Element]] | None) -> Extract:
     """Return the main content of `body` (a cleaned document body).
 
     With `select` (an operator's selector), its outermost matches are the main content;
@@ -172,8 +171,8 @@ def main_content(
     return extract
 
 
-def _finish(main: list[HtmlElement], sizes: _Sizes) -> Extract:
-    dropped: dict[HtmlElement, str] = {}
+def _finish(main: list[Element], sizes: _Sizes) -> Extract:
+    dropped: dict[Element, str] = {}
     for element in main:
         dropped.update(_template_parts(element, sizes, element))
     return Extract(main, fallback=False, dropped=dropped)
@@ -182,36 +181,45 @@ def _finish(main: list[HtmlElement], sizes: _Sizes) -> Extract:
 class _Sizes:
     """Characters of text, and of link text, inside every element of a body."""
 
-    def __init__(self, body: HtmlElement) -> None:
+    def __init__(self, body: Element) -> None:
         self.elements = list(body.iter(etree.Element))
-        text: dict[HtmlElement, int] = dict.fromkeys(self.elements, 0)
-        links: dict[HtmlElement, int] = dict.fromkeys(self.elements, 0)
-        # Pre-order reversed: every child is counted before its parent.
+        text: dict[Element, int] = dict.fromkeys(self.elements, 0)
+        links: dict[Element, int] = dict.fromkeys(self.elements, 0)
+        # Pre-order reversed: every child is counted before its parent. The hottest loop
+        # of a scan: lengths are taken inline.
         for element in reversed(self.elements):
-            own = text[element] + _length(element.text)
-            text[element] = own
+            own = element.text
+            total = text[element] + (len(own.strip()) if own else 0)
+            text[element] = total
             if element.tag == "a":
-                links[element] = own
+                links[element] = total
             parent = element.getparent()
-            if parent is not None and parent in text:
-                text[parent] += own + _length(element.tail)
+            if parent in text:
+                tail = element.tail
+                text[parent] += total + (len(tail.strip()) if tail else 0)
                 links[parent] += links[element]
         self.text = text
         self.links = links
 
-    def link_density(self, element: HtmlElement) -> float:
+    def link_density(self, element: Element) -> float:
         """Return the share of `element`'s text that is link text."""
         total = self.text[element]
         return self.links[element] / total if total else 0.0
 
 
-def _length(text: str | None) -> int:
-    return len(text.strip()) if text else 0
+def text_nodes(element: Element) -> list[str]:
+    """Return the text nodes inside `element` (not its tail), in document order."""
+    return [t for t in element.itertext() if isinstance(t, str)]
 
 
-def _best_container(body: HtmlElement, sizes: _Sizes) -> HtmlElement | None:
+def text_of(element: Element) -> str:
+    """Return the text inside `element` (not its tail)."""
+    return "".join(text_nodes(element))
+
+
+def _best_container(body: Element, sizes: _Sizes) -> Element | None:
     """Return the element whose paragraphs score highest, or None when no paragraph."""
-    scores: dict[HtmlElement, float] = {}
+    scores: dict[Element, float] = {}
     stop = body.getparent()
     for element in sizes.elements:
         tag = element.tag
@@ -220,7 +228,7 @@ def _best_container(body: HtmlElement, sizes: _Sizes) -> HtmlElement | None:
         length = sizes.text[element]
         if length < _MIN_PARAGRAPH or _template_reason(element, sizes, 1 << 62):
             continue
-        text = element.text_content()
+        text = text_of(element)
         score = (1 + len(_COMMAS.findall(text)) + min(length / 100, 3)) * (
             1 - sizes.link_density(element)
         )
@@ -238,8 +246,11 @@ def _best_container(body: HtmlElement, sizes: _Sizes) -> HtmlElement | None:
 
 
 def _climb(
-    top: HtmlElement, others: list[HtmlElement], final: dict[HtmlElement, float], stop: object
-) -> HtmlElement:
+    top: Element,
+    others: list[Element],
+    final: dict[Element, float],
+    stop: object,
+) -> Element:
     """Return `top`, or the ancestor an article split into several parts shares.
 
     As readability.js: an ancestor holding several candidates that score nearly as well
@@ -267,19 +278,18 @@ def _climb(
             break
         last = final[parent]
         parent = parent.getparent()
-    while (
-        top.getparent() is not None and len(top.getparent()) == 1 and top.getparent().tag != "body"
-    ):
-        top = top.getparent()
+    # An only child is its parent's content: take the parent (as readability.js).
+    while (up := top.getparent()) is not None and len(up) == 1 and up.tag != "body":
+        top = up
     return top
 
 
-def _is_leaf_block(element: HtmlElement) -> bool:
+def _is_leaf_block(element: Element) -> bool:
     """True for a `<div>` used as a paragraph: text and no block-level children."""
     return not any(child.tag in _BLOCKS for child in element)
 
 
-def _weight(element: HtmlElement) -> float:
+def _weight(element: Element) -> float:
     """Return readability's bonus for article-like and malus for template-like names."""
     article, template = _named(element)
     weight = 25.0 * article - 25.0 * template
@@ -288,7 +298,7 @@ def _weight(element: HtmlElement) -> float:
     return weight
 
 
-def _named(element: HtmlElement) -> tuple[bool, bool]:
+def _named(element: Element) -> tuple[bool, bool]:
     """Return whether `element`'s class and id name an article part, and a template part."""
     names = f"{element.get('class') or ''} {element.get('id') or ''}".lower()
     if not names.strip():
@@ -300,7 +310,7 @@ def _named(element: HtmlElement) -> tuple[bool, bool]:
     )
 
 
-def _with_siblings(top: HtmlElement, sizes: _Sizes) -> list[HtmlElement]:
+def _with_siblings(top: Element, sizes: _Sizes) -> list[Element]:
     """Return `top` and those of its siblings that read as more of the same article."""
     parent = top.getparent()
     if parent is None:
@@ -326,7 +336,7 @@ def _with_siblings(top: HtmlElement, sizes: _Sizes) -> list[HtmlElement]:
     return kept
 
 
-def _paragraph_share(element: HtmlElement, sizes: _Sizes) -> float:
+def _paragraph_share(element: Element, sizes: _Sizes) -> float:
     """Return the share of `element`'s text inside paragraphs."""
     total = sizes.text[element]
     if not total:
@@ -335,12 +345,12 @@ def _paragraph_share(element: HtmlElement, sizes: _Sizes) -> float:
     return min(inside / total, 1.0)
 
 
-def _template_parts(root: HtmlElement, sizes: _Sizes, main: HtmlElement) -> dict[HtmlElement, str]:
+def _template_parts(root: Element, sizes: _Sizes, main: Element) -> dict[Element, str]:
     """Return the outermost elements under `root` that are template, with why."""
-    found: dict[HtmlElement, str] = {}
+    found: dict[Element, str] = {}
     main_text = sizes.text.get(main, 0)
     iterator = root.iterdescendants(etree.Element)
-    skip_below: HtmlElement | None = None
+    skip_below: Element | None = None
     for element in iterator:
         if skip_below is not None and _inside(element, skip_below):
             continue
@@ -351,7 +361,7 @@ def _template_parts(root: HtmlElement, sizes: _Sizes, main: HtmlElement) -> dict
     return found
 
 
-def _template_reason(element: HtmlElement, sizes: _Sizes, main_text: int) -> str | None:
+def _template_reason(element: Element, sizes: _Sizes, main_text: int) -> str | None:
     """Return why `element` is template rather than article, or None."""
     tag = element.tag
     text = sizes.text.get(element, 0)
@@ -372,7 +382,7 @@ def _template_reason(element: HtmlElement, sizes: _Sizes, main_text: int) -> str
     return None
 
 
-def _link_count(element: HtmlElement) -> int:
+def _link_count(element: Element) -> int:
     count = 0
     for _ in element.iter("a"):
         count += 1
@@ -381,29 +391,29 @@ def _link_count(element: HtmlElement) -> int:
     return count
 
 
-def _inside(element: HtmlElement, ancestor: HtmlElement) -> bool:
+def _inside(element: Element, ancestor: Element) -> bool:
     return any(a is ancestor for a in element.iterancestors())
 
 
-def _inside_any(element: HtmlElement, roots: list[HtmlElement]) -> bool:
+def _inside_any(element: Element, roots: list[Element]) -> bool:
     return any(element is r or _inside(element, r) for r in roots)
 
 
-def _outermost(elements: list[HtmlElement]) -> list[HtmlElement]:
+def _outermost(elements: list[Element]) -> list[Element]:
     """Return `elements` without those inside another of them, in document order."""
     chosen = set(elements)
     return [e for e in elements if not any(a in chosen for a in e.iterancestors())]
 
 
-def outside(extract: Extract, body: HtmlElement) -> list[HtmlElement]:
+def outside(extract: Extract, body: Element) -> list[Element]:
     """Return the elements of `body` around the main content, outermost first."""
     if extract.fallback or body in extract.main:
         return []
-    ancestors: set[HtmlElement] = set()
+    ancestors: set[Element] = set()
     for root in extract.main:
         ancestors.update(root.iterancestors())
     holding = ancestors | set(extract.main)
-    found: list[HtmlElement] = []
+    found: list[Element] = []
     for element in ancestors:
         if element is body or _inside(element, body):
             found.extend(
@@ -413,15 +423,13 @@ def outside(extract: Extract, body: HtmlElement) -> list[HtmlElement]:
     return sorted(found, key=order.__getitem__)
 
 
-def fragments(extract: Extract) -> Iterator[tuple[HtmlElement, str]]:
+def fragments(extract: Extract) -> Iterator[tuple[Element, str]]:
     """Yield `(element, text)` for every text node of the main content kept, in order."""
     for root in extract.main:
         yield from _walk(root, extract.dropped)
 
 
-def _walk(
-    element: HtmlElement, dropped: dict[HtmlElement, str]
-) -> Iterator[tuple[HtmlElement, str]]:
+def _walk(element: Element, dropped: dict[Element, str]) -> Iterator[tuple[Element, str]]:
     if element.text:
         yield element, element.text
     for child in element:
