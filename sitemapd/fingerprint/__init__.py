@@ -257,14 +257,17 @@ def read_html(
         words = text.split()
         if words:
             texts.append((shape(words, str(element.tag)), " ".join(words)))
+    # Images and link targets as sets: a list of them reordered says nothing new.
+    assets: set[tuple[str, str]] = set()
     for root in extract.main:
         for element in root.iter("img", "a"):
             if any(a in extract.dropped for a in element.iterancestors()):
                 continue
             if element.tag == "img":
-                parts.extend(("img", value) for value in _image(element))
+                assets.update(("img", value) for value in _image(element))
             elif element.get("href"):
-                parts.append(("a", _asset(element.get("href", ""))))
+                assets.add(("a", _asset(element.get("href", ""))))
+    parts.extend(sorted(assets))
     reading = Reading(parts, texts, extract.fallback)
     if explain:
         reading.dropped = [(describe(e), why) for e, why in extract.dropped.items()]

@@ -54,12 +54,18 @@ _ROLES = {
 }
 # Class and id words of template parts; a word of _ARTICLE_WORDS in the same element wins.
 _TEMPLATE_WORDS = re.compile(
-    r"nav|navbar|navigation|menu|breadcrumbs?|masthead|header|footer|sidebar|side|aside|"
-    r"rail|widgets?|related|recommended|recommendations?|popular|trending|latest|"
-    r"share|sharing|social|comments?|commentcount|disqus|cookies?|consent|gdpr|newsletter|"
-    r"subscribe|subscription|signup|promo|promotion|advert|advertisement|ads?|adslot|"
-    r"sponsor|sponsored|outbrain|taboola|teasers?|tags|pagination|pager|toolbar|modal|"
-    r"popup|overlay|skip|print|counter|views|hidden|sr|visually"
+    r"nav|navbar|navigation|menu|breadcrumbs?|masthead|header|footer|sidebar|aside|"
+    r"related|recommended|recommendations?|share|sharing|social|comments?|commentcount|"
+    r"disqus|cookies?|consent|gdpr|newsletter|subscribe|subscription|signup|promo|"
+    r"promotion|advert|advertisement|ads?|adslot|sponsor|sponsored|outbrain|taboola|"
+    r"pagination|pager|toolbar|modal|popup|overlay"
+)
+# Words that name template parts on some sites and content on others (page builders
+# wrap articles in "widgets"): such a block is template only when it is mostly links
+# or too short to say anything.
+_WEAK_WORDS = re.compile(
+    r"widgets?|side|rail|popular|trending|latest|teasers?|tags|skip|print|counter|views|"
+    r"hidden|sr|visually"
 )
 # Template parts named in several words: "more-stories", "most_read", "read-next".
 _TEMPLATE_PHRASES = re.compile(
@@ -120,6 +126,12 @@ _DIVIDERS = (1, 2, 6, 9, 12)
 _TOP = 5
 _CLOSE = 0.75
 _MIN_CLOSE = 3
+# Characters a paragraph outside the main content needs to count as the article's.
+_STRAY = 150
+# Characters a sibling of the main content needs to be more of the same article.
+_SIBLING = 60
+# Link text share above which a block of a weak template name is template.
+_WEAK_LINKS = 0.3
 # Template words never drop a block holding this share of the main text: a wrapper
 # named "has-sidebar" or "page-footer-sticky" is not a footer.
 _WRAPPER_SHARE = 0.4
@@ -168,7 +180,30 @@ def main_content(body: Element, select: Callable[[Element], list[Element]] | Non
     )
     if kept < _MIN_MAIN:
         return Extract([body], fallback=True, dropped=_template_parts(body, sizes, body))
+    strays = _strays(body, sizes, extract.main)
+    if strays:
+        order = {element: n for n, element in enumerate(sizes.elements)}
+        extract.main = sorted([*extract.main, *strays], key=order.__getitem__)
     return extract
+
+
+def _strays(body: Element, sizes: _Sizes, main: list[Element]) -> list[Element]:
+    """Return the article's paragraphs that lie outside `main`: a lead in another column
+    of a grid, an intro above the body. Long, with few links, in no template part."""
+    inside = {element for root in main for element in root.iter()}
+    whole = sizes.text[body]
+    found = []
+    for paragraph in body.iter("p", "blockquote"):
+        if (
+            paragraph in inside
+            or sizes.text.get(paragraph, 0) < _STRAY
+            or sizes.link_density(paragraph) >= 0.2
+        ):
+            continue
+        if any(_template_reason(a, sizes, whole) for a in (paragraph, *paragraph.iterancestors())):
+            continue
+        found.append(paragraph)
+    return found
 
 
 def _finish(main: list[Element], sizes: _Sizes) -> Extract:
@@ -291,22 +326,24 @@ def _is_leaf_block(element: Element) -> bool:
 
 def _weight(element: Element) -> float:
     """Return readability's bonus for article-like and malus for template-like names."""
-    article, template = _named(element)
-    weight = 25.0 * article - 25.0 * template
+    article, template, weak = _named(element)
+    weight = 25.0 * article - 25.0 * template - 10.0 * weak
     if element.tag in ("article", "main"):
         weight += 10
     return weight
 
 
-def _named(element: Element) -> tuple[bool, bool]:
-    """Return whether `element`'s class and id name an article part, and a template part."""
+def _named(element: Element) -> tuple[bool, bool, bool]:
+    """Return whether `element`'s class and id name an article part, a template part, and
+    what may be a template part."""
     names = f"{element.get('class') or ''} {element.get('id') or ''}".lower()
     if not names.strip():
-        return False, False
+        return False, False, False
     words = [w for w in _WORD_SPLIT.split(names) if w]
     return (
         any(_ARTICLE_WORDS.fullmatch(w) for w in words),
         any(_TEMPLATE_WORDS.fullmatch(w) for w in words) or bool(_TEMPLATE_PHRASES.search(names)),
+        any(_WEAK_WORDS.fullmatch(w) for w in words),
     )
 
 
@@ -327,11 +364,10 @@ def _with_siblings(top: Element, sizes: _Sizes) -> list[Element]:
         density = sizes.link_density(sibling)
         if _template_reason(sibling, sizes, top_text):
             continue
-        if (
-            length >= max(80, top_text * 0.2)
-            and density < 0.25
-            and _paragraph_share(sibling, sizes) > 0.5
-        ) or (sibling.tag == "p" and length >= 80 and density < 0.25):
+        # A lead, an intro, a second body part: paragraphs with few links.
+        if (length >= _SIBLING and density < 0.3 and _paragraph_share(sibling, sizes) > 0.5) or (
+            sibling.tag == "p" and length >= _SIBLING and density < 0.25
+        ):
             kept.append(sibling)
     return kept
 
@@ -372,9 +408,15 @@ def _template_reason(element: Element, sizes: _Sizes, main_text: int) -> str | N
     if role in _ROLES and small:
         return f"role={role}"
     if small and tag not in ("a", "body", "html", "article", "main"):
-        article, template = _named(element)
+        article, template, weak = _named(element)
         if template and not article:
             return "template class or id"
+        if (
+            weak
+            and not article
+            and (text < _MIN_PARAGRAPH or sizes.links[element] > _WEAK_LINKS * text)
+        ):
+            return "template class or id, mostly links"
     if tag in _LINK_LISTS and text:
         links = sizes.links[element]
         if links / text > 0.5 and _link_count(element) >= 2:
