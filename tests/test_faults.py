@@ -7,18 +7,24 @@ in a private mount namespace.
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import re
+import resource
 import shutil
+import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Site, page, published
+from conftest import Site, page, published, snapshot
 from daemon_harness import RunningDaemon, http_port, request, start
-from test_systemd import Supervisor
+from test_systemd import Supervisor, start_supervised
 
 DAEMON = "[daemon]\ndebounce = 0.2\nmax_delay = 2\n"
 HTTP = '[http]\nlisten = "127.0.0.1:0"\n'
@@ -141,3 +147,306 @@ def test_files_written_into_a_recreated_root_are_seen(site: Site, daemons: list)
         (site.root / f"later{round_}.html").write_text(page("Later"))
         daemon.wait_for_urls(u("", f"deploy{round_}.html", f"later{round_}.html"))
     assert daemon.stop() == 0
+
+
+# 6. An access log that cannot be read for a while -----------------------------------------
+
+
+def test_an_access_log_created_after_start_is_read_and_health_recovers(
+    site: Site, daemons: list
+) -> None:
+    access_log = site.base / "access.log"  # nginx has not created it yet
+    site.configure(
+        source=DAEMON + HTTP,
+        extra=f'[[source]]\nname = "nginx"\ntype = "accesslog"\npath = "{access_log}"\n'
+        "poll_interval = 0.2\n",
+    )
+    site.write("index.html", page("Home"))
+    site.write("a.html", page("A"))
+    daemon = start(site)
+    daemons.append(daemon)
+    port = http_port(daemon)
+    assert unhealthy(port, "nginx", "access.log")
+    access_log.write_text(log_line("/a.html", 404))
+    daemon.wait_until(lambda: health(port) == (200, "ok\n"), 30, "healthy once the log is read")
+    daemon.wait_until(lambda: "a.html: googlebot got 404" in crawl_problems(site), 30)
+    # Rotation leaves a gap: the log is gone for a while, then reading goes on.
+    access_log.unlink()
+    daemon.wait_until(lambda: unhealthy(port, "nginx"), 30, "the missing log reported")
+    access_log.write_text(log_line("/", 503))
+    daemon.wait_until(lambda: "/: googlebot got 503" in crawl_problems(site), 60)
+    daemon.wait_until(lambda: health(port) == (200, "ok\n"), 30, "healthy again")
+    assert daemon.stop() == 0
+
+
+# 7. The state folder deleted under a running daemon --------------------------------------
+
+
+def test_a_deleted_state_folder_stops_the_daemon_writing(site: Site, daemons: list) -> None:
+    site.configure(source=DAEMON + HTTP)
+    site.write("index.html", page("Home"))
+    daemon = start(site)
+    daemons.append(daemon)
+    port = http_port(daemon)
+    daemon.wait_for_urls(u(""))
+    shutil.rmtree(site.state)
+    daemon.wait_until(lambda: unhealthy(port, str(site.state)), 10, "the lost state reported")
+    before = snapshot(site.out)
+    site.write("a.html", page("A"))
+    daemon.wait_for_log(r"not writing: the state folder", 30)
+    assert snapshot(site.out) == before
+    assert not site.state.exists()  # nothing wrote a new, empty ledger there
+    # `build` is now the only writer; the daemon writes neither its ledger nor its output.
+    assert site.build().returncode == 0
+    built = snapshot(site.out)
+    assert set(published(site.out)) == u("", "a.html")
+    site.write("b.html", page("B"))
+    daemon.wait_for_log(r"not writing: the state folder", 30, count=2)
+    assert daemon.stop() == 0
+    assert snapshot(site.out) == built
+
+
+# 8. Transient read errors -----------------------------------------------------------------
+
+
+def set_open_files(pid: int, soft: int) -> None:
+    """Set the soft RLIMIT_NOFILE of a running process."""
+    subprocess.run(["prlimit", f"--pid={pid}", f"--nofile={soft}:"], check=True)
+
+
+def test_a_page_that_hits_emfile_is_retried_and_health_is_degraded_meanwhile(
+    site: Site, supervisor: Supervisor
+) -> None:
+    site.configure(source=DAEMON)
+    site.write("index.html", page("Home"))
+    daemon = start_supervised(site, supervisor)
+    try:
+        supervisor.wait_for("READY", "1")
+        daemon.wait_for_urls(u(""))
+        set_open_files(daemon.proc.pid, 3)  # every descriptor the daemon opens fails now
+        (site.root / "a.html").write_text(page("A"))
+        found = supervisor.wait_for("STATUS", timeout=30)
+        while "a.html: temporarily unreadable" not in supervisor.messages[found][1]["STATUS"]:
+            found = supervisor.wait_for("STATUS", after=found + 1, timeout=30)
+        assert "Too many open files" in supervisor.messages[found][1]["STATUS"]
+        assert "skipped a.html" not in daemon.log()  # not counted as invalid
+        set_open_files(daemon.proc.pid, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        # No event comes now: only the retry can publish it.
+        daemon.wait_for_urls(u("", "a.html"), 60)
+        healthy = supervisor.wait_for("STATUS", after=found + 1, timeout=30)
+        while "UNHEALTHY" in supervisor.messages[healthy][1]["STATUS"]:
+            healthy = supervisor.wait_for("STATUS", after=healthy + 1, timeout=30)
+        assert daemon.stop() == 0
+    finally:
+        if daemon.proc.poll() is None:
+            daemon.kill()
+
+
+# 9. A damaged ledger, a read-only output, a full state file system ------------------------
+
+
+def test_an_empty_ledger_file_is_refused_naming_it(site: Site) -> None:
+    site.write("index.html", page("Home"))
+    site.state.mkdir()
+    ledger = site.state / "ledger.sqlite3"
+    ledger.write_bytes(b"")
+    for command in ("build", "run"):
+        result = site.cli(command, check=False)
+        assert result.returncode == 1
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert str(ledger) in result.stderr
+        assert "is empty" in result.stderr
+        assert "delete it" in result.stderr
+        assert ledger.stat().st_size == 0  # history is not silently started over
+
+
+def in_namespace(site: Site, mount: str, command: str) -> subprocess.CompletedProcess[str]:
+    """Run `sitemapd COMMAND` in a private mount namespace after the shell `mount`."""
+    sitemapd = f"{sys.executable} -m sitemapd {command} -c {site.config}"
+    try:
+        return subprocess.run(
+            ["unshare", "--mount", "sh", "-c", f"{mount} && exec {sitemapd}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except FileNotFoundError:
+        pytest.skip("unshare is not installed")
+
+
+@pytest.mark.parametrize("command", ["build", "run"])
+def test_a_full_state_file_system_is_one_clear_line(site: Site, command: str) -> None:
+    site.write("index.html", page("Home"))
+    site.state.mkdir()
+    fill = f"dd if=/dev/zero of={site.state}/fill bs=4k count=64 2>/dev/null; true"
+    result = in_namespace(site, f"mount -t tmpfs -o size=64k tmpfs {site.state} && {fill}", command)
+    if "mount:" in result.stderr:
+        pytest.skip(f"cannot mount here: {result.stderr}")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "No space left on device" in result.stderr or "disk is full" in result.stderr
+    assert str(site.state) in result.stderr
+
+
+def test_a_read_only_output_file_system_is_one_clear_line(site: Site) -> None:
+    site.write("index.html", page("Home"))
+    site.out.mkdir()
+    result = in_namespace(site, f"mount -t tmpfs -o ro tmpfs {site.out}", "build")
+    if "mount:" in result.stderr:
+        pytest.skip(f"cannot mount here: {result.stderr}")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "Read-only file system" in result.stderr
+    assert str(site.out) in result.stderr
+
+
+def test_a_read_only_output_at_start_keeps_the_daemon_retrying_not_ready(site: Site) -> None:
+    site.configure(source=DAEMON)
+    site.write("index.html", page("Home"))
+    site.out.mkdir()
+    sitemapd = f"{sys.executable} -m sitemapd run -c {site.config}"
+    proc = subprocess.Popen(
+        [
+            "unshare",
+            "--mount",
+            "sh",
+            "-c",
+            f"mount -t tmpfs -o ro tmpfs {site.out} && exec {sitemapd}",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        lines = []
+        for line in proc.stderr:
+            lines.append(line)
+            if "started, not ready" in line:
+                break
+        proc.send_signal(signal.SIGTERM)
+        _, rest = proc.communicate(timeout=30)
+        log = "".join(lines) + rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    if "mount:" in log:
+        pytest.skip(f"cannot mount here: {log}")
+    assert "Traceback" not in log
+    assert "Read-only file system" in log
+    assert not re.search(r"daemon: ready", log)
+
+
+# 10. Honest health --------------------------------------------------------------------------
+
+
+def test_a_missing_output_folder_is_unhealthy_at_once_then_published_again(
+    site: Site, daemons: list
+) -> None:
+    site.configure(source=DAEMON + HTTP)
+    site.write("index.html", page("Home"))
+    daemon = start(site)
+    daemons.append(daemon)
+    port = http_port(daemon)
+    daemon.wait_for_urls(u(""))
+    shutil.rmtree(site.out)
+    deadline = time.monotonic() + 5  # the next re-render is a minute away
+    daemon.wait_until(lambda: unhealthy(port, str(site.out)), 5, "the missing output reported")
+    assert time.monotonic() < deadline
+    daemon.wait_for_urls(u(""), 30)  # published again
+    daemon.wait_until(lambda: health(port) == (200, "ok\n"), 30, "healthy again")
+    assert daemon.stop() == 0
+
+
+def test_status_names_the_daemon_its_health_and_last_error(site: Site, daemons: list) -> None:
+    access_log = site.base / "access.log"
+    site.configure(
+        source=DAEMON,
+        extra=f'[[source]]\nname = "nginx"\ntype = "accesslog"\npath = "{access_log}"\n',
+    )
+    site.write("index.html", page("Home"))
+    daemon = start(site)
+    daemons.append(daemon)
+
+    def report() -> dict:
+        return json.loads(site.cli("status", "--json").stdout)["daemon"]
+
+    daemon.wait_until(lambda: report()["last_error"] is not None, 30, "the error in status")
+    found = report()
+    assert found["pid"] == daemon.proc.pid
+    assert found["healthy"] is False
+    assert any("nginx" in problem for problem in found["problems"])
+    assert "access.log" in found["last_error"]
+    text = site.cli("status").stdout
+    assert f"daemon:       pid {daemon.proc.pid}, UNHEALTHY: nginx" in text
+    assert re.search(r"last error: .*access\.log", text)
+    access_log.write_text(log_line("/", 200))
+    daemon.wait_until(lambda: report()["healthy"], 30, "healthy in status")
+    assert daemon.stop() == 0
+    assert json.loads(site.cli("status", "--json").stdout)["daemon"]["pid"] is None
+    assert "daemon:       not running" in site.cli("status").stdout
+
+
+def test_the_log_says_ready_only_after_a_first_publish_that_worked(
+    site: Site, daemons: list
+) -> None:
+    site.configure(source=DAEMON)
+    site.write("index.html", page("Home"))
+    site.out.write_text("not a folder")  # publishing cannot succeed
+    daemon = RunningDaemon(site)
+    daemons.append(daemon)
+    daemon.wait_for_log(r"first publish failed")
+    daemon.wait_for_log(r"started, not ready")
+    assert not re.search(r"sitemapd.daemon: ready", daemon.log())
+    site.out.unlink()
+    daemon.wait_ready(60)
+    daemon.wait_for_urls(u(""))
+    assert daemon.stop() == 0
+
+
+def test_quiet_polls_move_neither_last_publish_nor_status(
+    site: Site, supervisor: Supervisor
+) -> None:
+    access_log = site.base / "access.log"
+    access_log.write_text(log_line("/", 200))
+    site.configure(
+        source="[daemon]\ndebounce = 0.05\n" + HTTP,
+        extra=f'[[source]]\ntype = "accesslog"\npath = "{access_log}"\npoll_interval = 0.1\n',
+    )
+    site.write("index.html", page("Home"))
+    daemon = start_supervised(site, supervisor)
+    try:
+        ready = supervisor.wait_for("READY", "1")
+        port = http_port(daemon)
+        last = metric(port, "sitemapd_last_publish_timestamp_seconds")
+        batches = metric(port, "sitemapd_batch_seconds_count")
+        daemon.wait_until(
+            lambda: metric(port, "sitemapd_batch_seconds_count") >= batches + 20, 30, "20 polls"
+        )
+        assert metric(port, "sitemapd_last_publish_timestamp_seconds") == last
+        supervisor.pump()
+        statuses = [f for _, f in supervisor.messages[ready + 1 :] if "STATUS" in f]
+        assert len(statuses) <= 1, statuses
+    finally:
+        assert daemon.stop() == 0
+
+
+def test_watchdog_pings_come_at_half_the_interval(site: Site, supervisor: Supervisor) -> None:
+    site.write("index.html", page("Home"))
+    os.environ.update(NOTIFY_SOCKET=str(supervisor.path), WATCHDOG_USEC="4000000")
+    try:
+        daemon = RunningDaemon(site)
+    finally:
+        del os.environ["NOTIFY_SOCKET"], os.environ["WATCHDOG_USEC"]
+    try:
+        ping = supervisor.wait_for("READY", "1")
+        times = []
+        for _ in range(3):
+            ping = supervisor.wait_for("WATCHDOG", "1", after=ping + 1)
+            times.append(supervisor.messages[ping][0])
+        gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+        assert all(1.5 < gap < 2.5 for gap in gaps), gaps  # WATCHDOG_USEC / 2
+    finally:
+        assert daemon.stop() == 0

@@ -16,7 +16,7 @@ from .. import w3c
 from ..config import DirectorySource
 from ..content import FACTS_VERSION, article_meta, content_hash, exclusion, read_page
 from ..errors import InvalidURL, SourceError
-from ..observation import Gone, Item, Observation, Seen
+from ..observation import TRANSIENT, Gone, Item, Observation, Seen, Unreadable
 from .base import Context, Scan, rejected, skipped_below, with_defaults
 from .globs import compile_globs
 
@@ -176,7 +176,10 @@ def _observe(
     except FileNotFoundError:
         return  # deleted since the listing: absent from this scan, hence gone
     except OSError as exc:
-        yield rejected(source.name, _printable(relpath), f"unreadable ({exc.strerror})")
+        if exc.errno in TRANSIENT:
+            yield Unreadable(source.name, relpath, exc.strerror or str(exc))
+        else:
+            yield rejected(source.name, _printable(relpath), f"unreadable ({exc.strerror})")
         if known_key is not None:
             # A read error is not a deletion: the published URL stays until it is readable.
             yield Seen(loc, source.name)
