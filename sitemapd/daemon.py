@@ -294,8 +294,10 @@ class Daemon:
         """Keep the files a batch could not read for now, forget those it read again, and
         read them again after a growing delay (no event may ever come for them)."""
         for name in self._source_names():
-            known = self.unreadable.get(name, {})
             asked = paths.get(name, set())
+            if not (asked or name in rescan or name in found):
+                continue  # this batch did not read it: its retry stays as it was
+            known = self.unreadable.get(name, {})
             if name not in rescan:
                 known = {
                     path: why

@@ -120,6 +120,7 @@ def test_a_replaced_or_deleted_sqlite_change_log_is_reopened_and_reported(
     daemon.wait_for_urls(u("a", "b"))
     db.unlink()
     daemon.wait_until(lambda: unhealthy(port, "cms", str(db)), 30, "the missing file reported")
+    assert "no such database file" in site.cli("status").stdout
     assert set(published(site.out)) == u("a", "b")
     write_change_log(db, "/a", "/b", "/c")
     daemon.wait_for_urls(u("a", "b", "c"), 60)
