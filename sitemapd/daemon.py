@@ -527,16 +527,21 @@ class Daemon:
         """Send WATCHDOG=1 every watchdog interval while healthy and STATUS when it changes
         (also written for `sitemapd status`), until stopping."""
         interval = self.notifier.watchdog_interval
-        tick = min(1.0, interval or 1.0)
-        last_status, last_ping = "", time.monotonic()
+        ping_at = time.monotonic() + (interval or 0.0)
+        last_status = ""
         last_saved: tuple[str, tuple[str, str] | None] = ("", None)
-        while not self.stopping.wait(tick):
-            # WATCHDOG=1 only while healthy: a stuck or half-dead daemon gets restarted.
-            # The tolerance absorbs the ticks' drift: a ping is never a tick late.
-            due = interval is not None and time.monotonic() - last_ping >= interval * 0.9
-            if due and not self.faults():
-                self.notifier.send(WATCHDOG=1)
-                last_ping = time.monotonic()
+        while True:
+            # Wake every second for STATUS, and when WATCHDOG=1 is due.
+            wait = 1.0 if interval is None else min(1.0, max(0.0, ping_at - time.monotonic()))
+            if self.stopping.wait(wait):
+                return
+            if interval is not None and time.monotonic() >= ping_at:
+                # WATCHDOG=1 only while healthy: a stuck or half-dead daemon gets restarted.
+                healthy = not self.faults()
+                if healthy:
+                    self.notifier.send(WATCHDOG=1)
+                # Unhealthy: look again soon, so that a recovery pings before the deadline.
+                ping_at = time.monotonic() + (interval if healthy else min(1.0, interval))
             status = self.status()
             if status != last_status:
                 self.notifier.send(STATUS=status)
