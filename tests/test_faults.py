@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 import resource
 import shutil
@@ -24,7 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import Site, page, published, snapshot
 from daemon_harness import RunningDaemon, http_port, request, start
-from test_systemd import Supervisor, start_supervised
+from supervisor import Supervisor, start_supervised
 
 DAEMON = "[daemon]\ndebounce = 0.2\nmax_delay = 2\n"
 HTTP = '[http]\nlisten = "127.0.0.1:0"\n'
@@ -43,13 +42,6 @@ def daemons() -> Iterator[list[RunningDaemon]]:
     for daemon in running:
         if daemon.proc.poll() is None:
             daemon.kill()
-
-
-@pytest.fixture
-def supervisor(tmp_path: Path) -> Iterator[Supervisor]:
-    sup = Supervisor(tmp_path / "notify.sock")
-    yield sup
-    sup.sock.close()
 
 
 def health(port: int) -> tuple[int, str]:
@@ -436,11 +428,7 @@ def test_quiet_polls_move_neither_last_publish_nor_status(
 
 def test_watchdog_pings_come_at_half_the_interval(site: Site, supervisor: Supervisor) -> None:
     site.write("index.html", page("Home"))
-    os.environ.update(NOTIFY_SOCKET=str(supervisor.path), WATCHDOG_USEC="4000000")
-    try:
-        daemon = RunningDaemon(site)
-    finally:
-        del os.environ["NOTIFY_SOCKET"], os.environ["WATCHDOG_USEC"]
+    daemon = start_supervised(site, supervisor, watchdog_usec="4000000")
     try:
         ping = supervisor.wait_for("READY", "1")
         times = []
