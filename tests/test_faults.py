@@ -74,6 +74,35 @@ def crawl_problems(site: Site) -> str:
     return "\n".join(json.loads(site.cli("status", "--json").stdout)["crawl_problems"])
 
 
+def _can_mount() -> bool:
+    """True when a private mount namespace can mount a tmpfs here (root, util-linux)."""
+    probe = ["unshare", "--mount", "mount", "-t", "tmpfs", "tmpfs", "/mnt"]
+    try:
+        return subprocess.run(probe, capture_output=True, timeout=30, check=False).returncode == 0
+    except OSError:
+        return False
+
+
+needs_mounts = pytest.mark.skipif(not _can_mount(), reason="cannot mount file systems here")
+
+
+def in_namespace(mount: str, command: str) -> list[str]:
+    """Return the argv running the shell `command` in a private mount namespace (nothing
+    leaks to the host's mounts) after the shell `mount`."""
+    return ["unshare", "--mount", "sh", "-c", f"{mount} && exec {command}"]
+
+
+def sitemapd(site: Site, command: str) -> str:
+    """Return the shell command running `sitemapd COMMAND` on the site's config."""
+    return f"{sys.executable} -m sitemapd {command} -c {site.config}"
+
+
+def run_in_namespace(site: Site, mount: str, command: str) -> subprocess.CompletedProcess[str]:
+    """Run `sitemapd COMMAND` after the shell `mount`, in a private mount namespace."""
+    argv = in_namespace(mount, sitemapd(site, command))
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+
+
 # 4. A replaced or deleted SQLite change log ----------------------------------------------
 
 
@@ -236,6 +265,22 @@ def test_a_page_that_hits_emfile_is_retried_and_health_is_degraded_meanwhile(
             daemon.kill()
 
 
+@needs_mounts
+def test_a_page_that_gives_eio_fails_build_for_now_and_keeps_its_entry(site: Site) -> None:
+    site.write("index.html", page("Home"))
+    target = site.write("x.html", page("X"))
+    site.build()
+    before = published(site.out)
+    target.write_text(page("X, edited"))
+    # The build reads its own /proc/PID/mem there, at an address never mapped: EIO.
+    result = run_in_namespace(site, f"mount --bind /proc/$$/mem {target}", "build")
+    assert result.returncode == 1
+    assert "x.html: unreadable for now (Input/output error)" in result.stderr
+    assert "0 invalid" in result.stdout
+    assert published(site.out) == before
+    assert "1 updated" in site.build().stdout  # readable again
+
+
 # 9. A damaged ledger, a read-only output, a full state file system ------------------------
 
 
@@ -252,35 +297,6 @@ def test_an_empty_ledger_file_is_refused_naming_it(site: Site) -> None:
         assert "is empty" in result.stderr
         assert "delete it" in result.stderr
         assert ledger.stat().st_size == 0  # history is not silently started over
-
-
-def _can_mount() -> bool:
-    """True when a private mount namespace can mount a tmpfs here (root, util-linux)."""
-    probe = ["unshare", "--mount", "mount", "-t", "tmpfs", "tmpfs", "/mnt"]
-    try:
-        return subprocess.run(probe, capture_output=True, timeout=30, check=False).returncode == 0
-    except OSError:
-        return False
-
-
-needs_mounts = pytest.mark.skipif(not _can_mount(), reason="cannot mount file systems here")
-
-
-def in_namespace(mount: str, command: str) -> list[str]:
-    """Return the argv running the shell `command` in a private mount namespace (nothing
-    leaks to the host's mounts) after the shell `mount`."""
-    return ["unshare", "--mount", "sh", "-c", f"{mount} && exec {command}"]
-
-
-def sitemapd(site: Site, command: str) -> str:
-    """Return the shell command running `sitemapd COMMAND` on the site's config."""
-    return f"{sys.executable} -m sitemapd {command} -c {site.config}"
-
-
-def run_in_namespace(site: Site, mount: str, command: str) -> subprocess.CompletedProcess[str]:
-    """Run `sitemapd COMMAND` after the shell `mount`, in a private mount namespace."""
-    argv = in_namespace(mount, sitemapd(site, command))
-    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
 
 
 @needs_mounts
