@@ -50,6 +50,11 @@ def _errors_exit(command: F) -> F:
         except SitemapdError as exc:
             click.echo(f"sitemapd: error: {exc}", err=True)
             sys.exit(1)
+        except OSError as exc:
+            # A file system that is full or read-only: the file and why, not a traceback.
+            where = f"{exc.filename}: " if exc.filename else ""
+            click.echo(f"sitemapd: error: {where}{exc.strerror or exc}", err=True)
+            sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
 
@@ -96,10 +101,13 @@ def build(config_path: Path) -> None:
     )
     if undelivered:
         click.echo(f"{undelivered} notifications not delivered yet (kept for the next run)")
-    if result.failed:
-        # Published, but a deploy hook should hear that a source was not read as it should.
-        for name, reason in result.failed.items():
-            click.echo(f"sitemapd: error: {name}: {reason}", err=True)
+    # Published, but a deploy hook should hear that a source was not read as it should.
+    for name, reason in result.failed.items():
+        click.echo(f"sitemapd: error: {name}: {reason}", err=True)
+    for name, files in result.unreadable.items():
+        for path, why in files.items():
+            click.echo(f"sitemapd: error: {name}: {path}: unreadable for now ({why})", err=True)
+    if result.failed or result.unreadable:
         sys.exit(1)
 
 
@@ -110,8 +118,8 @@ def run(config_path: Path) -> None:
     """Publish, then follow every change to the sources until SIGTERM (SIGHUP reloads)."""
     cfg = config.load(config_path)
     fdlimit.raise_open_files_limit()
-    with StateLock(cfg.site.state_dir):
-        daemon = Daemon(cfg)
+    with StateLock(cfg.site.state_dir) as lock:
+        daemon = Daemon(cfg, lock)
         daemon.install_signal_handlers()
         try:
             daemon.start()

@@ -7,11 +7,14 @@ the watchers' health but never write; the main thread handles signals.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import signal
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -21,13 +24,16 @@ from . import outbox, w3c
 from .changelog import notifies
 from .config import AccessLogSource, ChangelogSource, Config, DirectorySource, UrlListSource
 from .engine import BuildResult, Engine
-from .errors import ConfigError, SitemapdError
+from .errors import ConfigError, SitemapdError, StateError
 from .feedwindow import feed_file_page
+from .lock import StateLock
 from .metrics import Metrics
 from .outbox import Courier
+from .publish import atomic_write
 from .sidecar import Sidecar
 from .sources import changelog
 from .sources.accesslog import crawler_of
+from .status import DAEMON_FILE
 from .systemd import Notifier
 from .watch import Watcher
 
@@ -135,9 +141,13 @@ class _OverflowListener(logging.Handler):
 class Daemon:
     """One site's watchers, writer and scheduler around a shared Engine."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, lock: StateLock) -> None:
         self.config = config
+        self.lock = lock
         self.engine = Engine(config)
+        self._ledger_file = _file_id(config.ledger_path)
+        # Why the state folder is no longer ours (deleted, replaced): nothing is written then.
+        self.state_lost: str | None = None
         self.queue = WorkQueue()
         self.stopping = threading.Event()
         self.reload_requested = threading.Event()
@@ -150,7 +160,11 @@ class Daemon:
         self.ready = False
         self.batch_started: float | None = None
         self.errors = 0
+        # When the last batch that wrote a file ended, and the last error logged (with when).
         self.last_publish: str | None = None
+        self.last_error: tuple[str, str] | None = None
+        self._announced = False  # the log said "ready"
+        self._output_missing = False
         self.reload_error: str | None = None
         self.key_rejected: str | None = None
         self.courier = Courier(config, lambda: self.queue.add_task(OUTBOX))
@@ -186,6 +200,9 @@ class Daemon:
         self.batch_error: str | None = None
         self._retries: dict[str, int] = {}
         self._retry_timers: dict[str, threading.Timer] = {}
+        # Files a read failed on for now (EMFILE, EIO...), per source, with why: retried.
+        self.unreadable: dict[str, dict[str, str]] = {}
+        self._file_retries: dict[str, int] = {}
         # Held while watchers are started or stopped (health job, reload, stop).
         self._watchers_lock = threading.RLock()
         self.terminate = threading.Event()
@@ -209,10 +226,10 @@ class Daemon:
         written = 0
         try:
             written = len(self._update({}, self._source_names()).report.written)
-        except SitemapdError as exc:
+        except (SitemapdError, OSError) as exc:
             self.errors += 1
             self.batch_error = str(exc)
-            log.error("first publish failed (%s); retrying", exc)
+            self._error(f"first publish failed ({exc}); retrying")
             self._reconcile_all()
         finally:
             scanning.set()
@@ -223,8 +240,22 @@ class Daemon:
         self.scheduler.start()
         self._start_listeners()
         self.ready = True
-        log.info("ready: %d URLs live; %d files written at start", self._live, written)
+        if self.batch_error is None:
+            self._announce(f"{written} files written at start")
+        else:
+            log.warning("started, not ready: nothing is published until a publish succeeds")
         self.notifier.ready(self.status())
+
+    def _announce(self, detail: str) -> None:
+        """Log "ready" once, after the first publish that worked."""
+        if not self._announced:
+            self._announced = True
+            log.info("ready: %d URLs live; %s", self._live, detail)
+
+    def _error(self, message: str) -> None:
+        """Log an error and keep it for `sitemapd status`."""
+        self.last_error = (w3c.now(), message)
+        log.error("%s", message)
 
     def _extend_start(self, done: threading.Event) -> None:
         """Keep systemd's start timeout from firing while a long first scan runs."""
@@ -244,14 +275,42 @@ class Daemon:
             finally:
                 self.batch_started = None
         self.metrics.batch(result)
-        self.last_publish = w3c.now()
+        if result.report.written:
+            self.last_publish = w3c.now()
         for name in result.scanned:
             self.failing.pop(name, None)
             self._retries.pop(name, None)
         for name, reason in result.failed.items():
+            if self.failing.get(name) != reason:
+                self.last_error = (w3c.now(), f"{name}: {reason}")
             self.failing[name] = reason
             self._retry_later(name)
+        self._note_unreadable(paths, rescan, result.unreadable)
         return result
+
+    def _note_unreadable(
+        self, paths: dict[str, set[str]], rescan: set[str], found: dict[str, dict[str, str]]
+    ) -> None:
+        """Keep the files a batch could not read for now, forget those it read again, and
+        read them again after a growing delay (no event may ever come for them)."""
+        for name in self._source_names():
+            asked = paths.get(name, set())
+            if not (asked or name in rescan or name in found):
+                continue  # this batch did not read it: its retry stays as it was
+            known = self.unreadable.get(name, {})
+            if name not in rescan:
+                known = {
+                    path: why
+                    for path, why in known.items()
+                    if not any(path == a or path.startswith(a + "/") or not a for a in asked)
+                }
+            known |= found.get(name, {})
+            if known:
+                self.unreadable[name] = known
+                self._retry_later(name, set(known))
+            else:
+                self.unreadable.pop(name, None)
+                self._file_retries.pop(name, None)
 
     def _measure_backlogs(self, result: BuildResult) -> None:
         """Note how far behind each change log read in this batch is; keep draining those
@@ -285,15 +344,21 @@ class Daemon:
         if name not in self.failing:
             self.queue.add_paths(name, {""})
 
-    def _retry_later(self, name: str) -> None:
-        """Read a source that failed again, after a growing delay (it may never send events)."""
+    def _retry_later(self, name: str, files: set[str] | None = None) -> None:
+        """Read a source that failed again, or only its `files`, after a growing delay
+        (it may never send events)."""
         if name in self._retry_timers and self._retry_timers[name].is_alive():
             return  # one retry at a time: polls and events in between change nothing
-        tries = self._retries[name] = self._retries.get(name, 0) + 1
-        delay = min(5.0 * 2 ** (tries - 1), 300.0)
-        timer = self._retry_timers[name] = threading.Timer(
-            delay, self.queue.add_rescan, args=(name,)
-        )
+        counts = self._retries if files is None else self._file_retries
+        tries = counts[name] = counts.get(name, 0) + 1
+        if files is None:
+            delay = min(5.0 * 2 ** (tries - 1), 300.0)
+            timer = threading.Timer(delay, self.queue.add_rescan, args=(name,))
+        else:
+            # A file read failing for now (EMFILE, EIO) is tried again sooner.
+            delay = min(2.0 ** (tries - 1), _MAX_BACKOFF)
+            timer = threading.Timer(delay, self.queue.add_paths, args=(name, files))
+        self._retry_timers[name] = timer
         timer.daemon = True
         timer.start()
 
@@ -303,16 +368,24 @@ class Daemon:
         """Return why the daemon is unhealthy (for /healthz, STATUS, metrics): its own
         faults, then what is wrong outside it; empty while it is healthy."""
         found = self.faults()
+        output = self.config.site.output_dir
+        if not output.is_dir():
+            found.append(f"output folder {output} is missing")
         for name, reason in list(self.failing.items()):
             if name in self.watchers and not self.watchers[name].healthy():
                 continue  # already named by its watcher
             found.append(f"{name}: last read failed: {reason}")
+        for name, files in list(self.unreadable.items()):
+            # Degraded: what was published stays; the read is tried again shortly.
+            shown = [f"{path}: temporarily unreadable ({why})" for path, why in files.items()]
+            more = f" and {len(shown) - 3} more files" if len(shown) > 3 else ""
+            found.append(f"{name}: {'; '.join(shown[:3])}{more}; retrying")
         for name, since in list(self.waiting_since.items()):
-            lag = time.time() - since
-            if lag > self.config.daemon.max_lag:
+            if time.time() - since > self.config.daemon.max_lag:
                 found.append(
-                    f"{name}: {self.backlogs.get(name, 0)} change-log rows waiting for "
-                    f"{lag:.0f}s (a long-running database transaction holds them back?)"
+                    f"{name}: {self.backlogs.get(name, 0)} change-log rows waiting since "
+                    f"{w3c.format_epoch(since)} (a long-running database transaction holds "
+                    "them back?)"
                 )
         if self.key_rejected:
             found.append(f"indexnow: the key was refused: {self.key_rejected}")
@@ -322,6 +395,8 @@ class Daemon:
         """Return the problems of the daemon itself, which a restart may cure; a database
         that is down or a refused IndexNow key is not one (WATCHDOG=1 goes on)."""
         found = [] if self.ready else ["starting"]
+        if self.state_lost:
+            found.append(f"{self.state_lost}: not writing; restart sitemapd to start over")
         for name, watcher in list(self.watchers.items()):
             if not watcher.healthy():
                 found.append(f"{name}: {watcher.failure or 'watcher stopped'}")
@@ -338,10 +413,10 @@ class Daemon:
 
     def status(self) -> str:
         """Return the one-line STATUS: figures, then any problem."""
+        # Only what changes with the site: STATUS= is sent again whenever this line changes.
         parts = [
             f"{self._live} URLs live",
             f"last publish {self.last_publish or 'never'}",
-            f"queue {self.queue.depth()}",
             f"{self.errors} errors",
         ]
         for name, waiting in list(self.backlogs.items()):
@@ -367,7 +442,7 @@ class Daemon:
             replace_existing=True,
         )
         self.scheduler.add_job(
-            self.check_watchers,
+            self.check_health,
             "interval",
             seconds=_HEALTH_EVERY,
             id="health",
@@ -412,8 +487,9 @@ class Daemon:
         self.courier.stop()
         # Outcomes that arrived after the writer's last look are recorded now: left
         # unrecorded, the next start would send them a second time.
-        with self.engine_lock:
-            self._settle()
+        if not self._state_lost():
+            with self.engine_lock:
+                self._settle()
         logging.getLogger("watchdog.observers.inotify_c").removeHandler(self._overflow)
         if self.sidecar is not None:
             self.sidecar.stop()
@@ -448,17 +524,49 @@ class Daemon:
                 self.notifier.send(READY=1, STATUS=self.status())
 
     def _supervise(self) -> None:
-        """Send WATCHDOG=1 while healthy and STATUS when it changes, until stopping."""
-        tick = min(1.0, self.notifier.watchdog_interval or 1.0)
+        """Send WATCHDOG=1 every watchdog interval while healthy and STATUS when it changes
+        (also written for `sitemapd status`), until stopping."""
+        interval = self.notifier.watchdog_interval
+        ping_at = time.monotonic() + (interval or 0.0)
         last_status = ""
-        while not self.stopping.wait(tick):
-            # WATCHDOG=1 only while healthy: a stuck or half-dead daemon gets restarted.
-            if self.notifier.watchdog_interval and not self.faults():
-                self.notifier.send(WATCHDOG=1)
+        last_saved: tuple[str, tuple[str, str] | None] = ("", None)
+        while True:
+            # Wake every second for STATUS, and when WATCHDOG=1 is due.
+            wait = 1.0 if interval is None else min(1.0, max(0.0, ping_at - time.monotonic()))
+            if self.stopping.wait(wait):
+                return
+            if interval is not None and time.monotonic() >= ping_at:
+                # WATCHDOG=1 only while healthy: a stuck or half-dead daemon gets restarted.
+                healthy = not self.faults()
+                if healthy:
+                    self.notifier.send(WATCHDOG=1)
+                # Unhealthy: look again soon, so that a recovery pings before the deadline.
+                ping_at = time.monotonic() + (interval if healthy else min(1.0, interval))
             status = self.status()
             if status != last_status:
                 self.notifier.send(STATUS=status)
-                last_status = status
+            if (status, self.last_error) != last_saved:
+                self._save_health(status)
+            last_status, last_saved = status, (status, self.last_error)
+
+    def _save_health(self, status: str) -> None:
+        """Write the daemon's health into the state folder, for `sitemapd status`."""
+        if self._state_lost():
+            return  # the folder is no longer ours to write
+        problems = self.problems()
+        report = {
+            "pid": os.getpid(),
+            "healthy": not problems,
+            "problems": problems,
+            "status": status,
+            "last_error": self.last_error and self.last_error[1],
+            "last_error_at": self.last_error and self.last_error[0],
+        }
+        path = self.config.site.state_dir / DAEMON_FILE
+        try:
+            atomic_write(path, json.dumps(report, indent=2).encode())
+        except SitemapdError as exc:
+            log.warning("cannot save the health report: %s", exc)
 
     # Work --------------------------------------------------------------------------
 
@@ -485,11 +593,17 @@ class Daemon:
                 if self.stopping.is_set():
                     return
                 continue
+            if self._state_lost():
+                # Another process may hold a fresh lock and ledger there now: one writer.
+                log.error("not writing: %s", self.state_lost)
+                continue
             try:
                 with self.engine_lock:  # a reload swaps the engine and its ledger
                     self._take_fetches()
                 if batch.paths or batch.rescan or REFRESH in batch.tasks:
-                    self._update(batch.paths, batch.rescan, REFRESH in batch.tasks)
+                    result = self._update(batch.paths, batch.rescan, REFRESH in batch.tasks)
+                    if result.report.written or batch.rescan:  # a rescan always publishes
+                        self._announce(f"{len(result.report.written)} files written")
                 with self.engine_lock:
                     self._notify()
                 failures = 0
@@ -500,14 +614,12 @@ class Daemon:
                 self.batch_error = str(exc) or type(exc).__name__
                 self.metrics.batch_failures.inc()
                 delay = min(2.0**failures, _MAX_BACKOFF)
-                # Our own errors say what is wrong in one line; anything else is a bug.
-                log.log(
-                    logging.ERROR,
-                    "batch failed (%s); reconciling its sources in %.0fs",
-                    exc,
-                    delay,
-                    exc_info=not isinstance(exc, SitemapdError),
-                )
+                # Our own errors and the system's (a full or read-only disk) say what is
+                # wrong in one line; anything else is a bug.
+                message = f"batch failed ({exc}); reconciling its sources in {delay:.0f}s"
+                self.last_error = (w3c.now(), message)
+                bug = not isinstance(exc, SitemapdError | OSError)
+                log.log(logging.ERROR, message, exc_info=bug)
                 for name in batch.paths.keys() | batch.rescan:
                     self.queue.add_rescan(name)
                 for task in batch.tasks:
@@ -615,10 +727,29 @@ class Daemon:
                 watcher.stop()
             self.watchers.clear()
 
-    def check_watchers(self) -> None:
-        """Restart any watcher that died or whose folder was replaced (scheduler job)."""
+    def check_health(self) -> None:
+        """Restart any watcher that died or whose folder was replaced; notice a lost state
+        folder and a missing output folder now, not at the next publish (scheduler job)."""
         with self._watchers_lock:
             self._check_watchers()
+        self._state_lost()
+        output = self.config.site.output_dir
+        missing = not output.is_dir()
+        if missing and not self._output_missing:
+            self._error(f"output folder {output} is missing: publishing everything again")
+            self._reconcile_all()
+        self._output_missing = missing
+
+    def _state_lost(self) -> str | None:
+        """Return why the state folder is no longer this daemon's, noticing it once."""
+        if self.state_lost is None:
+            why = self.lock.lost()
+            if why is None and _file_id(self.config.ledger_path) != self._ledger_file:
+                why = f"the ledger {self.config.ledger_path} was deleted or replaced while running"
+            if why is not None:
+                self.state_lost = why
+                self._error(f"{why}: not writing any more; restart sitemapd to start over")
+        return self.state_lost
 
     def _check_watchers(self) -> None:
         for name, watcher in list(self.watchers.items()):
@@ -636,10 +767,12 @@ class Daemon:
         """Re-read the config file; on any error keep running the old one. Return success."""
         log.info("reloading %s", self.config.path)
         try:
+            if self._state_lost():
+                raise StateError(f"{self.state_lost}; restart sitemapd to start over")
             new = config_module.load(self.config.path)
             if new.site.state_dir != self.config.site.state_dir:
                 raise ConfigError("site.state_dir cannot change while running; restart instead")
-        except ConfigError as exc:
+        except (ConfigError, StateError) as exc:
             log.error("reload failed, keeping the running configuration: %s", exc)
             self.reload_error = str(exc)
             return False
@@ -661,3 +794,12 @@ class Daemon:
         self._reconcile_all()
         log.info("reloaded")
         return True
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """Return the (device, inode) of the file at `path`, None when there is none."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino

@@ -16,7 +16,7 @@ from .config import AccessLogSource, ChangelogSource, Config, ContentSource, Dir
 from .errors import InvalidURL, SourceError
 from .feedwindow import feed_page_of
 from .ledger import ALLOW_ALL, ChangeSet, Ledger, RobotsRules
-from .observation import Item
+from .observation import Item, Unreadable
 from .publish import Publisher, PublishReport
 from .shards import Limits
 from .sources import accesslog, changelog
@@ -38,6 +38,8 @@ class BuildResult:
     more: set[str] = field(default_factory=set)
     # Change-log sources whose reconcile waits until their rows are read (`more`).
     deferred: set[str] = field(default_factory=set)
+    # Files whose read failed for now (EMFILE, EIO...), per source, with why: retry them.
+    unreadable: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class Engine:
@@ -192,6 +194,9 @@ class Engine:
             if isinstance(s, ChangelogSource) and s.reconcile_query and s.name in rescan
         ]
         complete: list[str] = []
+        unreadable: dict[str, dict[str, str]] = {}
+        for scan in scans:
+            scan.items = _set_aside(scan.items, unreadable)
         changes = self._apply(scans, complete, failed, strict, robots_rules, now, not reconciling)
         # A reconcile compares the database with the ledger once the log's rows are in it
         # (a second transaction), and only when the log is drained: rows still waiting
@@ -228,8 +233,12 @@ class Engine:
         for name in changes.empty_scans:
             failed[name] = "a full scan found nothing: treated as an outage"
         scanned = [s.name for s in scans if s.name not in failed and (s.complete or not s.more)]
+        # Access logs read to their end count too: that is what clears a failed read.
+        scanned += [name for name in self._access_logs(paths, rescan) if name not in failed]
         more = {s.name for s in scans if s.more and s.name not in failed}
-        return BuildResult(changes, report, seconds, failed, sorted(set(scanned)), more, deferred)
+        return BuildResult(
+            changes, report, seconds, failed, sorted(set(scanned)), more, deferred, unreadable
+        )
 
     def _read_access_logs(
         self, paths: Mapping[str, set[str]], rescan: set[str], strict: bool, failed: dict[str, str]
@@ -239,18 +248,26 @@ class Engine:
         A log that cannot be read goes into `failed` (raises SourceError when `strict`).
         """
         fetched = False
-        for source in self.config.sources:
-            if isinstance(source, AccessLogSource) and (
-                source.name in rescan or paths.get(source.name)
-            ):
-                try:
-                    fetched = self.read_access_log(source) or fetched
-                except SourceError as exc:
-                    if strict:
-                        raise
-                    failed[source.name] = str(exc)
-                    log.error("%s", exc)
+        for source in self._access_logs(paths, rescan).values():
+            try:
+                fetched = self.read_access_log(source) or fetched
+            except SourceError as exc:
+                if strict:
+                    raise
+                failed[source.name] = str(exc)
+                log.error("%s", exc)
         return fetched
+
+    def _access_logs(
+        self, paths: Mapping[str, set[str]], rescan: set[str]
+    ) -> dict[str, AccessLogSource]:
+        """Return the access logs a batch names, by name."""
+        return {
+            source.name: source
+            for source in self.config.sources
+            if isinstance(source, AccessLogSource)
+            and (source.name in rescan or paths.get(source.name))
+        }
 
     def _apply(
         self,
@@ -300,3 +317,14 @@ class Engine:
                 complete.remove(scan.name)
             for key in scan.cursors:
                 cursors.pop(key, None)
+
+
+def _set_aside(items: Iterator[Item], unreadable: dict[str, dict[str, str]]) -> Iterator[Item]:
+    """Yield `items` but the Unreadable ones, which go into `unreadable` to be read again:
+    a file that cannot be read for now is neither invalid nor gone."""
+    for item in items:
+        if isinstance(item, Unreadable):
+            log.warning("%s: cannot read %s for now (%s)", item.source, item.item, item.reason)
+            unreadable.setdefault(item.source, {})[item.item] = item.reason
+        else:
+            yield item

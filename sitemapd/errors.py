@@ -25,5 +25,9 @@ class LockError(SitemapdError):
     """Another sitemapd process holds the state directory."""
 
 
+class StateError(SitemapdError):
+    """The state directory cannot be written, or was deleted under a running daemon."""
+
+
 class InvalidURL(SitemapdError):
     """A URL that may not appear in a sitemap; the message is the reason."""

@@ -335,6 +335,12 @@ class Ledger:
     def __init__(self, path: Path, limits: Limits) -> None:
         self.path = path
         self.limits = limits
+        if path.is_file() and path.stat().st_size == 0:
+            # SQLite would take it for a new database: every lastmod would start over.
+            raise LedgerError(
+                f"{path} is empty (0 bytes): the ledger's history is lost; to start over, "
+                "delete it and run sitemapd again"
+            )
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)

@@ -72,7 +72,7 @@ class Metrics:
         )
         self.last_publish = Gauge(
             "sitemapd_last_publish_timestamp_seconds",
-            "Unix time of the last publish that succeeded",
+            "Unix time of the last publish that wrote a file",
             registry=self.registry,
         )
         Gauge("sitemapd_healthy", "1 while healthy", registry=self.registry).set_function(
@@ -128,8 +128,8 @@ class Metrics:
             self.source_failing.labels(name).set(1)
         self.batch_seconds.observe(result.seconds)
         self.source_errors.inc(result.changes.rejected + len(result.failed))
-        self.last_publish.set_to_current_time()
         if result.report.written:
+            self.last_publish.set_to_current_time()
             self.publishes.inc()
             self.bytes_written.inc(result.report.bytes_written)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -61,6 +62,21 @@ class Rejected(NamedTuple):
     reason: str
 
 
+class Unreadable(NamedTuple):
+    """A file whose read failed for now (TRANSIENT): read again soon, never applied."""
+
+    source: str
+    item: str  # the path to read again, relative to the source's root
+    reason: str
+
+
+# Read errors that pass: descriptors run out (EMFILE, ENFILE), a disk or network file
+# system hiccups (EIO, EAGAIN), memory is short, a signal interrupts.
+TRANSIENT = frozenset(
+    {errno.EMFILE, errno.ENFILE, errno.EIO, errno.EAGAIN, errno.ENOMEM, errno.EINTR}
+)
+
+
 class Checkpoint(NamedTuple):
     """A source's cursor after the items before it: stored in the same transaction."""
 
@@ -68,4 +84,4 @@ class Checkpoint(NamedTuple):
     value: str
 
 
-Item = Observation | Seen | Gone | Rejected | Checkpoint
+Item = Observation | Seen | Gone | Rejected | Unreadable | Checkpoint

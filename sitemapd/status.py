@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 from .changelog import open_reader
 from .config import ChangelogSource, Config
 from .errors import SitemapdError
+from .lock import StateLock
 from .publish import OutputNames
 from .render.sitemap import envelope_size
 from .sources.changelog import cursor_name
 
 _EXAMPLES = 50  # excluded and invalid items listed per report
+# A running daemon's health, which it rewrites in the state folder when it changes.
+DAEMON_FILE = "daemon.json"
 
 
 STATES = ("live", "excluded", "gone", "seeded")
@@ -98,7 +103,29 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
         "shards": shards,
         "index": names.index_url,
         "last_publish": last_publish,
+        "daemon": daemon_health(config.site.state_dir),
     }
+
+
+def daemon_health(state_dir: Path) -> dict[str, Any]:
+    """Return the daemon holding the state folder, with its health and last error; `pid`
+    None when no daemon holds it (`held_by` then names a `build` holding it, if any)."""
+    holder = StateLock(state_dir).holder()
+    found: dict[str, Any] = {
+        "pid": None,
+        "held_by": holder,
+        "healthy": None,
+        "problems": [],
+        "last_error": None,
+        "last_error_at": None,
+    }
+    try:
+        saved = json.loads((state_dir / DAEMON_FILE).read_text())
+    except (OSError, ValueError):
+        return found
+    if holder and isinstance(saved, dict) and saved.get("pid") == holder:
+        found.update({key: saved.get(key) for key in found if key != "held_by"})
+    return found
 
 
 def render_text(report: dict[str, Any]) -> str:
@@ -106,6 +133,7 @@ def render_text(report: dict[str, Any]) -> str:
     urls = report["urls"]
     lines = [
         f"index:        {report['index']}",
+        f"daemon:       {_daemon_line(report['daemon'])}",
         f"last publish: {report['last_publish'] or 'never'}",
         "URLs:         " + ", ".join(f"{n} {status}" for status, n in urls.items()),
     ]
@@ -150,6 +178,18 @@ def render_text(report: dict[str, Any]) -> str:
         for s in report["shards"]
     ]
     return "\n".join(lines)
+
+
+def _daemon_line(daemon: dict[str, Any]) -> str:
+    """Return the daemon's pid and health, and its last error on a line of its own."""
+    if daemon["pid"] is None:
+        held = f" (state folder held by pid {daemon['held_by']})" if daemon["held_by"] else ""
+        return f"not running{held}"
+    health = "healthy" if daemon["healthy"] else "UNHEALTHY: " + "; ".join(daemon["problems"])
+    line = f"pid {daemon['pid']}, {health}"
+    if daemon["last_error"]:
+        line += f"\nlast error:   {daemon['last_error_at']} {daemon['last_error']}"
+    return line
 
 
 def _indexnow_pending(conn: sqlite3.Connection, cursors: dict[str, str]) -> int | None:

@@ -162,6 +162,11 @@ class Watcher:
         """True while the observer runs on the same folder it started on."""
         if self.observer is None or not self.observer.is_alive():
             return False
+        # inotify ends the watch when the folder is deleted, while a folder created in its
+        # place often gets the same inode number back: the emitter's end tells them apart.
+        emitters = self.observer.emitters
+        if not emitters or not all(emitter.is_alive() for emitter in emitters):
+            return False
         try:
             st = self.folder.stat()
         except OSError:

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-# Real servers: PostgreSQL (`postgres`) and a hub / IndexNow endpoint (`endpoint`).
-pytest_plugins = ["pg", "endpoints"]
+# Real servers: PostgreSQL (`postgres`) and a hub / IndexNow endpoint (`endpoint`); a
+# fake systemd (`supervisor`).
+pytest_plugins = ["pg", "endpoints", "supervisor"]
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMAS = REPO / "tests" / "schemas"

@@ -181,7 +181,7 @@ def test_rows_held_back_by_an_open_transaction_show_as_lag(
                 lambda: request(port, "/healthz")[0] == 503, 20, "/healthz reporting the lag"
             )
             body = request(port, "/healthz")[2].decode()
-            assert "1 change-log rows waiting for" in body
+            assert "1 change-log rows waiting since" in body
             metrics = request(port, "/metrics")[2].decode()
             assert 'sitemapd_changelog_backlog{source="changelog:' in metrics
             assert re.search(r"sitemapd_changelog_backlog\{[^}]*\} 1\.0", metrics)

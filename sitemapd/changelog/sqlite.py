@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from collections.abc import Iterator
 from urllib.parse import quote
 
@@ -37,6 +38,9 @@ class SqliteReader:
             f"SELECT count(*) FROM (SELECT 1 FROM {source} WHERE {key} > ? LIMIT {MAX_BACKLOG})"
         )
         self._conn: sqlite3.Connection | None = None
+        # (device, inode) of the file the connection reads: a restore from backup renames
+        # a new file over it, and the old connection would read the old one for ever.
+        self._file: tuple[int, int] | None = None
 
     def read(self, cursor: str | None, limit: int) -> tuple[list[ChangeRow], str | None]:
         """Return up to `limit` rows after `cursor` and the cursor after them.
@@ -88,9 +92,19 @@ class SqliteReader:
             self._conn = None
 
     def _connect(self) -> sqlite3.Connection:
+        """Return the connection, opened again when the file was replaced; raises
+        SourceError while the file is missing."""
+        try:
+            status = os.stat(self._path)
+        except OSError:
+            status = None
+        if status is None or not stat.S_ISREG(status.st_mode):
+            self.close()
+            raise SourceError(f"changelog {self._spec.dsn}: no such database file")
+        if (status.st_dev, status.st_ino) != self._file:
+            self.close()
         if self._conn is None:
-            if not os.path.isfile(self._path):
-                raise SourceError(f"changelog {self._spec.dsn}: no such database file")
+            self._file = (status.st_dev, status.st_ino)
             self._conn = sqlite3.connect(
                 f"file:{quote(self._path)}?mode=ro",
                 uri=True,

@@ -22,7 +22,7 @@ from ..content import FACTS_VERSION, article_meta, exclusion
 from ..errors import InvalidURL, SourceError
 from ..fingerprint import FINGERPRINT_VERSION, Settings, TemplateMemory, bytes_digest
 from ..ledger import KnownFile
-from ..observation import Checkpoint, Gone, Item, Observation, Seen
+from ..observation import TRANSIENT, Checkpoint, Gone, Item, Observation, Seen, Unreadable
 from ..pages import PageRead, read_file, settings_for
 from .base import Context, Scan, log, rejected, skipped_below, with_defaults
 from .globs import compile_globs
@@ -270,7 +270,10 @@ class _Reader:
         except FileNotFoundError:
             return  # deleted since the listing: absent from this scan, hence gone
         except OSError as exc:
-            yield rejected(name, _printable(relpath), f"unreadable ({exc.strerror})")
+            if exc.errno in TRANSIENT:
+                yield Unreadable(name, relpath, exc.strerror or str(exc))
+            else:
+                yield rejected(name, _printable(relpath), f"unreadable ({exc.strerror})")
             if known is not None:
                 # A read error is not a deletion: the published URL stays until it is readable.
                 yield Seen(loc, name)
