@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from . import __version__, config, fdlimit, logs, outbox, status, w3c
+from . import __version__, config, dryrun, fdlimit, logs, outbox, status, w3c
 from .changelog.ddl import ddl
 from .daemon import Daemon
 from .engine import Engine
@@ -78,14 +78,48 @@ def main(log_level: str) -> None:
     logs.configure(log_level)
 
 
+dry_run_options = (
+    click.option(
+        "--dry-run",
+        is_flag=True,
+        help="Scan and print what would change; write, record and send nothing (no lock).",
+    ),
+    click.option("--json", "as_json", is_flag=True, help="With --dry-run: print JSON."),
+)
+
+
+def _with_dry_run(command: F) -> F:
+    """Add --dry-run and --json to a command."""
+    for option in reversed(dry_run_options):
+        command = option(command)
+    return command
+
+
+def _print_dry_run(cfg: config.Config, as_json: bool, confirm_removal: bool = False) -> None:
+    """Print what a build would do; exit 1 when a source failed or a removal is held."""
+    report = dryrun.dry_run(cfg, confirm_removal)
+    click.echo(json.dumps(report.as_json(), indent=2) if as_json else report.render_text())
+    if report.failed or report.held:
+        sys.exit(1)
+
+
 @main.command()
 @config_option
+@click.option(
+    "--confirm-removal",
+    is_flag=True,
+    help="Publish removals the mass-removal guard holds ([site] max_removal).",
+)
+@_with_dry_run
 @_errors_exit
-def build(config_path: Path) -> None:
+def build(config_path: Path, confirm_removal: bool, dry_run: bool, as_json: bool) -> None:
     """Scan every source once, update the ledger and publish what changed."""
     cfg = config.load(config_path)
+    if dry_run:
+        _print_dry_run(cfg, as_json, confirm_removal)
+        return
     with _locked_engine(cfg) as engine:
-        result = engine.build()
+        result = engine.build(confirm_removal=confirm_removal)
         # Notifications owed but not delivered stay owed: the next build or run sends them.
         undelivered = outbox.deliver_now(engine.ledger, cfg)
     changes, report = result.changes, result.report
@@ -96,19 +130,26 @@ def build(config_path: Path) -> None:
     )
     if undelivered:
         click.echo(f"{undelivered} notifications not delivered yet (kept for the next run)")
-    if result.failed:
+    if result.failed or result.held:
         # Published, but a deploy hook should hear that a source was not read as it should.
-        for name, reason in result.failed.items():
+        for name, reason in {**result.failed, **result.held}.items():
             click.echo(f"sitemapd: error: {name}: {reason}", err=True)
         sys.exit(1)
 
 
 @main.command()
 @config_option
+@_with_dry_run
 @_errors_exit
-def run(config_path: Path) -> None:
-    """Publish, then follow every change to the sources until SIGTERM (SIGHUP reloads)."""
+def run(config_path: Path, dry_run: bool, as_json: bool) -> None:
+    """Publish, then follow every change to the sources until SIGTERM (SIGHUP reloads).
+
+    With --dry-run: one pass that prints what the start would change, as `build --dry-run`.
+    """
     cfg = config.load(config_path)
+    if dry_run:
+        _print_dry_run(cfg, as_json)
+        return
     fdlimit.raise_open_files_limit()
     with StateLock(cfg.site.state_dir):
         daemon = Daemon(cfg)

@@ -41,6 +41,10 @@ class SiteConfig:
     output_url: str
     state_dir: Path
     robots_txt: Path | None
+    # The share of a source's live URLs one scan may remove before the removal is held,
+    # and how long a held removal must persist to go ahead unconfirmed (seconds).
+    max_removal: float = 0.5
+    removal_grace: float = 900.0
 
     @property
     def not_content(self) -> tuple[str, str]:
@@ -290,6 +294,16 @@ class _Table:
             raise self.error(key, f"must be from {_span(low)} to {_span(high)}, got {_span(value)}")
         return float(value)
 
+    def share(self, key: str, default: float) -> float:
+        """Return a fraction from 0 to 1, given as a number or a percentage like "50%"."""
+        self.used.add(key)
+        value = self.data.get(key, default)
+        if isinstance(value, str) and _PERCENT.fullmatch(value.strip()):
+            value = float(value.strip()[:-1]) / 100
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise self.error(key, f"must be a fraction from 0 to 1 or a percentage, got {value!r}")
+        return float(value)
+
     def web_url(self, key: str, default: str) -> str:
         """Return an absolute http(s) URL."""
         value = self.text(key, default)
@@ -345,6 +359,7 @@ class _Table:
             raise self.error(unknown[0], "unknown key")
 
 
+_PERCENT = re.compile(r"\d+(\.\d+)?%")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
 _FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _UNITS = {"s": 1.0, "m": 60.0, "h": HOUR, "d": 24 * HOUR}
@@ -634,8 +649,12 @@ def _site(table: _Table, base: Path) -> SiteConfig:
     if state_dir == output_dir or state_dir.is_relative_to(output_dir):
         raise table.error("state_dir", "must not be inside output_dir: the ledger is not public")
     robots_txt = table.optional_path("robots_txt", base)
+    max_removal = table.share("max_removal", 0.5)
+    removal_grace = table.duration("removal_grace", 900.0, 0, 30 * 86400)
     table.done()
-    return SiteConfig(base_url, origin, output_dir, output_url, state_dir, robots_txt)
+    return SiteConfig(
+        base_url, origin, output_dir, output_url, state_dir, robots_txt, max_removal, removal_grace
+    )
 
 
 def _sitemap(table: _Table) -> SitemapConfig:

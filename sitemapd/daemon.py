@@ -182,6 +182,8 @@ class Daemon:
         self._live = 0
         # Sources whose last read failed, with why, and how often in a row.
         self.failing: dict[str, str] = {}
+        # Sources whose removal the mass-removal guard holds, with why.
+        self.held: dict[str, str] = {}
         # Why the last batch failed, until one succeeds.
         self.batch_error: str | None = None
         self._retries: dict[str, int] = {}
@@ -251,6 +253,15 @@ class Daemon:
         for name, reason in result.failed.items():
             self.failing[name] = reason
             self._retry_later(name)
+        for name, reason in result.held.items():
+            if self.held.get(name) != reason:
+                # A full scan after the grace period publishes the removal if it persists.
+                timer = threading.Timer(
+                    self.config.site.removal_grace + 1.0, self.queue.add_rescan, args=(name,)
+                )
+                timer.daemon = True
+                timer.start()
+        self.held = result.held
         return result
 
     def _measure_backlogs(self, result: BuildResult) -> None:
@@ -307,6 +318,7 @@ class Daemon:
             if name in self.watchers and not self.watchers[name].healthy():
                 continue  # already named by its watcher
             found.append(f"{name}: last read failed: {reason}")
+        found += [f"{name}: {reason}" for name, reason in list(self.held.items())]
         for name, since in list(self.waiting_since.items()):
             lag = time.time() - since
             if lag > self.config.daemon.max_lag:

@@ -20,6 +20,7 @@ from sqlite_utils import Database
 from . import w3c
 from .errors import LedgerError
 from .observation import Checkpoint, Gone, Item, Observation, Rejected, Seen
+from .removals import Hold, RemovalGuard, decide, holds
 from .render.sitemap import entry_size
 from .shards import Limits, Shards
 
@@ -33,6 +34,7 @@ BASELINE_CURSOR = "journal_baseline"
 # Journal position of the last successful publish: nothing newer is announced.
 PUBLISHED_CURSOR = "published_seq"
 _CHUNK = 2000
+_UNSEEN = "id NOT IN (SELECT id FROM temp.seen)"
 
 _URL_COLUMNS = (
     "id, loc, source_id, status, reason, page_reason, content_hash, source_time, lastmod, "
@@ -79,6 +81,8 @@ class ChangeSet:
     dirty_shards: list[int] = field(default_factory=list)
     # Complete scans that found nothing while their source had URLs: kept, not removed.
     empty_scans: list[str] = field(default_factory=list)
+    # Removals held by the mass-removal guard: those URLs stay published.
+    held: list[Hold] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -95,6 +99,7 @@ class ChangeSet:
             self.moved + later.moved,
             sorted(set(self.dirty_shards) | set(later.dirty_shards)),
             self.empty_scans + later.empty_scans,
+            self.held + later.held,
         )
 
 
@@ -419,6 +424,10 @@ class Ledger:
         ).fetchone()
         return int(count)
 
+    def holds(self) -> list[Hold]:
+        """Return the removals the mass-removal guard holds."""
+        return holds(self.conn)
+
     def cursor(self, name: str) -> str | None:
         """Return the stored value of cursor `name`, or None."""
         row = self.conn.execute("SELECT value FROM cursors WHERE name = ?", (name,)).fetchone()
@@ -660,6 +669,7 @@ class Ledger:
         now: str | None = None,
         configured: Collection[str] | None = None,
         complete_before: Collection[str] = (),
+        guard: RemovalGuard | None = None,
     ) -> ChangeSet:
         """Apply observations in one transaction with `cursors`; return what changed.
 
@@ -667,16 +677,20 @@ class Ledger:
         was not among the items is gone. With `configured`, when every configured source
         was read in full (here, or by an earlier apply of the same run: `complete_before`),
         URLs still owned by a source no longer in it (renamed or removed) are gone too.
+        A `guard` holds the removals of its sources that take too much at once, and the
+        cursors of a held source, so that it is read again in full.
         """
+        guard = guard or RemovalGuard()
         try:
             with self._transaction():
-                run = _Apply(self, robots, now or w3c.now())
+                run = _Apply(self, robots, now or w3c.now(), guard)
                 run.start(complete)
                 run.consume(items)
                 run.finish(complete, configured, complete_before)
+                kept_back = guard.held_cursors(run.changes.held)
                 self.conn.executemany(
                     "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
-                    sorted((cursors or {}).items()),
+                    sorted(i for i in (cursors or {}).items() if i[0] not in kept_back),
                 )
         except sqlite3.Error as exc:
             raise LedgerError(f"{self.path}: applying changes failed ({exc})") from exc
@@ -709,11 +723,14 @@ def _is_bare(row: tuple[Any, ...]) -> bool:
 class _Apply:
     """One `Ledger.apply()` run: the decisions, shard moves and journal of a transaction."""
 
-    def __init__(self, ledger: Ledger, robots: RobotsRules, now: str) -> None:
+    def __init__(self, ledger: Ledger, robots: RobotsRules, now: str, guard: RemovalGuard) -> None:
         self.conn = ledger.conn
         self.ledger = ledger
         self.robots = robots
         self.now = now
+        self.guard = guard
+        # Guarded sources that said some URLs are gone (in temp.pending until `finish`).
+        self.pending: set[str] = set()
         self.changes = ChangeSet()
         self.shards = Shards(self.conn, ledger.limits)
         self.journal: list[tuple[int, str, str]] = []
@@ -872,8 +889,11 @@ class _Apply:
         if self.bulk:
             _drop_url_indexes(self.conn)
         else:
-            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS seen (id INTEGER PRIMARY KEY)")
-            self.conn.execute("DELETE FROM temp.seen")
+            for table in ("seen", "pending"):
+                self.conn.execute(
+                    f"CREATE TEMP TABLE IF NOT EXISTS {table} (id INTEGER PRIMARY KEY)"
+                )
+                self.conn.execute(f"DELETE FROM temp.{table}")
         self.conn.executemany("DELETE FROM rejects WHERE source = ?", [(s,) for s in complete])
         if self.ledger.cursor("robots") != self.robots.fingerprint:
             if not self.bulk:
@@ -938,7 +958,7 @@ class _Apply:
                 f"SELECT {_URL_COLUMNS} FROM urls WHERE loc IN ({marks})", list(latest)
             )
         }
-        inserts, updates, seen, touched = [], [], [], []
+        inserts, updates, seen, touched, pending = [], [], [], [], []
         for loc, item in latest.items():
             values = rows.get(loc)
             if values is None:
@@ -954,6 +974,11 @@ class _Apply:
             if isinstance(item, Gone):
                 # Only the owner's word removes a URL: another source may still have it.
                 if values[2] == self.source_id(item.source) and values[3] != GONE:
+                    if item.source in self.guard.sources:
+                        # Decided in `finish`, with the rest of the source's removals.
+                        pending.append((values[0],))
+                        self.pending.add(item.source)
+                        continue
                     row = _Row(*values)
                     self._remove(row)
                     updates.append(row.update_params())
@@ -977,6 +1002,10 @@ class _Apply:
         self.conn.executemany(_UPDATE_URL, updates)
         self.conn.executemany("UPDATE urls SET file_key = ? WHERE id = ?", touched)
         self.conn.executemany("INSERT OR IGNORE INTO temp.seen VALUES (?)", seen)
+        # The last word on a URL wins across chunks too: seen and pending stay disjoint.
+        self.conn.executemany("DELETE FROM temp.pending WHERE id = ?", seen)
+        self.conn.executemany("DELETE FROM temp.seen WHERE id = ?", pending)
+        self.conn.executemany("INSERT OR IGNORE INTO temp.pending VALUES (?)", pending)
         if inserts:
             self.conn.executemany(
                 "INSERT OR IGNORE INTO temp.seen SELECT id FROM urls WHERE loc = ?",
@@ -996,9 +1025,11 @@ class _Apply:
         if self.bulk:
             self._finish_bulk()
         else:
+            for source in self.pending - set(complete):
+                self._remove_missing(source, "id IN (SELECT id FROM temp.pending)")
             for source in complete:
                 if source in self.observed or not self._owns_any(source):
-                    self._mark_gone(self.source_id(source))
+                    self._remove_missing(source, _UNSEEN)
                 else:
                     # A full scan that finds nothing at all is far likelier an empty mount
                     # or a failed export than a site deleting every page.
@@ -1108,13 +1139,28 @@ class _Apply:
         ).fetchone()
         return row is not None
 
-    def _mark_gone(self, source_id: int) -> int:
-        """Remove what `source_id` owns and was not seen in this run; return how many."""
+    def _remove_missing(self, source: str, which: str) -> None:
+        """Remove the URLs of `source` that `which` (SQL over `urls`) names, unless the
+        guard holds that removal."""
+        source_id = self.source_id(source)
+        if source in self.guard.sources:
+            hold = decide(
+                self.conn, self.guard, source, f"source_id = ? AND {which}", (source_id,), self.now
+            )
+            if hold is not None:
+                self.changes.held.append(hold)
+                log.error("%s: %s", source, hold.reason())
+                return
+        self._mark_gone(source_id, which)
+
+    def _mark_gone(self, source_id: int, which: str = _UNSEEN) -> int:
+        """Remove what `source_id` owns and `which` names (default: not seen in this run);
+        return how many."""
         last_id, removed = 0, 0
         # In batches: a source that lost a million URLs must not need them all in memory.
         while batch := self.conn.execute(
             f"SELECT {_URL_COLUMNS} FROM urls WHERE id > ? AND source_id = ? "
-            "AND status IN (?, ?) AND id NOT IN (SELECT id FROM temp.seen) ORDER BY id LIMIT ?",
+            f"AND status IN (?, ?) AND {which} ORDER BY id LIMIT ?",
             (last_id, source_id, LIVE, EXCLUDED, _CHUNK),
         ).fetchall():
             rows = [_Row(*values) for values in batch]

@@ -9,6 +9,7 @@ from .changelog import open_reader
 from .config import ChangelogSource, Config
 from .errors import SitemapdError
 from .publish import OutputNames
+from .removals import holds
 from .render.sitemap import envelope_size
 from .sources.changelog import cursor_name
 
@@ -85,6 +86,11 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
             "indexnow_pending": _indexnow_pending(conn, cursors),
         },
         "urls": url_counts(conn),
+        "removals_held": [
+            {"source": h.source, "removing": h.removing, "live": h.live, "since": h.since}
+            | {"reason": h.reason()}
+            for h in holds(conn)
+        ],
         "main_content_not_found": dict(
             conn.execute(
                 "SELECT s.name, count(*) FROM urls u JOIN sources s ON s.id = u.source_id "
@@ -109,6 +115,7 @@ def render_text(report: dict[str, Any]) -> str:
         f"last publish: {report['last_publish'] or 'never'}",
         "URLs:         " + ", ".join(f"{n} {status}" for status, n in urls.items()),
     ]
+    lines += [f"HELD:         {h['source']}: {h['reason']}" for h in report["removals_held"]]
     if report["excluded_by_reason"]:
         reasons = ", ".join(f"{n} {r}" for r, n in report["excluded_by_reason"].items())
         lines.append(f"excluded:     {reasons}")
