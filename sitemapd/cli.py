@@ -1,4 +1,5 @@
-"""The `sitemapd` command line: build, run, import, status, verify, explain, check-config."""
+"""The `sitemapd` command line: build, run, import, forget, reread, status, verify, explain,
+check-config, changelog-sql."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from . import __version__, config, dryrun, fdlimit, logs, outbox, status, w3c
+from . import __version__, config, correct, dryrun, fdlimit, logs, outbox, status, w3c
 from .changelog.ddl import ddl
 from .daemon import Daemon
 from .engine import Engine
@@ -22,7 +23,8 @@ from .explain import explain
 from .importer import ImportTally, read_sitemaps
 from .lock import StateLock
 from .publish import OutputNames
-from .verify import verify
+from .verify import NOTE, verify
+from .words import count
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -65,14 +67,33 @@ def _locked_engine(cfg: config.Config) -> Iterator[Engine]:
             engine.close()
 
 
-@click.group()
+_LEVELS = click.Choice(["debug", "info", "warning", "error"], case_sensitive=False)
+
+
+def _set_log_level(ctx: click.Context, param: click.Parameter, level: str | None) -> None:
+    if level is not None:
+        logs.configure(level)
+
+
+class _Commands(click.Group):
+    """The command group; each command also takes --log-level after its name."""
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        cmd.params.append(
+            click.Option(
+                ["--log-level"],
+                type=_LEVELS,
+                expose_value=False,
+                callback=_set_log_level,
+                help="Log level (also accepted before the command).",
+            )
+        )
+        super().add_command(cmd, name)
+
+
+@click.group(cls=_Commands)
 @click.version_option(__version__, prog_name="sitemapd")
-@click.option(
-    "--log-level",
-    default="info",
-    show_default=True,
-    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
-)
+@click.option("--log-level", default="info", show_default=True, type=_LEVELS)
 def main(log_level: str) -> None:
     """Keep a site's XML sitemaps true to its content."""
     logs.configure(log_level)
@@ -118,18 +139,27 @@ def build(config_path: Path, confirm_removal: bool, dry_run: bool, as_json: bool
     if dry_run:
         _print_dry_run(cfg, as_json, confirm_removal)
         return
+    _build(cfg, lambda engine: None, confirm_removal)
+
+
+def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = False) -> None:
+    """Under the state lock, run `first` on the engine, then build, notify and print the
+    summary; exit 1 when a source failed or a removal is held."""
     with _locked_engine(cfg) as engine:
-        result = engine.build(confirm_removal=confirm_removal)
+        first(engine)
+        result = engine.build(confirm_removal=confirm)
         # Notifications owed but not delivered stay owed: the next build or run sends them.
         undelivered = outbox.deliver_now(engine.ledger, cfg)
     changes, report = result.changes, result.report
     click.echo(
         f"{changes.new} new, {changes.updated} updated, {changes.gone} gone, "
-        f"{changes.rejected} invalid; wrote {len(report.written)} files "
+        f"{changes.rejected} invalid; wrote {count(len(report.written), 'file')} "
         f"({report.bytes_written} bytes), removed {len(report.removed)} in {result.seconds:.2f}s"
     )
     if undelivered:
-        click.echo(f"{undelivered} notifications not delivered yet (kept for the next run)")
+        click.echo(
+            f"{count(undelivered, 'notification')} not delivered yet (kept for the next run)"
+        )
     if result.failed or result.held:
         # Published, but a deploy hook should hear that a source was not read as it should.
         for name, reason in {**result.failed, **result.held}.items():
@@ -172,8 +202,45 @@ def import_(config_path: Path, files: tuple[Path, ...]) -> None:
     with _locked_engine(cfg) as engine:
         seeded = engine.ledger.seed(read_sitemaps(list(files), engine.policy, tally), w3c.now())
     click.echo(
-        f"read {tally.urls} URLs from {tally.files} files ({tally.skipped} skipped); "
+        f"read {count(tally.urls, 'URL')} from {count(tally.files, 'file')} "
+        f"({tally.skipped} skipped); "
         f"seeded {seeded}"
+    )
+
+
+def _url(engine: Engine, target: str) -> str:
+    """Return the ledger form of `target`, a URL or a path on the site; raises InvalidURL."""
+    if target.startswith("/"):
+        target = engine.policy.origin.root + target.lstrip("/")
+    return engine.policy.normalise(target)
+
+
+@main.command(name="forget")
+@config_option
+@click.argument("url")
+@_errors_exit
+def forget_(config_path: Path, url: str) -> None:
+    """Forget everything the ledger knows of URL, then build: it is read as new.
+
+    Its lastmod, publication date and history start again from what its source says now.
+    """
+    _build(
+        config.load(config_path), lambda engine: correct.forget(engine.ledger, _url(engine, url))
+    )
+
+
+@main.command(name="reread")
+@config_option
+@click.argument("url")
+@_errors_exit
+def reread_(config_path: Path, url: str) -> None:
+    """Read URL's file again whatever its size and mtime, then build.
+
+    Its lastmod moves only if its content changed; a publication date the page now
+    states replaces a provisional one.
+    """
+    _build(
+        config.load(config_path), lambda engine: correct.reread(engine.ledger, _url(engine, url))
     )
 
 
@@ -202,11 +269,12 @@ def status_(config_path: Path, as_json: bool) -> None:
 def verify_(config_path: Path) -> None:
     """Re-read the published files and check them; exit 1 listing any problem."""
     cfg = config.load(config_path)
-    problems = verify(cfg)
-    for problem in problems:
-        click.echo(problem)
+    found = verify(cfg)
+    for line in found:
+        click.echo(line)
+    problems = [line for line in found if not line.startswith(NOTE)]
     if problems:
-        click.echo(f"{len(problems)} problems", err=True)
+        click.echo(count(len(problems), "problem"), err=True)
         sys.exit(1)
     click.echo(f"ok: {cfg.site.output_dir / cfg.sitemap.index}")
 

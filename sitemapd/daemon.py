@@ -30,6 +30,7 @@ from .sources import changelog
 from .sources.accesslog import crawler_of
 from .systemd import Notifier
 from .watch import Watcher
+from .words import count
 
 log = logging.getLogger(__name__)
 
@@ -351,7 +352,7 @@ class Daemon:
     def status(self) -> str:
         """Return the one-line STATUS: figures, then any problem."""
         parts = [
-            f"{self._live} URLs live",
+            f"{count(self._live, 'URL')} live",
             f"last publish {self.last_publish or 'never'}",
             f"queue {self.queue.depth()}",
             f"{self.errors} errors",

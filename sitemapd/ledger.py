@@ -40,9 +40,9 @@ _URL_COLUMNS = (
     "id, loc, source_id, status, reason, page_reason, content_hash, source_time, lastmod, "
     "first_seen, change_count, title, file_key, shard, entry_bytes, "
     "published, language, news_title, article, alternates, extra, "
-    "bytes_hash, fp_settings, fp_fallback"
+    "bytes_hash, fp_settings, fp_fallback, published_stated"
 )
-_INSERT_URL = f"INSERT INTO urls ({_URL_COLUMNS}) VALUES (NULL{', ?' * 23})"
+_INSERT_URL = f"INSERT INTO urls ({_URL_COLUMNS}) VALUES (NULL{', ?' * 24})"
 # URLs from lists carry no content facts; binding fewer values makes bulk loads much faster.
 _INSERT_BARE = (
     "INSERT INTO urls (loc, source_id, status, source_time, lastmod, first_seen, change_count, "
@@ -52,7 +52,8 @@ _UPDATE_URL = (
     "UPDATE urls SET source_id = ?, status = ?, reason = ?, page_reason = ?, content_hash = ?, "
     "source_time = ?, lastmod = ?, change_count = ?, title = ?, file_key = ?, shard = ?, "
     "entry_bytes = ?, published = ?, language = ?, news_title = ?, article = ?, "
-    "alternates = ?, extra = ?, bytes_hash = ?, fp_settings = ?, fp_fallback = ? WHERE id = ?"
+    "alternates = ?, extra = ?, bytes_hash = ?, fp_settings = ?, fp_fallback = ?, "
+    "published_stated = ? WHERE id = ?"
 )
 
 
@@ -151,6 +152,7 @@ class _Row:
     bytes_hash: str | None
     fp_settings: str | None
     fp_fallback: int | None
+    published_stated: int | None
 
     def update_params(self) -> tuple[Any, ...]:
         return (
@@ -175,6 +177,7 @@ class _Row:
             self.bytes_hash,
             self.fp_settings,
             self.fp_fallback,
+            self.published_stated,
             self.id,
         )
 
@@ -285,12 +288,19 @@ def _migrate_v4(db: Database) -> None:
         db.table("urls").add_column(column, kind)
 
 
+def _migrate_v5(db: Database) -> None:
+    # 1 when an article's publication time is the one the page states; otherwise it is
+    # provisional (the file's time, or when it was first seen) and a stated one replaces it.
+    db.table("urls").add_column("published_stated", int)
+
+
 # Append only: a released migration never changes; the list index + 1 is the version.
 MIGRATIONS: list[Callable[[Database], None]] = [
     _migrate_v1,
     _migrate_v2,
     _migrate_v3,
     _migrate_v4,
+    _migrate_v5,
 ]
 
 
@@ -311,7 +321,14 @@ def _unchanged(values: tuple[Any, ...], obs: Observation, source_id: int) -> boo
         and values[16:21] == _facts(obs)
         and (values[15] is not None or obs.meta is None or not obs.meta.article)
         and (obs.bytes_hash is None or values[21:24] == _fingerprint(obs))
+        and (values[24] == 1 or _stated(obs) is None)
     )
+
+
+def _stated(obs: Observation) -> str | None:
+    """Return the publication time an article's page states, or None."""
+    meta = obs.meta
+    return meta.published if meta is not None and meta.article else None
 
 
 def _fingerprint(obs: Observation) -> tuple[str | None, str | None, int | None]:
@@ -558,7 +575,7 @@ class Ledger:
 
     def save_feed_pages(self, pages: Iterable[FeedPageRange]) -> None:
         """Replace the recorded feed pages beyond the first with `pages`."""
-        with self._transaction():
+        with self.transaction():
             self.conn.execute("DELETE FROM feed_pages")
             self.conn.executemany(
                 "INSERT INTO feed_pages (number, low_seq, high_seq, opened_at, filled_at) "
@@ -568,7 +585,7 @@ class Ledger:
 
     def set_cursor(self, name: str, value: str) -> None:
         """Store cursor `name` on its own (cursors of sources commit with `apply`)."""
-        with self._transaction():
+        with self.transaction():
             self.conn.execute(
                 "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)", (name, value)
             )
@@ -582,7 +599,7 @@ class Ledger:
         """Record feed page fetches per crawler and `(loc, status, crawler, at)` answers, with
         the access log cursors, in one transaction; a 2xx/304 answer clears a URL's record."""
         answers = list(answers)
-        with self._transaction():
+        with self.transaction():
             self.conn.executemany(
                 "INSERT INTO crawls (crawler, page, fetched_at) VALUES (?, ?, ?) "
                 "ON CONFLICT (crawler, page) "
@@ -614,7 +631,7 @@ class Ledger:
     ) -> None:
         """Remember published files, mark shards clean and forget dropped ones; note how
         far the journal is published."""
-        with self._transaction():
+        with self.transaction():
             self.conn.execute(
                 "INSERT OR REPLACE INTO cursors (name, value) "
                 "SELECT ?, coalesce(max(seq), 0) FROM journal",
@@ -642,7 +659,7 @@ class Ledger:
         """
         now = now or w3c.now()
         added = 0
-        with self._transaction():
+        with self.transaction():
             for loc, lastmod in entries:
                 if lastmod is None or lastmod > now:
                     continue
@@ -656,7 +673,9 @@ class Ledger:
                 added += cursor.rowcount
         return added
 
-    def _transaction(self) -> _Transaction:
+    def transaction(self) -> _Transaction:
+        """Return a context manager: one write transaction (BEGIN IMMEDIATE), rolled back
+        when its block raises."""
         return _Transaction(self.conn)
 
     def apply(
@@ -682,7 +701,7 @@ class Ledger:
         """
         guard = guard or RemovalGuard()
         try:
-            with self._transaction():
+            with self.transaction():
                 run = _Apply(self, robots, now or w3c.now(), guard)
                 run.start(complete)
                 run.consume(items)
@@ -772,6 +791,7 @@ class _Apply:
         if reason is None:
             shard = self.shards.place(size, lastmod)
             self.changes.new += 1
+        published, stated = self._published(None, None, obs, live=reason is None)
         return (
             obs.loc,
             self.source_id(obs.source),
@@ -787,19 +807,28 @@ class _Apply:
             obs.file_key,
             shard,
             size,
-            self._published(None, obs, live=reason is None),
+            published,
             *_facts(obs),
             *_fingerprint(obs),
+            stated,
         )
 
-    def _published(self, known: str | None, obs: Observation, live: bool) -> str | None:
-        """Return an article's publication time: the first date seen once it is live (a
-        noindex draft's dates do not count), never moved by edits. An undated article
-        takes the source's own time (a file's mtime), so an old page found by the first
-        build is not news; else the time it is first seen live."""
-        if known is not None or not live or obs.meta is None or not obs.meta.article:
-            return known
-        return min(obs.meta.published or obs.source_time or self.now, self.now)
+    def _published(
+        self, known: str | None, stated: int | None, obs: Observation, live: bool
+    ) -> tuple[str | None, int | None]:
+        """Return an article's publication time and 1 when its page stated it: the first
+        date the page states once it is live (a noindex draft's dates do not count), never
+        moved by edits. An undated article takes a provisional time, replaced once the
+        page states one: the source's own (a file's mtime), so an old page found by the
+        first build is not news; else the time it is first seen live."""
+        if not live or obs.meta is None or not obs.meta.article or stated == 1:
+            return known, stated
+        page_says = _stated(obs)
+        if page_says is not None:
+            return min(page_says, self.now), 1
+        if known is not None:
+            return known, stated
+        return min(obs.source_time or self.now, self.now), 0
 
     def _observe(self, row: _Row, obs: Observation) -> None:
         """Update `row` for what `obs` says of it now."""
@@ -830,7 +859,9 @@ class _Apply:
         row.file_key = obs.file_key
         row.page_reason = obs.exclusion
         reason = self._reason(row.loc, obs.exclusion)
-        row.published = self._published(row.published, obs, reason is None)
+        row.published, row.published_stated = self._published(
+            row.published, row.published_stated, obs, reason is None
+        )
         extra = row.extra
         alternates = row.alternates
         row.language, row.news_title, row.article, row.alternates, row.extra = _facts(obs)

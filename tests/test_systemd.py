@@ -136,7 +136,7 @@ def test_sd_notify_lifecycle(site: Site, supervisor: Supervisor) -> None:
         assert set(published(site.out)) == {"https://example.com/"}
         fields = supervisor.messages[ready][1]
         assert fields["MAINPID"] == str(daemon.proc.pid)
-        assert "1 URLs live" in fields["STATUS"]
+        assert "1 URL live" in fields["STATUS"]
 
         # WATCHDOG_USEC=1s: a ping every half second while healthy.
         since = time.monotonic()
