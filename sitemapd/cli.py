@@ -14,11 +14,11 @@ from typing import Any, TypeVar
 
 import click
 
-from . import __version__, config, correct, dryrun, fdlimit, logs, outbox, status, w3c
+from . import __version__, config, correct, dryrun, fdlimit, logs, outbox, removals, status, w3c
 from .changelog.ddl import ddl
 from .daemon import Daemon
 from .engine import Engine
-from .errors import ConfigError, SitemapdError
+from .errors import ConfigError, LockError, SitemapdError
 from .explain import explain
 from .importer import ImportTally, read_sitemaps
 from .lock import StateLock
@@ -139,7 +139,23 @@ def build(config_path: Path, confirm_removal: bool, dry_run: bool, as_json: bool
     if dry_run:
         _print_dry_run(cfg, as_json, confirm_removal)
         return
-    _build(cfg, lambda engine: None, confirm_removal)
+    try:
+        _build(cfg, lambda engine: None, confirm_removal)
+    except LockError:
+        if not confirm_removal:
+            raise
+        _confirm_to_daemon(cfg)
+
+
+def _confirm_to_daemon(cfg: config.Config) -> None:
+    """Leave the confirmation for the process holding the state directory: a daemon
+    looks for it every few seconds and publishes the removals it holds."""
+    removals.request_confirmation(cfg.site.state_dir)
+    pid = StateLock(cfg.site.state_dir).holder()
+    click.echo(
+        f"sitemapd pid {pid or 'unknown'} holds the state directory: left the confirmation "
+        "for it; a running daemon publishes the held removals within seconds"
+    )
 
 
 def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = False) -> None:

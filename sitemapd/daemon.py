@@ -17,7 +17,7 @@ from types import FrameType
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from . import config as config_module
-from . import outbox, w3c
+from . import outbox, removals, w3c
 from .changelog import notifies
 from .config import AccessLogSource, ChangelogSource, Config, DirectorySource, UrlListSource
 from .engine import BuildResult, Engine
@@ -238,10 +238,14 @@ class Daemon:
         self, paths: dict[str, set[str]], rescan: set[str], refresh: bool = False
     ) -> BuildResult:
         """Apply one batch under the engine lock and record it."""
+        state_dir = self.config.site.state_dir
+        confirm = removals.confirmation_requested(state_dir)
         with self.engine_lock:
             self.batch_started = time.monotonic()
             try:
-                result = self.engine.update(paths, rescan, strict=False, refresh=refresh)
+                result = self.engine.update(
+                    paths, rescan, strict=False, refresh=refresh, confirm_removal=confirm
+                )
                 self._live = self.engine.ledger.live_count()
                 self._measure_backlogs(result)
             finally:
@@ -263,6 +267,8 @@ class Daemon:
                 timer.daemon = True
                 timer.start()
         self.held = result.held
+        if confirm and not result.held:
+            removals.confirmation_done(state_dir)
         return result
 
     def _measure_backlogs(self, result: BuildResult) -> None:
@@ -386,6 +392,13 @@ class Daemon:
             id="health",
             replace_existing=True,
         )
+        self.scheduler.add_job(
+            self._rescan_confirmed,
+            "interval",
+            seconds=_HEALTH_EVERY,
+            id="confirm-removal",
+            replace_existing=True,
+        )
         for job in self.scheduler.get_jobs():
             if job.id.startswith("poll:"):
                 job.remove()
@@ -477,6 +490,13 @@ class Daemon:
 
     def _source_names(self) -> set[str]:
         return {source.name for source in self.config.sources}
+
+    def _rescan_confirmed(self) -> None:
+        """Rescan the sources whose removal is held once `build --confirm-removal` asked
+        for it (the rescan confirms, then withdraws the request)."""
+        if self.held and removals.confirmation_requested(self.config.site.state_dir):
+            for name in list(self.held):
+                self.queue.add_rescan(name)
 
     def _reconcile_all(self) -> None:
         for name in self._source_names():

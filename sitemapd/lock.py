@@ -33,6 +33,13 @@ class StateLock:
         os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd
 
+    def holder(self) -> int | None:
+        """Return the pid written by the process holding the lock, or None."""
+        try:
+            return int(self.path.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
     def release(self) -> None:
         """Release the lock (closing the descriptor drops the flock)."""
         if self._fd is not None:

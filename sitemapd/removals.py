@@ -14,12 +14,31 @@ import json
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import w3c
 
 # Removals of at most this many live URLs are never held: small sites must not get stuck.
 REMOVAL_FLOOR = 20
 _PREFIX = "removal_hold:"
+# Left in the state directory by `build --confirm-removal` for a running daemon, which
+# confirms the removals it holds and deletes the file.
+CONFIRM_FILE = "confirm-removal"
+
+
+def request_confirmation(state_dir: Path) -> None:
+    """Ask the daemon of `state_dir` to publish the removals it holds."""
+    (state_dir / CONFIRM_FILE).touch()
+
+
+def confirmation_requested(state_dir: Path) -> bool:
+    """True while a confirmation waits for the daemon of `state_dir`."""
+    return (state_dir / CONFIRM_FILE).exists()
+
+
+def confirmation_done(state_dir: Path) -> None:
+    """Withdraw the confirmation request: no removal is held any more."""
+    (state_dir / CONFIRM_FILE).unlink(missing_ok=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -178,3 +178,34 @@ def test_daemon_is_unhealthy_while_a_removal_is_held(site: Site, endpoint: Endpo
         assert sorted(announced(endpoint)) == sorted(gone)
     finally:
         assert daemon.stop() == 0
+
+
+def test_confirming_beside_a_running_daemon(site: Site, endpoint: Endpoint) -> None:
+    guarded_site(
+        site,
+        endpoint,
+        grace="1h",
+        extra='[http]\nlisten = "127.0.0.1:0"\n[daemon]\ndebounce = 0.1\n',
+    )
+    daemon = RunningDaemon(site)
+    try:
+        daemon.wait_ready()
+        port = http_port(daemon)
+        gone = delete(site, range(90))
+        daemon.wait_until(lambda: request(port, "/healthz")[0] == 503, 20, "unhealthy")
+        # The daemon holds the state directory: the confirmation is left for it.
+        result = site.cli("build", "--confirm-removal")
+        assert "left the confirmation" in result.stdout
+        daemon.wait_until(lambda: request(port, "/healthz")[0] == 200, 20, "healthy")
+        assert not set(site.urls()) & gone
+        endpoint.wait("/indexnow", 1)
+        assert sorted(announced(endpoint)) == sorted(gone)
+        assert not (site.state / "confirm-removal").exists()
+        # The request is used up; what follows is judged afresh (under the floor: at once).
+        delete(site, range(90, 100))
+        site.write("x.html", page("X"))
+        daemon.wait_for_urls({"https://example.com/x.html"})
+        endpoint.wait("/indexnow", 2)
+        assert len(announced(endpoint)) == len(gone) + 11
+    finally:
+        assert daemon.stop() == 0
