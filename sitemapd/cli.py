@@ -166,6 +166,8 @@ def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = 
         result = engine.build(confirm_removal=confirm)
         # Notifications owed but not delivered stay owed: the next build or run sends them.
         undelivered = outbox.deliver_now(engine.ledger, cfg)
+        for line in status.canonical_elsewhere(engine.ledger.conn, cfg.site.origin.root):
+            click.echo(f"sitemapd: warning: {line}", err=True)
     changes, report = result.changes, result.report
     click.echo(
         f"{changes.new} new, {changes.updated} updated, {changes.gone} gone, "

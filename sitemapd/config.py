@@ -27,6 +27,8 @@ DEFAULT_INDEX = "sitemap.xml"
 HOUR = 3600.0
 # Google News takes articles from the last two days only.
 MAX_NEWS_AGE = 48 * HOUR
+# Pages generators write for the web server's errors, mostly without noindex.
+ERROR_PAGES = ("**/404.html", "**/50x.html")
 DEFAULT_CRAWLERS = (("googlebot", "Googlebot"), ("bingbot", "bingbot"))
 
 T = TypeVar("T")
@@ -709,7 +711,8 @@ def _directory(table: _Table, base: Path) -> SourceConfig:
         root=root,
         url_prefix=prefix,
         include=include,
-        exclude=table.texts("exclude", ()),
+        # Error pages are excluded unless the source says otherwise (`error_pages = []`).
+        exclude=table.texts("exclude", ()) + table.texts("error_pages", ERROR_PAGES),
         strip_html=table.flag("strip_html", False),
         index_files=table.texts("index_files", defaults.index_files),
         ignore=tuple(patterns),

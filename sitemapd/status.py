@@ -106,6 +106,7 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
             )
         ),
         "excluded_by_reason": by_reason,
+        "canonical_elsewhere": canonical_elsewhere(conn, config.site.origin.root),
         "excluded": excluded,
         "invalid": {"count": invalid_count, "items": invalid},
         "shards": shards,
@@ -123,6 +124,7 @@ def render_text(report: dict[str, Any]) -> str:
         "URLs:         " + ", ".join(f"{n} {status}" for status, n in urls.items()),
     ]
     lines += [f"HELD:         {h['source']}: {h['reason']}" for h in report["removals_held"]]
+    lines += [f"CANONICAL ELSEWHERE: {line}" for line in report["canonical_elsewhere"]]
     if report["excluded_by_reason"]:
         reasons = ", ".join(f"{n} {r}" for r, n in report["excluded_by_reason"].items())
         lines.append(f"excluded:     {reasons}")
@@ -199,6 +201,27 @@ def _indexnow_pending(conn: sqlite3.Connection, cursors: dict[str, str]) -> int 
         (int(cursors["indexnow"]), int(cursors.get("published_seq") or 0)),
     ).fetchone()
     return int(count)
+
+
+def canonical_elsewhere(conn: sqlite3.Connection, site_root: str) -> list[str]:
+    """Return a plain statement per source most of whose pages name a canonical URL off
+    the site at `site_root`: almost always a generator's site URL that is not base_url."""
+    found = []
+    for name, present, foreign, example in conn.execute(
+        "SELECT s.name, count(*), "
+        "sum(u.reason LIKE 'canonical: %' AND substr(u.reason, 12, length(?1)) != ?1), "
+        "max(CASE WHEN substr(u.reason, 12, length(?1)) != ?1 THEN substr(u.reason, 12) END) "
+        "FROM urls u JOIN sources s ON s.id = u.source_id "
+        "WHERE u.status IN ('live', 'excluded') GROUP BY s.name ORDER BY s.name",
+        (site_root,),
+    ):
+        if foreign and 2 * foreign > present:
+            found.append(
+                f"{name}: {foreign} of {present} pages name their canonical URL on another "
+                f"site (e.g. {example}), so they are in no sitemap: is the generator's site "
+                f"URL (MkDocs site_url, Hugo baseURL, Sphinx html_baseurl) {site_root}?"
+            )
+    return found
 
 
 def crawl_problems(conn: sqlite3.Connection) -> list[dict[str, Any]]:
