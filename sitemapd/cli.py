@@ -168,12 +168,18 @@ def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = 
         undelivered = outbox.deliver_now(engine.ledger, cfg)
         for line in status.canonical_elsewhere(engine.ledger.conn, cfg.site.origin.root):
             click.echo(f"sitemapd: warning: {line}", err=True)
+        unmatched = status.url_counts(engine.ledger.conn)["seeded"]
     changes, report = result.changes, result.report
     click.echo(
         f"{changes.new} new, {changes.updated} updated, {changes.gone} gone, "
         f"{changes.rejected} invalid; wrote {count(len(report.written), 'file')} "
         f"({report.bytes_written} bytes), removed {len(report.removed)} in {result.seconds:.2f}s"
     )
+    if unmatched:
+        click.echo(
+            f"{count(unmatched, 'imported URL')} matched no page: not published "
+            "('seeded' in status; sitemapd forget URL drops one)"
+        )
     if undelivered:
         click.echo(
             f"{count(undelivered, 'notification')} not delivered yet (kept for the next run)"
@@ -216,14 +222,16 @@ def run(config_path: Path, dry_run: bool, as_json: bool) -> None:
 def import_(config_path: Path, files: tuple[Path, ...]) -> None:
     """Seed lastmods from existing sitemaps or indexes (.xml or .xml.gz)."""
     cfg = config.load(config_path)
-    tally = ImportTally()
+    tally, now = ImportTally(), w3c.now()
     with _locked_engine(cfg) as engine:
-        seeded = engine.ledger.seed(read_sitemaps(list(files), engine.policy, tally), w3c.now())
+        seeded = engine.ledger.seed(read_sitemaps(list(files), engine.policy, tally, now), now)
     click.echo(
         f"read {count(tally.urls, 'URL')} from {count(tally.files, 'file')} "
         f"({tally.skipped} skipped); "
         f"seeded {seeded}"
     )
+    for line in tally.unused(cfg.site.origin.root):
+        click.echo(line)
 
 
 def _url(engine: Engine, target: str) -> str:

@@ -349,11 +349,16 @@ def test_import_seeds_lastmods_of_pages_sources_still_have(site: Site, form: str
     old_file, files = write_old_sitemaps(site.base / "previous", form)
     result = site.cli("import", str(old_file))
     read = "1 file" if files == 1 else f"{files} files"
-    assert result.stdout == f"read 4 URLs from {read} (1 skipped); seeded 4\n"
+    assert result.stdout == (
+        f"read 4 URLs from {read} (1 skipped); seeded 4\n"
+        "1 entry for other hosts (https://other.org/) not used: only URLs on "
+        "https://example.com/ are published\n"
+    )
 
     for n, name in enumerate("abcd", start=1):
         put(site, f"{name}.html", page(name.upper()), f"2025-06-0{n}T12:00:00Z")
-    site.build()
+    # The build names what the import gave that no source has.
+    assert "1 imported URL matched no page" in site.build().stdout
     assert site.urls() == {
         "https://example.com/a.html": "2020-03-04T05:06:07+00:00",
         "https://example.com/b.html": "2020-05-06T00:00:00+00:00",
@@ -403,3 +408,30 @@ def test_log_level_goes_before_or_after_the_command(site: Site) -> None:
     assert "DEBUG" in site.cli("build", "--log-level", "debug").stderr
     assert "DEBUG" in run_cli("--log-level", "debug", "build", "-c", str(site.config)).stderr
     assert "DEBUG" not in site.build().stderr
+
+
+def test_import_says_what_it_did_not_use(site: Site) -> None:
+    old = site.base / "old.xml"
+    old.write_text(
+        urlset(
+            ("https://example.com/a.html", "2020-01-01"),
+            ("https://example.com/b.html", None),
+            ("https://example.com/c.html", None),
+            ("https://example.com/d.html", "2999-01-01"),
+            ("https://other.org/x.html", "2020-01-01"),
+            ("http://example.com/y.html", "2020-01-01"),
+        )
+    )
+    lines = site.cli("import", str(old)).stdout.splitlines()
+    assert lines == [
+        "read 4 URLs from 1 file (2 skipped); seeded 1",
+        "2 entries for other hosts (http://example.com/, https://other.org/) not used: only "
+        "URLs on https://example.com/ are published",
+        "2 entries without <lastmod> not used: nothing to carry over; their source's own "
+        "time serves",
+        "1 entry with a <lastmod> in the future not used",
+    ]
+    site.write("b.html", page("B"))
+    assert "1 imported URL matched no page" in site.build().stdout
+    site.cli("forget", "https://example.com/a.html")
+    assert "matched no page" not in site.build().stdout
