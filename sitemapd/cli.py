@@ -14,7 +14,19 @@ from typing import Any, TypeVar
 
 import click
 
-from . import __version__, config, correct, dryrun, fdlimit, logs, outbox, removals, status, w3c
+from . import (
+    __version__,
+    config,
+    correct,
+    dryrun,
+    fdlimit,
+    logs,
+    outbox,
+    progress,
+    removals,
+    status,
+    w3c,
+)
 from .changelog.ddl import ddl
 from .daemon import Daemon
 from .engine import Engine
@@ -161,9 +173,9 @@ def _confirm_to_daemon(cfg: config.Config) -> None:
 def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = False) -> None:
     """Under the state lock, run `first` on the engine, then build, notify and print the
     summary; exit 1 when a source failed or a removal is held."""
-    with _locked_engine(cfg) as engine:
+    with _locked_engine(cfg) as engine, _progress_bar(cfg) as bar:
         first(engine)
-        result = engine.build(confirm_removal=confirm)
+        result = engine.build(confirm_removal=confirm, progress=bar)
         # Notifications owed but not delivered stay owed: the next build or run sends them.
         undelivered = outbox.deliver_now(engine.ledger, cfg)
         for line in status.canonical_elsewhere(engine.ledger.conn, cfg.site.origin.root):
@@ -232,6 +244,23 @@ def import_(config_path: Path, files: tuple[Path, ...]) -> None:
     )
     for line in tally.unused(cfg.site.origin.root):
         click.echo(line)
+
+
+@contextlib.contextmanager
+def _progress_bar(cfg: config.Config) -> Iterator[progress.Progress | None]:
+    """Yield a Progress drawing a bar with rate and ETA on stderr when it is a terminal,
+    else None (long scans then log a line every 10 s)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    total = max(progress.estimate(cfg), 1)
+    with click.progressbar(length=total, label="scanning", file=sys.stderr, show_pos=True) as bar:
+
+        def draw(pages: int, rate: float) -> None:
+            bar.label = f"scanning ({rate:.0f} pages/s)"
+            bar.update(pages - bar.pos)
+
+        yield progress.Progress(draw, every=0.2)
 
 
 def _url(engine: Engine, target: str) -> str:

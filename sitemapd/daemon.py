@@ -21,10 +21,11 @@ from . import outbox, removals, w3c
 from .changelog import notifies
 from .config import AccessLogSource, ChangelogSource, Config, DirectorySource, UrlListSource
 from .engine import BuildResult, Engine
-from .errors import ConfigError, SitemapdError
+from .errors import ConfigError, Interrupted, SitemapdError
 from .feedwindow import feed_file_page
 from .metrics import Metrics
 from .outbox import Courier
+from .progress import LOG_EVERY, STATUS_EVERY, Progress, every_so_often, log_report
 from .sidecar import Sidecar
 from .sources import changelog
 from .sources.accesslog import crawler_of
@@ -198,6 +199,7 @@ class Daemon:
         # Feed fetches the sidecar served to crawlers, waiting for the writer.
         self._fetches: dict[tuple[str, int], str] = {}
         self._fetches_lock = threading.Lock()
+        self._log_progress = every_so_often(log_report, LOG_EVERY)
 
     # Lifecycle ---------------------------------------------------------------------
 
@@ -211,7 +213,12 @@ class Daemon:
         threading.Thread(target=self._extend_start, args=(scanning,), daemon=True).start()
         written = 0
         try:
-            written = len(self._update({}, self._source_names()).report.written)
+            first = self._update({}, self._source_names(), stop=self.terminate)
+            written = len(first.report.written)
+        except Interrupted as exc:
+            # Rolled back: the next start scans again and loses nothing.
+            log.info("stopped during the first scan (%s)", exc)
+            return
         except SitemapdError as exc:
             self.errors += 1
             self.batch_error = str(exc)
@@ -235,16 +242,26 @@ class Daemon:
             self.notifier.extend_timeout(30.0, "scanning sources before the first publish")
 
     def _update(
-        self, paths: dict[str, set[str]], rescan: set[str], refresh: bool = False
+        self,
+        paths: dict[str, set[str]],
+        rescan: set[str],
+        refresh: bool = False,
+        stop: threading.Event | None = None,
     ) -> BuildResult:
-        """Apply one batch under the engine lock and record it."""
+        """Apply one batch under the engine lock and record it; `stop` interrupts it."""
+        progress = Progress(self._progress, STATUS_EVERY, stop)
         state_dir = self.config.site.state_dir
         confirm = removals.confirmation_requested(state_dir)
         with self.engine_lock:
             self.batch_started = time.monotonic()
             try:
                 result = self.engine.update(
-                    paths, rescan, strict=False, refresh=refresh, confirm_removal=confirm
+                    paths,
+                    rescan,
+                    strict=False,
+                    refresh=refresh,
+                    confirm_removal=confirm,
+                    progress=progress,
                 )
                 self._live = self.engine.ledger.live_count()
                 self._measure_backlogs(result)
@@ -270,6 +287,11 @@ class Daemon:
         if confirm and not result.held:
             removals.confirmation_done(state_dir)
         return result
+
+    def _progress(self, pages: int, rate: float) -> None:
+        """Tell systemd how a long batch is going; log it every 10 s."""
+        self.notifier.send(STATUS=f"scanning: {pages} pages read ({rate:.0f}/s)")
+        self._log_progress(pages, rate)
 
     def _measure_backlogs(self, result: BuildResult) -> None:
         """Note how far behind each change log read in this batch is; keep draining those

@@ -18,6 +18,7 @@ from .errors import InvalidURL, SourceError
 from .feedwindow import feed_page_of
 from .ledger import ALLOW_ALL, ChangeSet, Ledger, RobotsRules
 from .observation import Item
+from .progress import Progress, log_report
 from .publish import Publisher, PublishReport
 from .removals import RemovalGuard
 from .shards import Limits
@@ -83,16 +84,23 @@ class Engine:
         except OSError as exc:
             raise SourceError(f"cannot read robots.txt {path} ({exc.strerror})") from exc
 
-    def build(self, now: str | None = None, confirm_removal: bool = False) -> BuildResult:
+    def build(
+        self,
+        now: str | None = None,
+        confirm_removal: bool = False,
+        progress: Progress | None = None,
+    ) -> BuildResult:
         """Scan every source in full (change logs up to date), apply, publish; return it.
 
         `confirm_removal` lets removals through that the mass-removal guard would hold.
         Raises SourceError when a source cannot be read (nothing is applied then).
         """
         rescan = {source.name for source in self.config.sources}
-        result = self.update({}, rescan, now=now, confirm_removal=confirm_removal)
+        result = self.update(
+            {}, rescan, now=now, confirm_removal=confirm_removal, progress=progress
+        )
         while result.more:
-            more = self.update({}, result.more, now=now)
+            more = self.update({}, result.more, now=now, progress=progress)
             more.changes = result.changes.merged(more.changes)
             result = more
         return result
@@ -162,14 +170,17 @@ class Engine:
         strict: bool = True,
         refresh: bool = False,
         confirm_removal: bool = False,
+        progress: Progress | None = None,
     ) -> BuildResult:
         """Re-read `paths` of some sources and all of the `rescan` ones; apply and publish.
 
         With `strict` off, a source that cannot be read (a missing root) is logged and
         left as it was while the others proceed. A batch that changed nothing publishes
         nothing, unless it rescanned (which also repairs edited files) or `refresh` asks
-        for what time changes (news ageing, the feed window).
+        for what time changes (news ageing, the feed window). `progress` hears how many
+        pages went by (by default, an INFO line every 10 s) and may interrupt the batch.
         """
+        progress = progress or Progress(log_report)
         started = time.perf_counter()
         now = now or w3c.now()
         ctx = sources.Context(
@@ -202,7 +213,7 @@ class Engine:
         complete: list[str] = []
         guard = self._guard(scans, confirm_removal)
         changes = self._apply(
-            scans, complete, failed, strict, robots_rules, now, not reconciling, guard
+            scans, complete, failed, strict, robots_rules, now, not reconciling, guard, progress
         )
         # A reconcile compares the database with the ledger once the log's rows are in it
         # (a second transaction), and only when the log is drained: rows still waiting
@@ -218,7 +229,7 @@ class Engine:
                 reconciles.append(changelog.reconcile(source, ctx, self.reader(source)))
         if reconciles:
             later = self._apply(
-                reconciles, complete, failed, strict, robots_rules, now, True, guard
+                reconciles, complete, failed, strict, robots_rules, now, True, guard, progress
             )
             changes = changes.merged(later)
         quiet = not (changes.changed or changes.moved or rescan or refresh)
@@ -288,6 +299,7 @@ class Engine:
         now: str,
         retire: bool,
         guard: RemovalGuard,
+        progress: Progress,
     ) -> ChangeSet:
         """Apply `scans` in one ledger transaction, adding to `complete` the sources they
         read in full; with `retire`, sources no longer configured are retired when every
@@ -302,7 +314,7 @@ class Engine:
         )
         configured = [source.name for source in self.config.content_sources]
         changes = self.ledger.apply(
-            chain.from_iterable(streams),
+            progress.count(chain.from_iterable(streams)),
             complete=complete,
             robots=robots_rules,
             cursors=cursors,

@@ -25,5 +25,9 @@ class LockError(SitemapdError):
     """Another sitemapd process holds the state directory."""
 
 
+class Interrupted(SitemapdError):
+    """A long scan was stopped (SIGTERM); its transaction was rolled back."""
+
+
 class InvalidURL(SitemapdError):
     """A URL that may not appear in a sitemap; the message is the reason."""
