@@ -27,8 +27,9 @@ DEFAULT_INDEX = "sitemap.xml"
 HOUR = 3600.0
 # Google News takes articles from the last two days only.
 MAX_NEWS_AGE = 48 * HOUR
-# Pages generators write for the web server's errors, mostly without noindex.
-ERROR_PAGES = ("**/404.html", "**/50x.html")
+# Pages generators write at the root for the web server's errors, mostly without noindex
+# (not deeper: /news/404.html may well be the 404th article).
+ERROR_PAGES = ("404.html", "50x.html")
 DEFAULT_CRAWLERS = (("googlebot", "Googlebot"), ("bingbot", "bingbot"))
 
 T = TypeVar("T")

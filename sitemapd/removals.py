@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import w3c
+from .errors import SitemapdError
 
 # Removals of at most this many live URLs are never held: small sites must not get stuck.
 REMOVAL_FLOOR = 20
@@ -27,8 +28,12 @@ CONFIRM_FILE = "confirm-removal"
 
 
 def request_confirmation(state_dir: Path) -> None:
-    """Ask the daemon of `state_dir` to publish the removals it holds."""
-    (state_dir / CONFIRM_FILE).touch()
+    """Ask the daemon of `state_dir` to publish the removals it holds; raises
+    SitemapdError when the file cannot be left there."""
+    try:
+        (state_dir / CONFIRM_FILE).touch()
+    except OSError as exc:
+        raise SitemapdError(f"cannot leave the confirmation in {state_dir} ({exc})") from exc
 
 
 def confirmation_requested(state_dir: Path) -> bool:

@@ -13,16 +13,16 @@ def test_error_pages_are_left_out_by_default(site: Site) -> None:
     site.write("index.html", page("Home"))
     site.write("404.html", page("Not found"))
     site.write("50x.html", page("Server error"))
-    site.write("de/404.html", page("Nicht gefunden"))
+    site.write("news/404.html", page("The 404th story"))
     site.build()
-    assert set(site.urls()) == {"https://example.com/"}
+    assert set(site.urls()) == {"https://example.com/", "https://example.com/news/404.html"}
     site.configure(source="error_pages = []")
     site.build()
     assert set(site.urls()) == {
         "https://example.com/",
         "https://example.com/404.html",
         "https://example.com/50x.html",
-        "https://example.com/de/404.html",
+        "https://example.com/news/404.html",
     }
 
 

@@ -27,7 +27,9 @@ needs_analyze = pytest.mark.skipif(
 def local_unit(tmp_path: Path, name: str) -> Path:
     """Copy a unit with ExecStart pointing at this test's interpreter."""
     text = (UNITS / name).read_text()
-    text = text.replace("ExecStart=/usr/bin/sitemapd", f"ExecStart={sys.executable} -m sitemapd")
+    text = text.replace(
+        "ExecStart=/opt/sitemapd/bin/sitemapd", f"ExecStart={sys.executable} -m sitemapd"
+    )
     path = tmp_path / name
     path.write_text(text)
     return path
