@@ -276,6 +276,10 @@ class Daemon:
             self.failing[name] = reason
             self._retry_later(name)
         for name, reason in result.held.items():
+            if paths.get(name) and name not in rescan:
+                # The source changed while held (the rsync goes on): a full scan decides
+                # whether the removal still stands.
+                self.queue.add_rescan(name)
             if self.held.get(name) != reason:
                 # A full scan after the grace period publishes the removal if it persists.
                 timer = threading.Timer(

@@ -209,3 +209,27 @@ def test_confirming_beside_a_running_daemon(site: Site, endpoint: Endpoint) -> N
         assert len(announced(endpoint)) == len(gone) + 11
     finally:
         assert daemon.stop() == 0
+
+
+def test_a_hold_lifts_when_the_pages_come_back(site: Site, endpoint: Endpoint) -> None:
+    guarded_site(
+        site,
+        endpoint,
+        grace="1h",
+        extra='[http]\nlisten = "127.0.0.1:0"\n[daemon]\ndebounce = 0.1\n',
+    )
+    daemon = RunningDaemon(site)
+    try:
+        daemon.wait_ready()
+        port = http_port(daemon)
+        delete(site, range(90))
+        daemon.wait_until(lambda: request(port, "/healthz")[0] == 503, 20, "unhealthy")
+        # The half-finished copy completes: the same pages are back.
+        for n in range(90):
+            site.write(f"p{n}.html", page(f"Page {n}", f"text {n}"))
+        daemon.wait_until(lambda: request(port, "/healthz")[0] == 200, 20, "healthy")
+        assert len(site.urls()) == PAGES
+        assert "removal held" not in site.cli("status").stdout
+    finally:
+        assert daemon.stop() == 0
+    assert announced(endpoint) == []
