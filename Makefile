@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run build test lint bench clean system-deps
+.PHONY: run build test lint bench clean system-deps install
 
 $(BIN)/sitemapd: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,23 @@ bench: $(VENV)/.test-extras
 	$(BIN)/python bench/bench_feeds.py
 	$(BIN)/python bench/bench_changelog.py
 	$(BIN)/python bench/bench_fingerprint.py
+
+# Debian 12 refuses `pip install` into the system Python (externally managed): install into
+# a venv of its own under PREFIX, and the units (which run PREFIX/bin/sitemapd), the system
+# user and the folders where systemd looks for them. EXTRAS="postgres" adds psycopg.
+PREFIX ?= /opt/sitemapd
+UNITDIR ?= /etc/systemd/system
+SYSUSERSDIR ?= /usr/lib/sysusers.d
+TMPFILESDIR ?= /usr/lib/tmpfiles.d
+install:
+	$(PYTHON) -m venv $(PREFIX)
+	$(PREFIX)/bin/pip install --quiet '.$(if $(EXTRAS),[$(EXTRAS)])'
+	install -d $(UNITDIR) $(SYSUSERSDIR) $(TMPFILESDIR)
+	for unit in sitemapd.service sitemapd@.service; do \
+		sed 's|/opt/sitemapd/bin/sitemapd|$(PREFIX)/bin/sitemapd|' systemd/$$unit > $(UNITDIR)/$$unit; \
+	done
+	install -m 644 systemd/sitemapd.sysusers.conf $(SYSUSERSDIR)/sitemapd.conf
+	install -m 644 systemd/sitemapd.tmpfiles.conf $(TMPFILESDIR)/sitemapd.conf
 
 clean:
 	rm -rf $(VENV) examples/out examples/state

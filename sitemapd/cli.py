@@ -1,4 +1,5 @@
-"""The `sitemapd` command line: build, run, import, status, verify, explain, check-config."""
+"""The `sitemapd` command line: build, run, import, forget, reread, status, verify, explain,
+check-config, changelog-sql."""
 
 from __future__ import annotations
 
@@ -13,16 +14,29 @@ from typing import Any, TypeVar
 
 import click
 
-from . import __version__, config, fdlimit, logs, outbox, status, w3c
+from . import (
+    __version__,
+    config,
+    correct,
+    dryrun,
+    fdlimit,
+    logs,
+    outbox,
+    progress,
+    removals,
+    status,
+    w3c,
+)
 from .changelog.ddl import ddl
 from .daemon import Daemon
 from .engine import Engine
-from .errors import ConfigError, SitemapdError
+from .errors import ConfigError, LockError, SitemapdError
 from .explain import explain
 from .importer import ImportTally, read_sitemaps
 from .lock import StateLock
 from .publish import OutputNames
-from .verify import verify
+from .verify import NOTE, verify
+from .words import count
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -70,53 +84,146 @@ def _locked_engine(cfg: config.Config) -> Iterator[Engine]:
             engine.close()
 
 
-@click.group()
+_LEVELS = click.Choice(["debug", "info", "warning", "error"], case_sensitive=False)
+
+
+def _set_log_level(ctx: click.Context, param: click.Parameter, level: str | None) -> None:
+    if level is not None:
+        logs.configure(level)
+
+
+class _Commands(click.Group):
+    """The command group; each command also takes --log-level after its name."""
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        cmd.params.append(
+            click.Option(
+                ["--log-level"],
+                type=_LEVELS,
+                expose_value=False,
+                callback=_set_log_level,
+                help="Log level (also accepted before the command).",
+            )
+        )
+        super().add_command(cmd, name)
+
+
+@click.group(cls=_Commands)
 @click.version_option(__version__, prog_name="sitemapd")
-@click.option(
-    "--log-level",
-    default="info",
-    show_default=True,
-    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
-)
+@click.option("--log-level", default="info", show_default=True, type=_LEVELS)
 def main(log_level: str) -> None:
     """Keep a site's XML sitemaps true to its content."""
     logs.configure(log_level)
 
 
-@main.command()
-@config_option
-@_errors_exit
-def build(config_path: Path) -> None:
-    """Scan every source once, update the ledger and publish what changed."""
-    cfg = config.load(config_path)
-    with _locked_engine(cfg) as engine:
-        result = engine.build()
-        # Notifications owed but not delivered stay owed: the next build or run sends them.
-        undelivered = outbox.deliver_now(engine.ledger, cfg)
-    changes, report = result.changes, result.report
-    click.echo(
-        f"{changes.new} new, {changes.updated} updated, {changes.gone} gone, "
-        f"{changes.rejected} invalid; wrote {len(report.written)} files "
-        f"({report.bytes_written} bytes), removed {len(report.removed)} in {result.seconds:.2f}s"
-    )
-    if undelivered:
-        click.echo(f"{undelivered} notifications not delivered yet (kept for the next run)")
-    # Published, but a deploy hook should hear that a source was not read as it should.
-    for name, reason in result.failed.items():
-        click.echo(f"sitemapd: error: {name}: {reason}", err=True)
-    for name, files in result.unreadable.items():
-        for path, why in files.items():
-            click.echo(f"sitemapd: error: {name}: {path}: unreadable for now ({why})", err=True)
-    if result.failed or result.unreadable:
+dry_run_options = (
+    click.option(
+        "--dry-run",
+        is_flag=True,
+        help="Scan and print what would change; write, record and send nothing (no lock).",
+    ),
+    click.option("--json", "as_json", is_flag=True, help="With --dry-run: print JSON."),
+)
+
+
+def _with_dry_run(command: F) -> F:
+    """Add --dry-run and --json to a command."""
+    for option in reversed(dry_run_options):
+        command = option(command)
+    return command
+
+
+def _print_dry_run(cfg: config.Config, as_json: bool, confirm_removal: bool = False) -> None:
+    """Print what a build would do; exit 1 when a source failed or a removal is held."""
+    report = dryrun.dry_run(cfg, confirm_removal)
+    click.echo(json.dumps(report.as_json(), indent=2) if as_json else report.render_text())
+    if report.failed or report.held:
         sys.exit(1)
 
 
 @main.command()
 @config_option
+@click.option(
+    "--confirm-removal",
+    is_flag=True,
+    help="Publish removals the mass-removal guard holds ([site] max_removal).",
+)
+@_with_dry_run
 @_errors_exit
-def run(config_path: Path) -> None:
-    """Publish, then follow every change to the sources until SIGTERM (SIGHUP reloads)."""
+def build(config_path: Path, confirm_removal: bool, dry_run: bool, as_json: bool) -> None:
+    """Scan every source once, update the ledger and publish what changed."""
     cfg = config.load(config_path)
+    if dry_run:
+        _print_dry_run(cfg, as_json, confirm_removal)
+        return
+    try:
+        _build(cfg, lambda engine: None, confirm_removal)
+    except LockError:
+        if not confirm_removal:
+            raise
+        _confirm_to_daemon(cfg)
+
+
+def _confirm_to_daemon(cfg: config.Config) -> None:
+    """Leave the confirmation for the process holding the state directory: a daemon
+    looks for it every few seconds and publishes the removals it holds."""
+    removals.request_confirmation(cfg.site.state_dir)
+    pid = StateLock(cfg.site.state_dir).holder()
+    click.echo(
+        f"sitemapd pid {pid or 'unknown'} holds the state directory: left the confirmation "
+        "for it; a running daemon publishes the held removals within seconds"
+    )
+
+
+def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = False) -> None:
+    """Under the state lock, run `first` on the engine, then build, notify and print the
+    summary; exit 1 when a source failed or a removal is held."""
+    with _locked_engine(cfg) as engine, _progress_bar(cfg) as bar:
+        first(engine)
+        result = engine.build(confirm_removal=confirm, progress=bar)
+        # Notifications owed but not delivered stay owed: the next build or run sends them.
+        undelivered = outbox.deliver_now(engine.ledger, cfg)
+        for line in status.canonical_elsewhere(engine.ledger.conn, cfg.site.origin.root):
+            click.echo(f"sitemapd: warning: {line}", err=True)
+        unmatched = status.url_counts(engine.ledger.conn)["seeded"]
+    changes, report = result.changes, result.report
+    click.echo(
+        f"{changes.new} new, {changes.updated} updated, {changes.gone} gone, "
+        f"{changes.rejected} invalid; wrote {count(len(report.written), 'file')} "
+        f"({report.bytes_written} bytes), removed {len(report.removed)} in {result.seconds:.2f}s"
+    )
+    if unmatched:
+        click.echo(
+            f"{count(unmatched, 'imported URL')} matched no page: not published "
+            "('seeded' in status; sitemapd forget URL drops one)"
+        )
+    if undelivered:
+        click.echo(
+            f"{count(undelivered, 'notification')} not delivered yet (kept for the next run)"
+        )
+    # Published, but a deploy hook should hear that a source was not read as it should.
+    for name, reason in {**result.failed, **result.held}.items():
+        click.echo(f"sitemapd: error: {name}: {reason}", err=True)
+    for name, files in result.unreadable.items():
+        for path, why in files.items():
+            click.echo(f"sitemapd: error: {name}: {path}: unreadable for now ({why})", err=True)
+    if result.failed or result.held or result.unreadable:
+        sys.exit(1)
+
+
+@main.command()
+@config_option
+@_with_dry_run
+@_errors_exit
+def run(config_path: Path, dry_run: bool, as_json: bool) -> None:
+    """Publish, then follow every change to the sources until SIGTERM (SIGHUP reloads).
+
+    With --dry-run: one pass that prints what the start would change, as `build --dry-run`.
+    """
+    cfg = config.load(config_path)
+    if dry_run:
+        _print_dry_run(cfg, as_json)
+        return
     fdlimit.raise_open_files_limit()
     with StateLock(cfg.site.state_dir) as lock:
         daemon = Daemon(cfg, lock)
@@ -135,12 +242,68 @@ def run(config_path: Path) -> None:
 def import_(config_path: Path, files: tuple[Path, ...]) -> None:
     """Seed lastmods from existing sitemaps or indexes (.xml or .xml.gz)."""
     cfg = config.load(config_path)
-    tally = ImportTally()
+    tally, now = ImportTally(), w3c.now()
     with _locked_engine(cfg) as engine:
-        seeded = engine.ledger.seed(read_sitemaps(list(files), engine.policy, tally), w3c.now())
+        seeded = engine.ledger.seed(read_sitemaps(list(files), engine.policy, tally, now), now)
     click.echo(
-        f"read {tally.urls} URLs from {tally.files} files ({tally.skipped} skipped); "
+        f"read {count(tally.urls, 'URL')} from {count(tally.files, 'file')} "
+        f"({tally.skipped} skipped); "
         f"seeded {seeded}"
+    )
+    for line in tally.unused(cfg.site.origin.root):
+        click.echo(line)
+
+
+@contextlib.contextmanager
+def _progress_bar(cfg: config.Config) -> Iterator[progress.Progress | None]:
+    """Yield a Progress drawing a bar with rate and ETA on stderr when it is a terminal,
+    else None (long scans then log a line every 10 s)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    total = max(progress.estimate(cfg), 1)
+    with click.progressbar(length=total, label="scanning", file=sys.stderr, show_pos=True) as bar:
+
+        def draw(pages: int, rate: float) -> None:
+            bar.label = f"scanning ({rate:.0f} pages/s)"
+            bar.update(pages - bar.pos)
+
+        yield progress.Progress(draw, every=0.2)
+
+
+def _url(engine: Engine, target: str) -> str:
+    """Return the ledger form of `target`, a URL or a path on the site; raises InvalidURL."""
+    if target.startswith("/"):
+        target = engine.policy.origin.root + target.lstrip("/")
+    return engine.policy.normalise(target)
+
+
+@main.command(name="forget")
+@config_option
+@click.argument("url")
+@_errors_exit
+def forget_(config_path: Path, url: str) -> None:
+    """Forget everything the ledger knows of URL, then build: it is read as new.
+
+    Its lastmod, publication date and history start again from what its source says now.
+    """
+    _build(
+        config.load(config_path), lambda engine: correct.forget(engine.ledger, _url(engine, url))
+    )
+
+
+@main.command(name="reread")
+@config_option
+@click.argument("url")
+@_errors_exit
+def reread_(config_path: Path, url: str) -> None:
+    """Read URL's file again whatever its size and mtime, then build.
+
+    Its lastmod moves only if its content changed; a publication date the page now
+    states replaces a provisional one.
+    """
+    _build(
+        config.load(config_path), lambda engine: correct.reread(engine.ledger, _url(engine, url))
     )
 
 
@@ -169,11 +332,12 @@ def status_(config_path: Path, as_json: bool) -> None:
 def verify_(config_path: Path) -> None:
     """Re-read the published files and check them; exit 1 listing any problem."""
     cfg = config.load(config_path)
-    problems = verify(cfg)
-    for problem in problems:
-        click.echo(problem)
+    found = verify(cfg)
+    for line in found:
+        click.echo(line)
+    problems = [line for line in found if not line.startswith(NOTE)]
     if problems:
-        click.echo(f"{len(problems)} problems", err=True)
+        click.echo(count(len(problems), "problem"), err=True)
         sys.exit(1)
     click.echo(f"ok: {cfg.site.output_dir / cfg.sitemap.index}")
 

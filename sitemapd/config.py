@@ -27,6 +27,9 @@ DEFAULT_INDEX = "sitemap.xml"
 HOUR = 3600.0
 # Google News takes articles from the last two days only.
 MAX_NEWS_AGE = 48 * HOUR
+# Pages generators write at the root for the web server's errors, mostly without noindex
+# (not deeper: /news/404.html may well be the 404th article).
+ERROR_PAGES = ("404.html", "50x.html")
 DEFAULT_CRAWLERS = (("googlebot", "Googlebot"), ("bingbot", "bingbot"))
 
 T = TypeVar("T")
@@ -41,6 +44,10 @@ class SiteConfig:
     output_url: str
     state_dir: Path
     robots_txt: Path | None
+    # The share of a source's live URLs one scan may remove before the removal is held,
+    # and how long a held removal must persist to go ahead unconfirmed (seconds).
+    max_removal: float = 0.5
+    removal_grace: float = 900.0
 
     @property
     def not_content(self) -> tuple[str, str]:
@@ -290,6 +297,16 @@ class _Table:
             raise self.error(key, f"must be from {_span(low)} to {_span(high)}, got {_span(value)}")
         return float(value)
 
+    def share(self, key: str, default: float) -> float:
+        """Return a fraction from 0 to 1, given as a number or a percentage like "50%"."""
+        self.used.add(key)
+        value = self.data.get(key, default)
+        if isinstance(value, str) and _PERCENT.fullmatch(value.strip()):
+            value = float(value.strip()[:-1]) / 100
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise self.error(key, f"must be a fraction from 0 to 1 or a percentage, got {value!r}")
+        return float(value)
+
     def web_url(self, key: str, default: str) -> str:
         """Return an absolute http(s) URL."""
         value = self.text(key, default)
@@ -345,6 +362,7 @@ class _Table:
             raise self.error(unknown[0], "unknown key")
 
 
+_PERCENT = re.compile(r"\d+(\.\d+)?%")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
 _FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _UNITS = {"s": 1.0, "m": 60.0, "h": HOUR, "d": 24 * HOUR}
@@ -634,8 +652,12 @@ def _site(table: _Table, base: Path) -> SiteConfig:
     if state_dir == output_dir or state_dir.is_relative_to(output_dir):
         raise table.error("state_dir", "must not be inside output_dir: the ledger is not public")
     robots_txt = table.optional_path("robots_txt", base)
+    max_removal = table.share("max_removal", 0.5)
+    removal_grace = table.duration("removal_grace", 900.0, 0, 30 * 86400)
     table.done()
-    return SiteConfig(base_url, origin, output_dir, output_url, state_dir, robots_txt)
+    return SiteConfig(
+        base_url, origin, output_dir, output_url, state_dir, robots_txt, max_removal, removal_grace
+    )
 
 
 def _sitemap(table: _Table) -> SitemapConfig:
@@ -690,7 +712,8 @@ def _directory(table: _Table, base: Path) -> SourceConfig:
         root=root,
         url_prefix=prefix,
         include=include,
-        exclude=table.texts("exclude", ()),
+        # Error pages are excluded unless the source says otherwise (`error_pages = []`).
+        exclude=table.texts("exclude", ()) + table.texts("error_pages", ERROR_PAGES),
         strip_html=table.flag("strip_html", False),
         index_files=table.texts("index_files", defaults.index_files),
         ignore=tuple(patterns),

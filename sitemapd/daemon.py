@@ -20,15 +20,16 @@ from types import FrameType
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from . import config as config_module
-from . import outbox, w3c
+from . import outbox, removals, w3c
 from .changelog import notifies
 from .config import AccessLogSource, ChangelogSource, Config, DirectorySource, UrlListSource
 from .engine import BuildResult, Engine
-from .errors import ConfigError, SitemapdError, StateError
+from .errors import ConfigError, Interrupted, SitemapdError, StateError
 from .feedwindow import feed_file_page
 from .lock import StateLock
 from .metrics import Metrics
 from .outbox import Courier
+from .progress import LOG_EVERY, STATUS_EVERY, Progress, every_so_often, log_report
 from .publish import atomic_write
 from .sidecar import Sidecar
 from .sources import changelog
@@ -36,6 +37,7 @@ from .sources.accesslog import crawler_of
 from .status import DAEMON_FILE
 from .systemd import Notifier
 from .watch import Watcher
+from .words import count
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +198,8 @@ class Daemon:
         self._live = 0
         # Sources whose last read failed, with why, and how often in a row.
         self.failing: dict[str, str] = {}
+        # Sources whose removal the mass-removal guard holds, with why.
+        self.held: dict[str, str] = {}
         # Why the last batch failed, until one succeeds.
         self.batch_error: str | None = None
         self._retries: dict[str, int] = {}
@@ -212,6 +216,7 @@ class Daemon:
         # Feed fetches the sidecar served to crawlers, waiting for the writer.
         self._fetches: dict[tuple[str, int], str] = {}
         self._fetches_lock = threading.Lock()
+        self._log_progress = every_so_often(log_report, LOG_EVERY)
 
     # Lifecycle ---------------------------------------------------------------------
 
@@ -225,7 +230,12 @@ class Daemon:
         threading.Thread(target=self._extend_start, args=(scanning,), daemon=True).start()
         written = 0
         try:
-            written = len(self._update({}, self._source_names()).report.written)
+            first = self._update({}, self._source_names(), stop=self.terminate)
+            written = len(first.report.written)
+        except Interrupted as exc:
+            # Rolled back: the next start scans again and loses nothing.
+            log.info("stopped during the first scan (%s)", exc)
+            return
         except (SitemapdError, OSError) as exc:
             self.errors += 1
             self.batch_error = str(exc)
@@ -263,13 +273,27 @@ class Daemon:
             self.notifier.extend_timeout(30.0, "scanning sources before the first publish")
 
     def _update(
-        self, paths: dict[str, set[str]], rescan: set[str], refresh: bool = False
+        self,
+        paths: dict[str, set[str]],
+        rescan: set[str],
+        refresh: bool = False,
+        stop: threading.Event | None = None,
     ) -> BuildResult:
-        """Apply one batch under the engine lock and record it."""
+        """Apply one batch under the engine lock and record it; `stop` interrupts it."""
+        progress = Progress(self._progress, STATUS_EVERY, stop)
+        state_dir = self.config.site.state_dir
+        confirm = removals.confirmation_requested(state_dir)
         with self.engine_lock:
             self.batch_started = time.monotonic()
             try:
-                result = self.engine.update(paths, rescan, strict=False, refresh=refresh)
+                result = self.engine.update(
+                    paths,
+                    rescan,
+                    strict=False,
+                    refresh=refresh,
+                    confirm_removal=confirm,
+                    progress=progress,
+                )
                 self._live = self.engine.ledger.live_count()
                 self._measure_backlogs(result)
             finally:
@@ -286,6 +310,21 @@ class Daemon:
             self.failing[name] = reason
             self._retry_later(name)
         self._note_unreadable(paths, rescan, result.unreadable)
+        for name, reason in result.held.items():
+            if paths.get(name) and name not in rescan:
+                # The source changed while held (the rsync goes on): a full scan decides
+                # whether the removal still stands.
+                self.queue.add_rescan(name)
+            if self.held.get(name) != reason:
+                # A full scan after the grace period publishes the removal if it persists.
+                timer = threading.Timer(
+                    self.config.site.removal_grace + 1.0, self.queue.add_rescan, args=(name,)
+                )
+                timer.daemon = True
+                timer.start()
+        self.held = result.held
+        if confirm and not result.held:
+            removals.confirmation_done(state_dir)
         return result
 
     def _note_unreadable(
@@ -311,6 +350,11 @@ class Daemon:
             else:
                 self.unreadable.pop(name, None)
                 self._file_retries.pop(name, None)
+
+    def _progress(self, pages: int, rate: float) -> None:
+        """Tell systemd how a long batch is going; log it every 10 s."""
+        self.notifier.send(STATUS=f"scanning: {pages} pages read ({rate:.0f}/s)")
+        self._log_progress(pages, rate)
 
     def _measure_backlogs(self, result: BuildResult) -> None:
         """Note how far behind each change log read in this batch is; keep draining those
@@ -380,6 +424,7 @@ class Daemon:
             shown = [f"{path}: temporarily unreadable ({why})" for path, why in files.items()]
             more = f" and {len(shown) - 3} more files" if len(shown) > 3 else ""
             found.append(f"{name}: {'; '.join(shown[:3])}{more}; retrying")
+        found += [f"{name}: {reason}" for name, reason in list(self.held.items())]
         for name, since in list(self.waiting_since.items()):
             if time.time() - since > self.config.daemon.max_lag:
                 found.append(
@@ -415,7 +460,7 @@ class Daemon:
         """Return the one-line STATUS: figures, then any problem."""
         # Only what changes with the site: STATUS= is sent again whenever this line changes.
         parts = [
-            f"{self._live} URLs live",
+            f"{count(self._live, 'URL')} live",
             f"last publish {self.last_publish or 'never'}",
             f"{self.errors} errors",
         ]
@@ -446,6 +491,13 @@ class Daemon:
             "interval",
             seconds=_HEALTH_EVERY,
             id="health",
+            replace_existing=True,
+        )
+        self.scheduler.add_job(
+            self._rescan_confirmed,
+            "interval",
+            seconds=_HEALTH_EVERY,
+            id="confirm-removal",
             replace_existing=True,
         )
         for job in self.scheduler.get_jobs():
@@ -572,6 +624,13 @@ class Daemon:
 
     def _source_names(self) -> set[str]:
         return {source.name for source in self.config.sources}
+
+    def _rescan_confirmed(self) -> None:
+        """Rescan the sources whose removal is held once `build --confirm-removal` asked
+        for it (the rescan confirms, then withdraws the request)."""
+        if self.held and removals.confirmation_requested(self.config.site.state_dir):
+            for name in list(self.held):
+                self.queue.add_rescan(name)
 
     def _reconcile_all(self) -> None:
         for name in self._source_names():

@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
+from pathlib import Path
 
 from . import robots, sources, w3c
 from .changelog import Reader, open_reader
@@ -17,7 +18,9 @@ from .errors import InvalidURL, SourceError
 from .feedwindow import feed_page_of
 from .ledger import ALLOW_ALL, ChangeSet, Ledger, RobotsRules
 from .observation import Item, Unreadable
+from .progress import Progress, log_report
 from .publish import Publisher, PublishReport
+from .removals import RemovalGuard
 from .shards import Limits
 from .sources import accesslog, changelog
 from .urls import URLPolicy
@@ -40,17 +43,21 @@ class BuildResult:
     deferred: set[str] = field(default_factory=set)
     # Files whose read failed for now (EMFILE, EIO...), per source, with why: retry them.
     unreadable: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Sources whose removal the mass-removal guard holds (this run or earlier), with why.
+    held: dict[str, str] = field(default_factory=dict)
 
 
 class Engine:
     """One site's ledger and publisher, opened for the lifetime of a build or daemon."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, ledger_path: Path | None = None, dry_run: bool = False):
+        """Open the site's ledger (or the copy at `ledger_path`); a `dry_run` engine
+        writes no output file."""
         self.config = config
         self.policy = URLPolicy(config.site.origin)
         limits = Limits(config.sitemap.max_urls, config.sitemap.max_bytes)
-        self.ledger = Ledger(config.ledger_path, limits)
-        self.publisher = Publisher(config, self.ledger)
+        self.ledger = Ledger(ledger_path or config.ledger_path, limits)
+        self.publisher = Publisher(config, self.ledger, dry_run)
         self.readers: dict[str, Reader] = {}
         self._readers_lock = threading.Lock()
         self._closed = False
@@ -79,15 +86,23 @@ class Engine:
         except OSError as exc:
             raise SourceError(f"cannot read robots.txt {path} ({exc.strerror})") from exc
 
-    def build(self, now: str | None = None) -> BuildResult:
+    def build(
+        self,
+        now: str | None = None,
+        confirm_removal: bool = False,
+        progress: Progress | None = None,
+    ) -> BuildResult:
         """Scan every source in full (change logs up to date), apply, publish; return it.
 
+        `confirm_removal` lets removals through that the mass-removal guard would hold.
         Raises SourceError when a source cannot be read (nothing is applied then).
         """
         rescan = {source.name for source in self.config.sources}
-        result = self.update({}, rescan, now=now)
+        result = self.update(
+            {}, rescan, now=now, confirm_removal=confirm_removal, progress=progress
+        )
         while result.more:
-            more = self.update({}, result.more, now=now)
+            more = self.update({}, result.more, now=now, progress=progress)
             more.changes = result.changes.merged(more.changes)
             result = more
         return result
@@ -156,14 +171,18 @@ class Engine:
         now: str | None = None,
         strict: bool = True,
         refresh: bool = False,
+        confirm_removal: bool = False,
+        progress: Progress | None = None,
     ) -> BuildResult:
         """Re-read `paths` of some sources and all of the `rescan` ones; apply and publish.
 
         With `strict` off, a source that cannot be read (a missing root) is logged and
         left as it was while the others proceed. A batch that changed nothing publishes
         nothing, unless it rescanned (which also repairs edited files) or `refresh` asks
-        for what time changes (news ageing, the feed window).
+        for what time changes (news ageing, the feed window). `progress` hears how many
+        pages went by (by default, an INFO line every 10 s) and may interrupt the batch.
         """
+        progress = progress or Progress(log_report)
         started = time.perf_counter()
         now = now or w3c.now()
         ctx = sources.Context(
@@ -197,7 +216,10 @@ class Engine:
         unreadable: dict[str, dict[str, str]] = {}
         for scan in scans:
             scan.items = _set_aside(scan.items, unreadable)
-        changes = self._apply(scans, complete, failed, strict, robots_rules, now, not reconciling)
+        guard = self._guard(scans, confirm_removal)
+        changes = self._apply(
+            scans, complete, failed, strict, robots_rules, now, not reconciling, guard, progress
+        )
         # A reconcile compares the database with the ledger once the log's rows are in it
         # (a second transaction), and only when the log is drained: rows still waiting
         # would otherwise look like missed upserts and deletions.
@@ -212,7 +234,7 @@ class Engine:
                 reconciles.append(changelog.reconcile(source, ctx, self.reader(source)))
         if reconciles:
             later = self._apply(
-                reconciles, complete, failed, strict, robots_rules, now, retire=True
+                reconciles, complete, failed, strict, robots_rules, now, True, guard, progress
             )
             changes = changes.merged(later)
         quiet = not (changes.changed or changes.moved or rescan or refresh)
@@ -220,8 +242,8 @@ class Engine:
         seconds = time.perf_counter() - started
         log.log(
             logging.INFO if report.written or changes.changed else logging.DEBUG,
-            "published: %d new, %d updated, %d gone, %d invalid; "
-            "wrote %d files (%d bytes) in %.2fs",
+            "%s: %d new, %d updated, %d gone, %d invalid; wrote %d files (%d bytes) in %.2fs",
+            "dry run, not published" if self.publisher.dry_run else "published",
             changes.new,
             changes.updated,
             changes.gone,
@@ -236,9 +258,22 @@ class Engine:
         # Access logs read to their end count too: that is what clears a failed read.
         scanned += [name for name in self._access_logs(paths, rescan) if name not in failed]
         more = {s.name for s in scans if s.more and s.name not in failed}
+        configured = {source.name for source in self.config.content_sources}
+        held = {h.source: h.reason() for h in self.ledger.holds() if h.source in configured}
         return BuildResult(
-            changes, report, seconds, failed, sorted(set(scanned)), more, deferred, unreadable
+            changes, report, seconds, failed, sorted(set(scanned)), more, deferred, unreadable, held
         )
+
+    def _guard(self, scans: list[sources.Scan], confirm: bool) -> RemovalGuard:
+        """Return the mass-removal guard of a batch: files and URL lists are guarded (a
+        change log's deletions are statements of the CMS, not a half-copied folder)."""
+        guarded = {
+            source.name: frozenset(k for sc in scans if sc.name == source.name for k in sc.cursors)
+            for source in self.config.content_sources
+            if not isinstance(source, ChangelogSource)
+        }
+        site = self.config.site
+        return RemovalGuard(guarded, site.max_removal, site.removal_grace, confirm)
 
     def _read_access_logs(
         self, paths: Mapping[str, set[str]], rescan: set[str], strict: bool, failed: dict[str, str]
@@ -278,6 +313,8 @@ class Engine:
         robots_rules: RobotsRules,
         now: str,
         retire: bool,
+        guard: RemovalGuard,
+        progress: Progress,
     ) -> ChangeSet:
         """Apply `scans` in one ledger transaction, adding to `complete` the sources they
         read in full; with `retire`, sources no longer configured are retired when every
@@ -292,13 +329,14 @@ class Engine:
         )
         configured = [source.name for source in self.config.content_sources]
         changes = self.ledger.apply(
-            chain.from_iterable(streams),
+            progress.count(chain.from_iterable(streams)),
             complete=complete,
             robots=robots_rules,
             cursors=cursors,
             now=now,
             configured=configured if retire else None,
             complete_before=earlier,
+            guard=guard,
         )
         complete += earlier
         return changes

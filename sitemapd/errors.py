@@ -29,5 +29,9 @@ class StateError(SitemapdError):
     """The state directory cannot be written, or was deleted under a running daemon."""
 
 
+class Interrupted(SitemapdError):
+    """A long scan was stopped (SIGTERM); its transaction was rolled back."""
+
+
 class InvalidURL(SitemapdError):
     """A URL that may not appear in a sitemap; the message is the reason."""

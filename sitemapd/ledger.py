@@ -20,6 +20,7 @@ from sqlite_utils import Database
 from . import w3c
 from .errors import LedgerError
 from .observation import Checkpoint, Gone, Item, Observation, Rejected, Seen
+from .removals import Hold, RemovalGuard, decide, holds
 from .render.sitemap import entry_size
 from .shards import Limits, Shards
 
@@ -33,14 +34,15 @@ BASELINE_CURSOR = "journal_baseline"
 # Journal position of the last successful publish: nothing newer is announced.
 PUBLISHED_CURSOR = "published_seq"
 _CHUNK = 2000
+_UNSEEN = "id NOT IN (SELECT id FROM temp.seen)"
 
 _URL_COLUMNS = (
     "id, loc, source_id, status, reason, page_reason, content_hash, source_time, lastmod, "
     "first_seen, change_count, title, file_key, shard, entry_bytes, "
     "published, language, news_title, article, alternates, extra, "
-    "bytes_hash, fp_settings, fp_fallback"
+    "bytes_hash, fp_settings, fp_fallback, published_stated"
 )
-_INSERT_URL = f"INSERT INTO urls ({_URL_COLUMNS}) VALUES (NULL{', ?' * 23})"
+_INSERT_URL = f"INSERT INTO urls ({_URL_COLUMNS}) VALUES (NULL{', ?' * 24})"
 # URLs from lists carry no content facts; binding fewer values makes bulk loads much faster.
 _INSERT_BARE = (
     "INSERT INTO urls (loc, source_id, status, source_time, lastmod, first_seen, change_count, "
@@ -50,7 +52,8 @@ _UPDATE_URL = (
     "UPDATE urls SET source_id = ?, status = ?, reason = ?, page_reason = ?, content_hash = ?, "
     "source_time = ?, lastmod = ?, change_count = ?, title = ?, file_key = ?, shard = ?, "
     "entry_bytes = ?, published = ?, language = ?, news_title = ?, article = ?, "
-    "alternates = ?, extra = ?, bytes_hash = ?, fp_settings = ?, fp_fallback = ? WHERE id = ?"
+    "alternates = ?, extra = ?, bytes_hash = ?, fp_settings = ?, fp_fallback = ?, "
+    "published_stated = ? WHERE id = ?"
 )
 
 
@@ -79,6 +82,8 @@ class ChangeSet:
     dirty_shards: list[int] = field(default_factory=list)
     # Complete scans that found nothing while their source had URLs: kept, not removed.
     empty_scans: list[str] = field(default_factory=list)
+    # Removals held by the mass-removal guard: those URLs stay published.
+    held: list[Hold] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -95,6 +100,7 @@ class ChangeSet:
             self.moved + later.moved,
             sorted(set(self.dirty_shards) | set(later.dirty_shards)),
             self.empty_scans + later.empty_scans,
+            self.held + later.held,
         )
 
 
@@ -146,6 +152,7 @@ class _Row:
     bytes_hash: str | None
     fp_settings: str | None
     fp_fallback: int | None
+    published_stated: int | None
 
     def update_params(self) -> tuple[Any, ...]:
         return (
@@ -170,6 +177,7 @@ class _Row:
             self.bytes_hash,
             self.fp_settings,
             self.fp_fallback,
+            self.published_stated,
             self.id,
         )
 
@@ -280,12 +288,19 @@ def _migrate_v4(db: Database) -> None:
         db.table("urls").add_column(column, kind)
 
 
+def _migrate_v5(db: Database) -> None:
+    # 1 when an article's publication time is the one the page states; otherwise it is
+    # provisional (the file's time, or when it was first seen) and a stated one replaces it.
+    db.table("urls").add_column("published_stated", int)
+
+
 # Append only: a released migration never changes; the list index + 1 is the version.
 MIGRATIONS: list[Callable[[Database], None]] = [
     _migrate_v1,
     _migrate_v2,
     _migrate_v3,
     _migrate_v4,
+    _migrate_v5,
 ]
 
 
@@ -306,7 +321,14 @@ def _unchanged(values: tuple[Any, ...], obs: Observation, source_id: int) -> boo
         and values[16:21] == _facts(obs)
         and (values[15] is not None or obs.meta is None or not obs.meta.article)
         and (obs.bytes_hash is None or values[21:24] == _fingerprint(obs))
+        and (values[24] == 1 or _stated(obs) is None)
     )
+
+
+def _stated(obs: Observation) -> str | None:
+    """Return the publication time an article's page states, or None."""
+    meta = obs.meta
+    return meta.published if meta is not None and meta.article else None
 
 
 def _fingerprint(obs: Observation) -> tuple[str | None, str | None, int | None]:
@@ -424,6 +446,10 @@ class Ledger:
             "SELECT count(*) FROM urls WHERE status = ?", (LIVE,)
         ).fetchone()
         return int(count)
+
+    def holds(self) -> list[Hold]:
+        """Return the removals the mass-removal guard holds."""
+        return holds(self.conn)
 
     def cursor(self, name: str) -> str | None:
         """Return the stored value of cursor `name`, or None."""
@@ -555,7 +581,7 @@ class Ledger:
 
     def save_feed_pages(self, pages: Iterable[FeedPageRange]) -> None:
         """Replace the recorded feed pages beyond the first with `pages`."""
-        with self._transaction():
+        with self.transaction():
             self.conn.execute("DELETE FROM feed_pages")
             self.conn.executemany(
                 "INSERT INTO feed_pages (number, low_seq, high_seq, opened_at, filled_at) "
@@ -565,7 +591,7 @@ class Ledger:
 
     def set_cursor(self, name: str, value: str) -> None:
         """Store cursor `name` on its own (cursors of sources commit with `apply`)."""
-        with self._transaction():
+        with self.transaction():
             self.conn.execute(
                 "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)", (name, value)
             )
@@ -579,7 +605,7 @@ class Ledger:
         """Record feed page fetches per crawler and `(loc, status, crawler, at)` answers, with
         the access log cursors, in one transaction; a 2xx/304 answer clears a URL's record."""
         answers = list(answers)
-        with self._transaction():
+        with self.transaction():
             self.conn.executemany(
                 "INSERT INTO crawls (crawler, page, fetched_at) VALUES (?, ?, ?) "
                 "ON CONFLICT (crawler, page) "
@@ -611,7 +637,7 @@ class Ledger:
     ) -> None:
         """Remember published files, mark shards clean and forget dropped ones; note how
         far the journal is published."""
-        with self._transaction():
+        with self.transaction():
             self.conn.execute(
                 "INSERT OR REPLACE INTO cursors (name, value) "
                 "SELECT ?, coalesce(max(seq), 0) FROM journal",
@@ -639,7 +665,7 @@ class Ledger:
         """
         now = now or w3c.now()
         added = 0
-        with self._transaction():
+        with self.transaction():
             for loc, lastmod in entries:
                 if lastmod is None or lastmod > now:
                     continue
@@ -653,7 +679,9 @@ class Ledger:
                 added += cursor.rowcount
         return added
 
-    def _transaction(self) -> _Transaction:
+    def transaction(self) -> _Transaction:
+        """Return a context manager: one write transaction (BEGIN IMMEDIATE), rolled back
+        when its block raises."""
         return _Transaction(self.conn)
 
     def apply(
@@ -666,6 +694,7 @@ class Ledger:
         now: str | None = None,
         configured: Collection[str] | None = None,
         complete_before: Collection[str] = (),
+        guard: RemovalGuard | None = None,
     ) -> ChangeSet:
         """Apply observations in one transaction with `cursors`; return what changed.
 
@@ -673,16 +702,20 @@ class Ledger:
         was not among the items is gone. With `configured`, when every configured source
         was read in full (here, or by an earlier apply of the same run: `complete_before`),
         URLs still owned by a source no longer in it (renamed or removed) are gone too.
+        A `guard` holds the removals of its sources that take too much at once, and the
+        cursors of a held source, so that it is read again in full.
         """
+        guard = guard or RemovalGuard()
         try:
-            with self._transaction():
-                run = _Apply(self, robots, now or w3c.now())
+            with self.transaction():
+                run = _Apply(self, robots, now or w3c.now(), guard)
                 run.start(complete)
                 run.consume(items)
                 run.finish(complete, configured, complete_before)
+                kept_back = guard.held_cursors(run.changes.held)
                 self.conn.executemany(
                     "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
-                    sorted((cursors or {}).items()),
+                    sorted(i for i in (cursors or {}).items() if i[0] not in kept_back),
                 )
         except sqlite3.Error as exc:
             raise LedgerError(f"{self.path}: applying changes failed ({exc})") from exc
@@ -715,11 +748,14 @@ def _is_bare(row: tuple[Any, ...]) -> bool:
 class _Apply:
     """One `Ledger.apply()` run: the decisions, shard moves and journal of a transaction."""
 
-    def __init__(self, ledger: Ledger, robots: RobotsRules, now: str) -> None:
+    def __init__(self, ledger: Ledger, robots: RobotsRules, now: str, guard: RemovalGuard) -> None:
         self.conn = ledger.conn
         self.ledger = ledger
         self.robots = robots
         self.now = now
+        self.guard = guard
+        # Guarded sources that said some URLs are gone (in temp.pending until `finish`).
+        self.pending: set[str] = set()
         self.changes = ChangeSet()
         self.shards = Shards(self.conn, ledger.limits)
         self.journal: list[tuple[int, str, str]] = []
@@ -761,6 +797,7 @@ class _Apply:
         if reason is None:
             shard = self.shards.place(size, lastmod)
             self.changes.new += 1
+        published, stated = self._published(None, None, obs, live=reason is None)
         return (
             obs.loc,
             self.source_id(obs.source),
@@ -776,19 +813,28 @@ class _Apply:
             obs.file_key,
             shard,
             size,
-            self._published(None, obs, live=reason is None),
+            published,
             *_facts(obs),
             *_fingerprint(obs),
+            stated,
         )
 
-    def _published(self, known: str | None, obs: Observation, live: bool) -> str | None:
-        """Return an article's publication time: the first date seen once it is live (a
-        noindex draft's dates do not count), never moved by edits. An undated article
-        takes the source's own time (a file's mtime), so an old page found by the first
-        build is not news; else the time it is first seen live."""
-        if known is not None or not live or obs.meta is None or not obs.meta.article:
-            return known
-        return min(obs.meta.published or obs.source_time or self.now, self.now)
+    def _published(
+        self, known: str | None, stated: int | None, obs: Observation, live: bool
+    ) -> tuple[str | None, int | None]:
+        """Return an article's publication time and 1 when its page stated it: the first
+        date the page states once it is live (a noindex draft's dates do not count), never
+        moved by edits. An undated article takes a provisional time, replaced once the
+        page states one: the source's own (a file's mtime), so an old page found by the
+        first build is not news; else the time it is first seen live."""
+        if not live or obs.meta is None or not obs.meta.article or stated == 1:
+            return known, stated
+        page_says = _stated(obs)
+        if page_says is not None:
+            return min(page_says, self.now), 1
+        if known is not None:
+            return known, stated
+        return min(obs.source_time or self.now, self.now), 0
 
     def _observe(self, row: _Row, obs: Observation) -> None:
         """Update `row` for what `obs` says of it now."""
@@ -819,7 +865,9 @@ class _Apply:
         row.file_key = obs.file_key
         row.page_reason = obs.exclusion
         reason = self._reason(row.loc, obs.exclusion)
-        row.published = self._published(row.published, obs, reason is None)
+        row.published, row.published_stated = self._published(
+            row.published, row.published_stated, obs, reason is None
+        )
         extra = row.extra
         alternates = row.alternates
         row.language, row.news_title, row.article, row.alternates, row.extra = _facts(obs)
@@ -878,8 +926,11 @@ class _Apply:
         if self.bulk:
             _drop_url_indexes(self.conn)
         else:
-            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS seen (id INTEGER PRIMARY KEY)")
-            self.conn.execute("DELETE FROM temp.seen")
+            for table in ("seen", "pending"):
+                self.conn.execute(
+                    f"CREATE TEMP TABLE IF NOT EXISTS {table} (id INTEGER PRIMARY KEY)"
+                )
+                self.conn.execute(f"DELETE FROM temp.{table}")
         self.conn.executemany("DELETE FROM rejects WHERE source = ?", [(s,) for s in complete])
         if self.ledger.cursor("robots") != self.robots.fingerprint:
             if not self.bulk:
@@ -944,7 +995,7 @@ class _Apply:
                 f"SELECT {_URL_COLUMNS} FROM urls WHERE loc IN ({marks})", list(latest)
             )
         }
-        inserts, updates, seen, touched = [], [], [], []
+        inserts, updates, seen, touched, pending = [], [], [], [], []
         for loc, item in latest.items():
             values = rows.get(loc)
             if values is None:
@@ -960,6 +1011,11 @@ class _Apply:
             if isinstance(item, Gone):
                 # Only the owner's word removes a URL: another source may still have it.
                 if values[2] == self.source_id(item.source) and values[3] != GONE:
+                    if item.source in self.guard.sources:
+                        # Decided in `finish`, with the rest of the source's removals.
+                        pending.append((values[0],))
+                        self.pending.add(item.source)
+                        continue
                     row = _Row(*values)
                     self._remove(row)
                     updates.append(row.update_params())
@@ -983,6 +1039,10 @@ class _Apply:
         self.conn.executemany(_UPDATE_URL, updates)
         self.conn.executemany("UPDATE urls SET file_key = ? WHERE id = ?", touched)
         self.conn.executemany("INSERT OR IGNORE INTO temp.seen VALUES (?)", seen)
+        # The last word on a URL wins across chunks too: seen and pending stay disjoint.
+        self.conn.executemany("DELETE FROM temp.pending WHERE id = ?", seen)
+        self.conn.executemany("DELETE FROM temp.seen WHERE id = ?", pending)
+        self.conn.executemany("INSERT OR IGNORE INTO temp.pending VALUES (?)", pending)
         if inserts:
             self.conn.executemany(
                 "INSERT OR IGNORE INTO temp.seen SELECT id FROM urls WHERE loc = ?",
@@ -1002,9 +1062,11 @@ class _Apply:
         if self.bulk:
             self._finish_bulk()
         else:
+            for source in self.pending - set(complete):
+                self._remove_missing(source, "id IN (SELECT id FROM temp.pending)")
             for source in complete:
                 if source in self.observed or not self._owns_any(source):
-                    self._mark_gone(self.source_id(source))
+                    self._remove_missing(source, _UNSEEN)
                 else:
                     # A full scan that finds nothing at all is far likelier an empty mount
                     # or a failed export than a site deleting every page.
@@ -1114,13 +1176,28 @@ class _Apply:
         ).fetchone()
         return row is not None
 
-    def _mark_gone(self, source_id: int) -> int:
-        """Remove what `source_id` owns and was not seen in this run; return how many."""
+    def _remove_missing(self, source: str, which: str) -> None:
+        """Remove the URLs of `source` that `which` (SQL over `urls`) names, unless the
+        guard holds that removal."""
+        source_id = self.source_id(source)
+        if source in self.guard.sources:
+            hold = decide(
+                self.conn, self.guard, source, f"source_id = ? AND {which}", (source_id,), self.now
+            )
+            if hold is not None:
+                self.changes.held.append(hold)
+                log.error("%s: %s", source, hold.reason())
+                return
+        self._mark_gone(source_id, which)
+
+    def _mark_gone(self, source_id: int, which: str = _UNSEEN) -> int:
+        """Remove what `source_id` owns and `which` names (default: not seen in this run);
+        return how many."""
         last_id, removed = 0, 0
         # In batches: a source that lost a million URLs must not need them all in memory.
         while batch := self.conn.execute(
             f"SELECT {_URL_COLUMNS} FROM urls WHERE id > ? AND source_id = ? "
-            "AND status IN (?, ?) AND id NOT IN (SELECT id FROM temp.seen) ORDER BY id LIMIT ?",
+            f"AND status IN (?, ?) AND {which} ORDER BY id LIMIT ?",
             (last_id, source_id, LIVE, EXCLUDED, _CHUNK),
         ).fetchall():
             rows = [_Row(*values) for values in batch]

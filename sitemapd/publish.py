@@ -184,8 +184,10 @@ _EPOCH = "1970-01-01T00:00:00+00:00"
 class Publisher:
     """Writes the ledger's sitemaps into the output directory, touching only what changed."""
 
-    def __init__(self, config: Config, ledger: Ledger) -> None:
+    def __init__(self, config: Config, ledger: Ledger, dry_run: bool = False) -> None:
         self.config = config
+        # Reports and records what it would write and remove, touching no file.
+        self.dry_run = dry_run
         # What each feed file was last rendered from (see _publish_feeds).
         self._feeds_rendered: dict[str, FeedPage] = {}
         self.site = config.site
@@ -201,11 +203,12 @@ class Publisher:
         IndexNow key; only then are files that are no longer named removed.
         """
         report = PublishReport()
-        try:
-            self.out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise PublishError(f"cannot create output directory {self.out} ({exc})") from exc
-        _remove_leftover_temps(self.out)
+        if not self.dry_run:
+            try:
+                self.out.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise PublishError(f"cannot create output directory {self.out} ({exc})") from exc
+            _remove_leftover_temps(self.out)
         written: dict[str, tuple[str, int, int]] = {}
         dirty = {shard_id for shard_id, _ in self.ledger.shards_to_render()}
         index_rows = self.ledger.index_rows()
@@ -237,15 +240,16 @@ class Publisher:
         # this index, and anything published under names no longer in use (a renamed index
         # and its shards, news files and feed pages no longer needed).
         retired = [name for name in self.ledger.published_names() if name not in current]
-        for path in sorted(self.out.iterdir()):
+        for path in sorted(self.out.iterdir()) if self.out.is_dir() else ():
             # Numbered files are swept even when the ledger has no record of them (a lost
             # state folder, a crash before the record): left, they would be served stale.
             numbered = self.names.is_shard(path.name) or self.names.is_later_part(path.name)
             stale = numbered and path.name not in current
             if stale or path.name in retired:
-                path.unlink(missing_ok=True)
+                if not self.dry_run:
+                    path.unlink(missing_ok=True)
                 report.removed.append(path.name)
-        if report.removed:
+        if report.removed and not self.dry_run:
             _fsync_dir(self.out)
         self.ledger.record_publish(written, dirty, self.ledger.empty_shards(), retired, at=now)
         return report
@@ -366,7 +370,8 @@ class Publisher:
         if name.endswith(".gz"):
             # mtime=0 and no file name in the header: the same sitemap gives the same bytes.
             data = gzip.compress(text, compresslevel=self.sitemap.gzip_level, mtime=0)
-        written[name] = (digest, len(data), atomic_write(self.out / name, data).st_mtime_ns)
+        mtime_ns = 0 if self.dry_run else atomic_write(self.out / name, data).st_mtime_ns
+        written[name] = (digest, len(data), mtime_ns)
         report.written.append(name)
         report.bytes_written += len(data)
         log.debug("wrote %s (%d bytes)", name, len(data))
@@ -385,7 +390,9 @@ class Publisher:
             raise PublishError(f"cannot read {path} ({exc.strerror})") from exc
         retired = self.ledger.cursor("robots_sitemap_line")
         updated = robots.with_sitemap_line(current, self.names.index_url, retired)
-        if updated != current:
+        if updated != current and self.dry_run:
+            report.written.append(str(path))
+        elif updated != current:
             try:
                 _remove_leftover_temps(path.parent)
                 atomic_write(path, updated, mode)

@@ -176,7 +176,11 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive
     timeout = 15  # seconds a slow client may take per read or write
     server_version = "sitemapd"
-    sys_version = ""
+
+    def version_string(self) -> str:
+        """Return the Server header: the base class appends a Python version after a
+        space, which would leave a trailing space even when emptied."""
+        return self.server_version
 
     def log_message(self, format: str, *args: object) -> None:
         log.debug("HTTP %s %s", self.client_address[0], format % args)

@@ -7,13 +7,19 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from lxml import etree
+
 from .changelog import open_reader
 from .config import ChangelogSource, Config
 from .errors import SitemapdError
 from .lock import StateLock
 from .publish import OutputNames
+from .removals import holds
+from .render.feeds import ATOM_NS
 from .render.sitemap import envelope_size
+from .sitemapfile import NS as SITEMAP_NS
 from .sources.changelog import cursor_name
+from .words import count
 
 _EXAMPLES = 50  # excluded and invalid items listed per report
 # A running daemon's health, which it rewrites in the state folder when it changes.
@@ -80,6 +86,7 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
             conn.execute("SELECT crawler, fetched_at FROM crawls WHERE page = 1 ORDER BY crawler")
         ),
         "feed_later_pages": conn.execute("SELECT count(*) FROM feed_pages").fetchone()[0],
+        **_published_counts(config, names),
         "changelogs": [
             _changelog(source, cursors)
             for source in config.sources
@@ -90,6 +97,11 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
             "indexnow_pending": _indexnow_pending(conn, cursors),
         },
         "urls": url_counts(conn),
+        "removals_held": [
+            {"source": h.source, "removing": h.removing, "live": h.live, "since": h.since}
+            | {"reason": h.reason()}
+            for h in holds(conn)
+        ],
         "main_content_not_found": dict(
             conn.execute(
                 "SELECT s.name, count(*) FROM urls u JOIN sources s ON s.id = u.source_id "
@@ -98,6 +110,7 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
             )
         ),
         "excluded_by_reason": by_reason,
+        "canonical_elsewhere": canonical_elsewhere(conn, config.site.origin.root),
         "excluded": excluded,
         "invalid": {"count": invalid_count, "items": invalid},
         "shards": shards,
@@ -137,6 +150,8 @@ def render_text(report: dict[str, Any]) -> str:
         f"last publish: {report['last_publish'] or 'never'}",
         "URLs:         " + ", ".join(f"{n} {status}" for status, n in urls.items()),
     ]
+    lines += [f"HELD:         {h['source']}: {h['reason']}" for h in report["removals_held"]]
+    lines += [f"CANONICAL ELSEWHERE: {line}" for line in report["canonical_elsewhere"]]
     if report["excluded_by_reason"]:
         reasons = ", ".join(f"{n} {r}" for r, n in report["excluded_by_reason"].items())
         lines.append(f"excluded:     {reasons}")
@@ -156,7 +171,7 @@ def render_text(report: dict[str, Any]) -> str:
     ):
         if report[key]:
             lines.append(f"{title}: {len(report[key])}")
-            lines += [f"  {line}" for line in report[key][:_EXAMPLES]]
+            lines += [f"  {p['message']}" for p in report[key][:_EXAMPLES]]
     if report["crawlers"]:
         lines.append(
             "feed fetched: " + ", ".join(f"{c} {at}" for c, at in report["crawlers"].items())
@@ -164,6 +179,10 @@ def render_text(report: dict[str, Any]) -> str:
     for log in report["changelogs"]:
         state = f"CANNOT READ: {log['error']}" if log["error"] else f"{log['waiting']} rows waiting"
         lines.append(f"change log:   {log['source']}: {state} (cursor {log['cursor']})")
+    if report["news_items"] is not None:
+        lines.append(f"news:         {count(report['news_items'], 'article')} in news sitemaps")
+    if report["feed_entries"] is not None:
+        lines.append(f"feed:         {count(report['feed_entries'], 'update')} on the first page")
     if report["feed_later_pages"]:
         lines.append(f"feed pages:   {report['feed_later_pages'] + 1} (updates not yet fetched)")
     notes = report["notifications"]
@@ -192,6 +211,27 @@ def _daemon_line(daemon: dict[str, Any]) -> str:
     return line
 
 
+def _published_counts(config: Config, names: OutputNames) -> dict[str, int | None]:
+    """Return the items of the published news sitemaps and of the first Atom feed page
+    (None when the site has none, or nothing is published yet)."""
+    out = config.site.output_dir
+    news = feed = None
+    if config.news is not None and out.is_dir():
+        files = [path for path in out.iterdir() if names.is_news(path.name)]
+        news = sum(_count(path, f"{SITEMAP_NS}url") for path in files)
+    if config.feed is not None and (out / config.feed.atom).is_file():
+        feed = _count(out / config.feed.atom, f"{{{ATOM_NS}}}entry")
+    return {"news_items": news, "feed_entries": feed}
+
+
+def _count(path: Path, tag: str) -> int:
+    """Return how many `tag` elements the XML file at `path` holds (0 when unreadable)."""
+    try:
+        return sum(1 for _ in etree.iterparse(str(path), tag=tag, no_network=True))
+    except (OSError, etree.XMLSyntaxError):
+        return 0
+
+
 def _indexnow_pending(conn: sqlite3.Connection, cursors: dict[str, str]) -> int | None:
     if "indexnow" not in cursors:
         return None
@@ -202,10 +242,38 @@ def _indexnow_pending(conn: sqlite3.Connection, cursors: dict[str, str]) -> int 
     return int(count)
 
 
-def crawl_problems(conn: sqlite3.Connection) -> list[str]:
-    """Return a line per published URL that crawlers last got as an error or redirect."""
+def canonical_elsewhere(conn: sqlite3.Connection, site_root: str) -> list[str]:
+    """Return a plain statement per source most of whose pages name a canonical URL off
+    the site at `site_root`: almost always a generator's site URL that is not base_url."""
+    found = []
+    for name, present, foreign, example in conn.execute(
+        "SELECT s.name, count(*), "
+        "sum(u.reason LIKE 'canonical: %' AND substr(u.reason, 12, length(?1)) != ?1), "
+        "max(CASE WHEN substr(u.reason, 12, length(?1)) != ?1 THEN substr(u.reason, 12) END) "
+        "FROM urls u JOIN sources s ON s.id = u.source_id "
+        "WHERE u.status IN ('live', 'excluded') GROUP BY s.name ORDER BY s.name",
+        (site_root,),
+    ):
+        if foreign and 2 * foreign > present:
+            found.append(
+                f"{name}: {foreign} of {present} pages name their canonical URL on another "
+                f"site (e.g. {example}), so they are in no sitemap: is the generator's site "
+                f"URL (MkDocs site_url, Hugo baseURL, Sphinx html_baseurl) {site_root}?"
+            )
+    return found
+
+
+def crawl_problems(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Return `{loc, crawler, status, at, message}` per published URL that crawlers last
+    got as an error or redirect."""
     return [
-        f"{loc}: {crawler} got {status} at {at}"
+        {
+            "loc": loc,
+            "crawler": crawler,
+            "status": status,
+            "at": at,
+            "message": f"{loc}: {crawler} got {status} at {at}",
+        }
         for loc, status, crawler, at in conn.execute(
             "SELECT a.loc, a.status, a.crawler, a.at FROM crawl_answers a "
             "JOIN urls u ON u.loc = a.loc WHERE u.status = 'live' ORDER BY a.loc"
@@ -213,9 +281,11 @@ def crawl_problems(conn: sqlite3.Connection) -> list[str]:
     ]
 
 
-def hreflang_problems(conn: sqlite3.Connection, site_root: str) -> list[str]:
-    """Return a line per hreflang alternate on the site at `site_root` that is not
-    published or not reciprocal (another site's pages are beyond what the ledger knows)."""
+def hreflang_problems(conn: sqlite3.Connection, site_root: str) -> list[dict[str, str]]:
+    """Return `{loc, lang, href, problem, message}` per hreflang alternate on the site at
+    `site_root` that is not published or not reciprocal (another site's pages are beyond
+    what the ledger knows); `problem` is "not published", "no alternates" or "no link
+    back"."""
     groups: dict[str, dict[str, str]] = {}
     for loc, text in conn.execute(
         "SELECT loc, alternates FROM urls WHERE alternates IS NOT NULL AND status = 'live'"
@@ -230,11 +300,28 @@ def hreflang_problems(conn: sqlite3.Connection, site_root: str) -> list[str]:
                 live = conn.execute(
                     "SELECT 1 FROM urls WHERE loc = ? AND status = 'live'", (href,)
                 ).fetchone()
-                why = "does not list alternates" if live else "is not a published URL"
-                problems.append(f"{loc}: hreflang {lang} -> {href}, which {why}")
+                problem = "no alternates" if live else "not published"
             elif loc not in groups[href].values():
-                problems.append(f"{loc}: hreflang {lang} -> {href}, which does not link back")
+                problem = "no link back"
+            else:
+                continue
+            problems.append(
+                {
+                    "loc": loc,
+                    "lang": lang,
+                    "href": href,
+                    "problem": problem,
+                    "message": f"{loc}: hreflang {lang} -> {href}, which {_WHY[problem]}",
+                }
+            )
     return problems
+
+
+_WHY = {
+    "no alternates": "does not list alternates",
+    "not published": "is not a published URL",
+    "no link back": "does not link back",
+}
 
 
 def _changelog(source: ChangelogSource, cursors: dict[str, str]) -> dict[str, Any]:

@@ -24,6 +24,9 @@ from .urls import URLPolicy
 
 _LASTMOD = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\Z")
 _SHOWN = 20  # problems of one kind listed per file before summarising
+# Findings that break no rule (a valid lastmod in another form than sitemapd writes) start
+# with this; they do not make `verify` fail.
+NOTE = "note: "
 NEWS = f"{{{NEWS_NS}}}"
 
 
@@ -71,12 +74,13 @@ def _verify_shard(
 ) -> list[str]:
     policy = URLPolicy(config.site.origin)
     problems: list[str] = []
+    notes: list[str] = []
 
-    def problem(message: str) -> None:
-        if len(problems) < _SHOWN:
-            problems.append(f"{path}: {message}")
-        elif len(problems) == _SHOWN:
-            problems.append(f"{path}: more problems not shown")
+    def problem(message: str, found: list[str] = problems, prefix: str = "") -> None:
+        if len(found) < _SHOWN:
+            found.append(f"{prefix}{path}: {message}")
+        elif len(found) == _SHOWN:
+            found.append(f"{prefix}{path}: more not shown")
 
     if not path.is_file():
         return [f"{path}: named by the index but missing"]
@@ -93,12 +97,18 @@ def _verify_shard(
                         problem(f"{entry.loc} is not in canonical form")
                 except InvalidURL as exc:
                     problem(f"{entry.loc[:200]}: {exc}")
-                if entry.lastmod is None or not _LASTMOD.match(entry.lastmod):
-                    problem(
-                        f"{entry.loc}: lastmod {entry.lastmod!r} is not YYYY-MM-DDThh:mm:ss+00:00"
-                    )
+                lastmod = _w3c(entry.lastmod)
+                if lastmod is None:
+                    problem(f"{entry.loc}: lastmod {entry.lastmod!r} is not a W3C datetime")
                 else:
-                    newest = max(newest, entry.lastmod)
+                    newest = max(newest, lastmod)
+                    if lastmod != entry.lastmod:
+                        problem(
+                            f"{entry.loc}: lastmod {entry.lastmod!r} is valid, but not the "
+                            "full UTC time sitemapd writes",
+                            notes,
+                            NOTE,
+                        )
                 digest = hashlib.blake2b(entry.loc.encode(), digest_size=12).digest()
                 if digest in seen:
                     problem(f"{entry.loc} appears in more than one place")
@@ -111,9 +121,21 @@ def _verify_shard(
         problem(f"holds {count} URLs (limit {config.sitemap.max_urls})")
     if stream.count > config.sitemap.max_bytes:
         problem(f"is {stream.count} bytes uncompressed (limit {config.sitemap.max_bytes})")
-    if index_lastmod != (newest or None):
+    if _w3c(index_lastmod) != (newest or None):
         problem(f"index lastmod {index_lastmod} differs from newest member {newest}")
-    return problems
+    return problems + notes
+
+
+def _w3c(value: str | None) -> str | None:
+    """Return `value` in canonical form, or None when it is no W3C datetime."""
+    if value is None:
+        return None
+    if _LASTMOD.match(value):
+        return value
+    try:
+        return w3c.parse(value)
+    except ValueError:
+        return None
 
 
 def _verify_robots(path: Path, index_url: str) -> list[str]:
@@ -131,8 +153,8 @@ def _ledger_problems(path: Path, site_root: str) -> list[str]:
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
     try:
         return [
-            *(f"crawled: {line}" for line in status.crawl_problems(conn)),
-            *(f"hreflang: {line}" for line in status.hreflang_problems(conn, site_root)),
+            *(f"crawled: {p['message']}" for p in status.crawl_problems(conn)),
+            *(f"hreflang: {p['message']}" for p in status.hreflang_problems(conn, site_root)),
         ]
     except sqlite3.Error as exc:
         return [f"{path}: cannot read the ledger ({exc})"]

@@ -24,14 +24,21 @@ PUBLISH = re.compile(r"published: .* wrote [1-9]\d* files")
 class RunningDaemon:
     """`sitemapd run -c <site config>` with its stderr collected line by line."""
 
-    def __init__(self, site: Site, *args: str, open_files: tuple[int, int] | None = None) -> None:
-        """Start the daemon; `open_files` sets its (soft, hard) RLIMIT_NOFILE."""
+    def __init__(
+        self,
+        site: Site,
+        *args: str,
+        open_files: tuple[int, int] | None = None,
+        executable: tuple[str, ...] = (sys.executable, "-m", "sitemapd"),
+    ) -> None:
+        """Start the daemon (`executable`, by default this checkout's); `open_files` sets
+        its (soft, hard) RLIMIT_NOFILE."""
         self.site = site
         limit = None
         if open_files is not None:
             limit = functools.partial(resource.setrlimit, resource.RLIMIT_NOFILE, open_files)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sitemapd", *args, "run", "-c", str(site.config)],
+            [*executable, *args, "run", "-c", str(site.config)],
             stderr=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             text=True,

@@ -211,10 +211,9 @@ VERIFY_CASES = {
         lambda s: shutil.copy(s.out / "sitemap-1.xml", s.out / "sitemap-99.xml"),
         "out/sitemap-99.xml: shard file not named by the index",
     ),
-    "date-only-lastmod": (
-        lambda s: edit(s.out / "sitemap-1.xml", "2025-01-02T00:00:00+00:00", "2025-01-02"),
-        "out/sitemap-1.xml: https://example.com/b.html: lastmod '2025-01-02' "
-        "is not YYYY-MM-DDThh:mm:ss+00:00",
+    "impossible-lastmod": (
+        lambda s: edit(s.out / "sitemap-1.xml", "2025-01-02T00:00:00+00:00", "2025-13-02"),
+        "out/sitemap-1.xml: https://example.com/b.html: lastmod '2025-13-02' is not a W3C datetime",
     ),
     "lastmod-not-in-index": (
         lambda s: edit(
@@ -263,7 +262,18 @@ def test_verify_names_each_corruption(copy: Site, case: str) -> None:
     problems = result.stdout.splitlines()
     # Each problem line names the file; `expected` is the whole line, but for lxml's words.
     assert any(p.startswith(f"{copy.base}/{expected}") for p in problems), problems
-    assert result.stderr == f"{len(problems)} problems\n"
+    assert result.stderr == ("1 problem\n" if len(problems) == 1 else f"{len(problems)} problems\n")
+
+
+def test_verify_notes_a_valid_date_only_lastmod(copy: Site) -> None:
+    edit(copy.out / "sitemap-1.xml", "2025-01-02T00:00:00+00:00", "2025-01-02")
+    result = copy.cli("verify", check=False)
+    assert result.returncode == 0, result.stdout
+    assert result.stdout.splitlines()[0] == (
+        f"note: {copy.out}/sitemap-1.xml: https://example.com/b.html: lastmod '2025-01-02' "
+        "is valid, but not the full UTC time sitemapd writes"
+    )
+    assert result.stderr == ""
 
 
 @pytest.mark.parametrize("case", ["deleted-shard", "stray-shard", "robots-line-removed"])
@@ -338,11 +348,17 @@ def write_old_sitemaps(folder: Path, form: str) -> tuple[Path, int]:
 def test_import_seeds_lastmods_of_pages_sources_still_have(site: Site, form: str) -> None:
     old_file, files = write_old_sitemaps(site.base / "previous", form)
     result = site.cli("import", str(old_file))
-    assert result.stdout == f"read 4 URLs from {files} files (1 skipped); seeded 4\n"
+    read = "1 file" if files == 1 else f"{files} files"
+    assert result.stdout == (
+        f"read 4 URLs from {read} (1 skipped); seeded 4\n"
+        "1 entry for other hosts (https://other.org/) not used: only URLs on "
+        "https://example.com/ are published\n"
+    )
 
     for n, name in enumerate("abcd", start=1):
         put(site, f"{name}.html", page(name.upper()), f"2025-06-0{n}T12:00:00Z")
-    site.build()
+    # The build names what the import gave that no source has.
+    assert "1 imported URL matched no page" in site.build().stdout
     assert site.urls() == {
         "https://example.com/a.html": "2020-03-04T05:06:07+00:00",
         "https://example.com/b.html": "2020-05-06T00:00:00+00:00",
@@ -385,3 +401,37 @@ def test_log_level_debug_logs_to_stderr(site: Site) -> None:
     assert " DEBUG sitemapd.publish: wrote sitemap.xml (" in loud.stderr
     assert "DEBUG" not in loud.stdout
     assert set(published(site.out)) == {"https://example.com/a.html", "https://example.com/b.html"}
+
+
+def test_log_level_goes_before_or_after_the_command(site: Site) -> None:
+    site.write("a.html", page("A"))
+    assert "DEBUG" in site.cli("build", "--log-level", "debug").stderr
+    assert "DEBUG" in run_cli("--log-level", "debug", "build", "-c", str(site.config)).stderr
+    assert "DEBUG" not in site.build().stderr
+
+
+def test_import_says_what_it_did_not_use(site: Site) -> None:
+    old = site.base / "old.xml"
+    old.write_text(
+        urlset(
+            ("https://example.com/a.html", "2020-01-01"),
+            ("https://example.com/b.html", None),
+            ("https://example.com/c.html", None),
+            ("https://example.com/d.html", "2999-01-01"),
+            ("https://other.org/x.html", "2020-01-01"),
+            ("http://example.com/y.html", "2020-01-01"),
+        )
+    )
+    lines = site.cli("import", str(old)).stdout.splitlines()
+    assert lines == [
+        "read 4 URLs from 1 file (2 skipped); seeded 1",
+        "2 entries for other hosts (http://example.com/, https://other.org/) not used: only "
+        "URLs on https://example.com/ are published",
+        "2 entries without <lastmod> not used: nothing to carry over; their source's own "
+        "time serves",
+        "1 entry with a <lastmod> in the future not used",
+    ]
+    site.write("b.html", page("B"))
+    assert "1 imported URL matched no page" in site.build().stdout
+    site.cli("forget", "https://example.com/a.html")
+    assert "matched no page" not in site.build().stdout

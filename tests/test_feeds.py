@@ -167,7 +167,13 @@ def test_window_follows_the_oldest_crawler_fetch_and_pages_instead_of_dropping(
     assert report["crawlers"] == {"bingbot": at(0, 30), "googlebot": at(2, 10)}
     assert report["feed_later_pages"] == 2
     assert report["crawl_problems"] == [
-        f"https://example.com/p9.html: googlebot got 404 at {at(2, 50)}"
+        {
+            "loc": "https://example.com/p9.html",
+            "crawler": "googlebot",
+            "status": 404,
+            "at": at(2, 50),
+            "message": f"https://example.com/p9.html: googlebot got 404 at {at(2, 50)}",
+        }
     ]
     verify = site.cli("verify", check=False)
     assert verify.returncode == 1

@@ -354,3 +354,8 @@ def test_the_soft_open_files_limit_is_raised_at_start(site: Site) -> None:
         assert re.search(r"Max open files\s+4096\s+4096", limits), limits
     finally:
         daemon.kill()
+
+
+def test_server_header_names_sitemapd_alone(served: tuple[Site, RunningDaemon, int]) -> None:
+    _, _, port = served
+    assert request(port, "/healthz")[1]["Server"] == "sitemapd"

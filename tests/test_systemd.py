@@ -25,7 +25,9 @@ needs_analyze = pytest.mark.skipif(
 def local_unit(tmp_path: Path, name: str) -> Path:
     """Copy a unit with ExecStart pointing at this test's interpreter."""
     text = (UNITS / name).read_text()
-    text = text.replace("ExecStart=/usr/bin/sitemapd", f"ExecStart={sys.executable} -m sitemapd")
+    text = text.replace(
+        "ExecStart=/opt/sitemapd/bin/sitemapd", f"ExecStart={sys.executable} -m sitemapd"
+    )
     path = tmp_path / name
     path.write_text(text)
     return path
@@ -82,7 +84,7 @@ def test_sd_notify_lifecycle(site: Site, supervisor: Supervisor) -> None:
         assert set(published(site.out)) == {"https://example.com/"}
         fields = supervisor.messages[ready][1]
         assert fields["MAINPID"] == str(daemon.proc.pid)
-        assert "1 URLs live" in fields["STATUS"]
+        assert "1 URL live" in fields["STATUS"]
 
         # WATCHDOG_USEC=1s: a ping every half second while healthy.
         since = time.monotonic()

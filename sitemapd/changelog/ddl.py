@@ -19,11 +19,12 @@ CREATE TABLE IF NOT EXISTS {table} (
     url text NOT NULL,                          -- path ("/news/a-story") or absolute URL
     op text NOT NULL DEFAULT 'upsert' CHECK (op IN ('upsert', 'delete')),
     changed_at timestamptz NOT NULL DEFAULT now(),
-    txid xid8 NOT NULL DEFAULT pg_current_xact_id()
-    -- Optional facts for feeds and the news sitemap (map them in [source.columns]):
-    -- , title text
-    -- , published timestamptz
-    -- , language text
+    txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    -- Facts for feeds and the news sitemap: map them in [source.columns] as
+    -- title = "title" and published = "published_at".
+    title text,
+    published_at timestamptz
+    -- Optional: , language text (language = "language")
 );
 CREATE INDEX IF NOT EXISTS {table}_txid_id ON {table} (txid, id);
 
@@ -40,7 +41,8 @@ BEGIN
         IF TG_OP = 'UPDATE' AND OLD.slug IS DISTINCT FROM NEW.slug THEN
             INSERT INTO {table} (url, op) VALUES ('/news/' || OLD.slug, 'delete');
         END IF;
-        INSERT INTO {table} (url, op) VALUES ('/news/' || NEW.slug, 'upsert');
+        INSERT INTO {table} (url, op, title, published_at)
+            VALUES ('/news/' || NEW.slug, 'upsert', NEW.title, NEW.published_at);
     END IF;
     -- Wakes sitemapd at once instead of at its next poll; delivered on commit.
     PERFORM pg_notify('{channel}', '');
@@ -63,11 +65,12 @@ CREATE TABLE IF NOT EXISTS {table} (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     url TEXT NOT NULL,                          -- path ("/news/a-story") or absolute URL
     op TEXT NOT NULL DEFAULT 'upsert' CHECK (op IN ('upsert', 'delete')),
-    changed_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
-    -- Optional facts for feeds and the news sitemap (map them in [source.columns]):
-    -- , title TEXT
-    -- , published TEXT                         -- ISO 8601; without a zone it means UTC
-    -- , language TEXT
+    changed_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+    -- Facts for feeds and the news sitemap: map them in [source.columns] as
+    -- title = "title" and published = "published_at".
+    title TEXT,
+    published_at TEXT                           -- ISO 8601; without a zone it means UTC
+    -- Optional: , language TEXT (language = "language")
 );
 
 -- TEMPLATE: adapt to your content. It assumes a table articles(id, slug, title,
@@ -75,7 +78,8 @@ CREATE TABLE IF NOT EXISTS {table} (
 -- the URL expression ('/news/' || ...) to match your site.
 CREATE TRIGGER IF NOT EXISTS articles_{table}_insert AFTER INSERT ON articles
 BEGIN
-    INSERT INTO {table} (url, op) VALUES ('/news/' || NEW.slug, 'upsert');
+    INSERT INTO {table} (url, op, title, published_at)
+        VALUES ('/news/' || NEW.slug, 'upsert', NEW.title, NEW.published_at);
 END;
 
 CREATE TRIGGER IF NOT EXISTS articles_{table}_update AFTER UPDATE ON articles
@@ -83,7 +87,8 @@ BEGIN
     -- A changed slug moves the article: its old URL is gone.
     INSERT INTO {table} (url, op)
         SELECT '/news/' || OLD.slug, 'delete' WHERE OLD.slug IS NOT NEW.slug;
-    INSERT INTO {table} (url, op) VALUES ('/news/' || NEW.slug, 'upsert');
+    INSERT INTO {table} (url, op, title, published_at)
+        VALUES ('/news/' || NEW.slug, 'upsert', NEW.title, NEW.published_at);
 END;
 
 CREATE TRIGGER IF NOT EXISTS articles_{table}_delete AFTER DELETE ON articles

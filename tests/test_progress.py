@@ -1,0 +1,91 @@
+"""Progress of a long first scan through the real CLI and daemon: a bar on a terminal,
+STATUS= with counts under systemd, and SIGTERM during the scan stops it quickly, losing
+nothing the next start does not redo."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import Site, page, published
+from daemon_harness import RunningDaemon
+from test_systemd import Supervisor, start_supervised, supervisor
+
+__all__ = ["supervisor"]  # the fixture, used by name
+
+PAGES = 6000
+
+
+def many_pages(site: Site) -> None:
+    text = page("Page", "words " * 40)
+    for n in range(PAGES):
+        folder = site.root / f"s{n % 40}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"p{n}.html").write_text(text.replace("Page", f"Page {n}"))
+
+
+def test_a_terminal_shows_a_progress_bar(site: Site) -> None:
+    many_pages(site)
+    main, child = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sitemapd", "build", "-c", str(site.config)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=child,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    os.close(child)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([main], [], [], 60)
+        if not ready:
+            break
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait(60) == 0
+    os.close(main)
+    text = seen.decode(errors="replace")
+    assert "scanning (" in text
+    assert f"/{PAGES}" in text
+    assert "#" in text
+    assert len(published(site.out)) == PAGES
+
+
+def test_systemd_hears_counts_and_sigterm_stops_the_first_scan(
+    site: Site, supervisor: Supervisor
+) -> None:
+    many_pages(site)
+    daemon = start_supervised(site, supervisor)
+    try:
+        found = supervisor.wait_for("STATUS", timeout=60)
+        while not supervisor.messages[found][1]["STATUS"].startswith("scanning: "):
+            found = supervisor.wait_for("STATUS", after=found + 1, timeout=60)
+        status = supervisor.messages[found][1]["STATUS"]
+        assert " pages read (" in status
+        assert int(status.split()[1]) > 0
+        started = time.monotonic()
+        daemon.proc.send_signal(signal.SIGTERM)
+        assert daemon.stop(timeout=10) == 0
+        assert time.monotonic() - started < 10
+    finally:
+        if daemon.proc.poll() is None:
+            daemon.kill()
+    assert "stopped during the first scan" in daemon.log()
+    assert not (site.out / "sitemap.xml").exists()
+    # The next start scans again and publishes every page.
+    again = RunningDaemon(site)
+    try:
+        again.wait_ready(timeout=120)
+        assert len(published(site.out)) == PAGES
+    finally:
+        assert again.stop() == 0
