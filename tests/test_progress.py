@@ -14,9 +14,7 @@ import time
 
 from conftest import Site, page, published
 from daemon_harness import RunningDaemon
-from test_systemd import Supervisor, start_supervised, supervisor
-
-__all__ = ["supervisor"]  # the fixture, used by name
+from supervisor import Supervisor, start_supervised
 
 PAGES = 6000
 
