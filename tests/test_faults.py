@@ -72,7 +72,8 @@ def log_line(target: str, status: int) -> str:
 
 
 def crawl_problems(site: Site) -> str:
-    return "\n".join(json.loads(site.cli("status", "--json").stdout)["crawl_problems"])
+    problems = json.loads(site.cli("status", "--json").stdout)["crawl_problems"]
+    return "\n".join(problem["message"] for problem in problems)
 
 
 def _can_mount() -> bool:
