@@ -31,8 +31,9 @@ system-deps:
 	@packages="$(strip $(SYSTEM_PACKAGES))"; [ -z "$$packages" ] || { [ "$$(id -u)" = 0 ] && \
 		apt-get update -q && apt-get install -y -q --no-install-recommends $$packages; }
 
+# Two workers: most tests wait on subprocesses and files, so the suite takes half as long.
 test: lint system-deps
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2
 
 bench: $(VENV)/.test-extras
 	$(BIN)/python bench/bench_build.py
