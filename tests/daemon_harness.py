@@ -12,9 +12,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 from conftest import Site, published
 from lxml import etree
 
@@ -148,3 +149,18 @@ def http_port(daemon: RunningDaemon) -> int:
     match = re.search(r"HTTP endpoint on 127\.0\.0\.1:(\d+)", daemon.log())
     assert match is not None
     return int(match.group(1))
+
+
+def u(*paths: str) -> set[str]:
+    """Return the site URLs of `paths`."""
+    return {f"https://example.com/{p}" for p in paths}
+
+
+@pytest.fixture
+def daemons() -> Iterator[list[RunningDaemon]]:
+    """Daemons started by a test; killed at teardown if the test left them running."""
+    running: list[RunningDaemon] = []
+    yield running
+    for daemon in running:
+        if daemon.proc.poll() is None:
+            daemon.kill()

@@ -8,28 +8,13 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import Site, assert_valid, page, published, run_cli, write_atomic
-from daemon_harness import RunningDaemon, start
+from daemon_harness import RunningDaemon, start, u
 
 DAEMON = "[daemon]\ndebounce = 0.2\nmax_delay = 2\n"
-
-
-def u(*paths: str) -> set[str]:
-    return {f"https://example.com/{p}" for p in paths}
-
-
-@pytest.fixture
-def daemons() -> Iterator[list[RunningDaemon]]:
-    """Daemons started by a test; killed at teardown if the test left them running."""
-    running: list[RunningDaemon] = []
-    yield running
-    for daemon in running:
-        if daemon.proc.poll() is None:
-            daemon.kill()
 
 
 def run(site: Site, daemons: list[RunningDaemon], *args: str) -> RunningDaemon:

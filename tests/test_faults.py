@@ -18,31 +18,16 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import Site, page, published, snapshot
-from daemon_harness import RunningDaemon, http_port, request, start
+from daemon_harness import RunningDaemon, http_port, request, start, u
 from supervisor import Supervisor, start_supervised
 
 DAEMON = "[daemon]\ndebounce = 0.2\nmax_delay = 2\n"
 HTTP = '[http]\nlisten = "127.0.0.1:0"\n'
 GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
-
-
-def u(*paths: str) -> set[str]:
-    return {f"https://example.com/{p}" for p in paths}
-
-
-@pytest.fixture
-def daemons() -> Iterator[list[RunningDaemon]]:
-    """Daemons started by a test; killed at teardown if the test left them running."""
-    running: list[RunningDaemon] = []
-    yield running
-    for daemon in running:
-        if daemon.proc.poll() is None:
-            daemon.kill()
 
 
 def health(port: int) -> tuple[int, str]:
