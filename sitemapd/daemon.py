@@ -479,27 +479,12 @@ class Daemon:
         return ", ".join(parts)
 
     def _schedule(self) -> None:
-        self.scheduler.add_job(
-            self._reconcile_all,
-            "interval",
-            seconds=self.config.daemon.reconcile_interval,
-            id="reconcile",
-            replace_existing=True,
-        )
-        self.scheduler.add_job(
-            self.check_health,
-            "interval",
-            seconds=_HEALTH_EVERY,
-            id="health",
-            replace_existing=True,
-        )
-        self.scheduler.add_job(
-            self._rescan_confirmed,
-            "interval",
-            seconds=_HEALTH_EVERY,
-            id="confirm-removal",
-            replace_existing=True,
-        )
+        for job, seconds, name in (
+            (self._reconcile_all, self.config.daemon.reconcile_interval, "reconcile"),
+            (self.check_health, _HEALTH_EVERY, "health"),
+            (self._rescan_confirmed, _HEALTH_EVERY, "confirm-removal"),
+        ):
+            self.scheduler.add_job(job, "interval", seconds=seconds, id=name, replace_existing=True)
         for job in self.scheduler.get_jobs():
             if job.id.startswith("poll:"):
                 job.remove()
