@@ -1,0 +1,236 @@
+"""The ledger: the only code that writes the SQLite state database.
+
+It remembers every URL with its content hash and lastmod, decides what an observation
+changed, assigns shards, journals changes and records what was published. One writer
+connection, WAL mode; every `apply()` is one transaction with the source cursors.
+
+Its parts: `schema` (tables and migrations), `apply` (deciding what observations
+change), `lists` (URL lists read by content-defined chunks), `rendering`, `journal` and
+`crawls` (the queries of the renderers, feeds and access logs).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import w3c
+from ..errors import LedgerError
+from ..observation import Item
+from ..removals import Hold, RemovalGuard, holds
+from ..render.sitemap import entry_size
+from ..shards import Limits
+from .apply import Apply
+from .crawls import CrawlRecords
+from .journal import JournalQueries
+from .model import (
+    ALLOW_ALL,
+    BASELINE_CURSOR,
+    NEW,
+    PUBLISHED_CURSOR,
+    ROBOTS_REASON,
+    UPDATED,
+    ChangeSet,
+    FeedPageRange,
+    KnownFile,
+    RobotsRules,
+)
+from .rendering import RenderQueries
+from .schema import EXCLUDED, GONE, LIVE, SEEDED, URL_COLUMNS, migrate
+
+__all__ = [
+    "ALLOW_ALL",
+    "BASELINE_CURSOR",
+    "EXCLUDED",
+    "GONE",
+    "LIVE",
+    "NEW",
+    "PUBLISHED_CURSOR",
+    "ROBOTS_REASON",
+    "SEEDED",
+    "UPDATED",
+    "ChangeSet",
+    "FeedPageRange",
+    "KnownFile",
+    "Ledger",
+    "RobotsRules",
+    "is_published",
+]
+
+
+def is_published(conn: sqlite3.Connection, name: str) -> bool:
+    """True when the ledger open on `conn` records output file `name` as published.
+
+    For readers in other threads and processes, on a connection of their own.
+    """
+    row = conn.execute("SELECT 1 FROM published WHERE name = ?", (name,)).fetchone()
+    return row is not None
+
+
+class Ledger(RenderQueries, JournalQueries, CrawlRecords):
+    """The URL ledger in one SQLite file. Not thread-safe: one writer at a time."""
+
+    def __init__(self, path: Path, limits: Limits) -> None:
+        self.path = path
+        self.limits = limits
+        if path.is_file() and path.stat().st_size == 0:
+            # SQLite would take it for a new database: every lastmod would start over.
+            raise LedgerError(
+                f"{path} is empty (0 bytes): the ledger's history is lost; to start over, "
+                "delete it and run sitemapd again"
+            )
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            # NORMAL in WAL mode never corrupts; a crash loses at most the last commit,
+            # which the next scan observes again.
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            self.conn.execute("PRAGMA cache_size = -65536")
+            self.conn.execute("PRAGMA busy_timeout = 5000")
+            migrate(self.conn, path)
+        except sqlite3.Error as exc:
+            raise LedgerError(f"{path}: cannot open the ledger ({exc})") from exc
+        self._reader: sqlite3.Connection | None = None
+
+    def close(self) -> None:
+        """Close the connections; the ledger file stays consistent at any point."""
+        if self._reader is not None:
+            self._reader.close()
+        self.conn.close()
+
+    # -- reads ---------------------------------------------------------------------
+
+    def _read(self) -> sqlite3.Connection:
+        """Return a second connection that sees the last committed state only."""
+        if self._reader is None:
+            self._reader = sqlite3.connect(self.path, check_same_thread=False)
+        return self._reader
+
+    def _owned(self, source: str, locs: list[str], columns: str) -> list[tuple[Any, ...]]:
+        """Return `(loc, *columns)` of present (not gone) URLs of `source` among `locs`."""
+        marks = ",".join("?" * len(locs))
+        return (
+            self._read()
+            .execute(
+                f"SELECT loc, {columns} FROM urls WHERE loc IN ({marks}) "
+                "AND source_id = (SELECT id FROM sources WHERE name = ?) "
+                f"AND status IN ('{LIVE}', '{EXCLUDED}')",
+                [*locs, source],
+            )
+            .fetchall()
+        )
+
+    def known_files(self, source: str, locs: list[str]) -> dict[str, KnownFile]:
+        """Return what is recorded of present URLs of `source` among `locs` read from files."""
+        return {
+            row[0]: KnownFile(*row[1:])
+            for row in self._owned(source, locs, "file_key, bytes_hash, content_hash, fp_settings")
+            if row[1] is not None
+        }
+
+    def owners(self, locs: list[str]) -> dict[str, str]:
+        """Return `{loc: source name}` for the present (not gone) URLs among `locs`."""
+        marks = ",".join("?" * len(locs))
+        return dict(
+            self._read()
+            .execute(
+                f"SELECT u.loc, s.name FROM urls u JOIN sources s ON s.id = u.source_id "
+                f"WHERE u.loc IN ({marks}) AND u.status IN ('{LIVE}', '{EXCLUDED}')",
+                locs,
+            )
+            .fetchall()
+        )
+
+    def live_count(self) -> int:
+        """Return how many URLs are published."""
+        (count,) = self.conn.execute(
+            "SELECT count(*) FROM urls WHERE status = ?", (LIVE,)
+        ).fetchone()
+        return int(count)
+
+    def holds(self) -> list[Hold]:
+        """Return the removals the mass-removal guard holds."""
+        return holds(self.conn)
+
+    def cursor(self, name: str) -> str | None:
+        """Return the stored value of cursor `name`, or None."""
+        row = self.conn.execute("SELECT value FROM cursors WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def url(self, loc: str) -> dict[str, Any] | None:
+        """Return the ledger row of `loc` as a dict, or None."""
+        cursor = self.conn.execute(f"SELECT {URL_COLUMNS} FROM urls WHERE loc = ?", (loc,))
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        return dict(zip([d[0] for d in cursor.description], row, strict=True))
+
+    def set_cursor(self, name: str, value: str) -> None:
+        """Store cursor `name` on its own (cursors of sources commit with `apply`)."""
+        with self.transaction():
+            self.conn.execute(
+                "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)", (name, value)
+            )
+
+    def seed(self, entries: Iterable[tuple[str, str | None]], now: str | None = None) -> int:
+        """Remember `(loc, lastmod)` from an existing sitemap; return how many were kept.
+
+        Seeded URLs are not published until a source observes them; then they keep the
+        seeded lastmod unless their content changes later. Entries without a lastmod, or
+        with one in the future, teach nothing: the source's own time serves better.
+        """
+        now = now or w3c.now()
+        added = 0
+        with self.transaction():
+            for loc, lastmod in entries:
+                if lastmod is None or lastmod > now:
+                    continue
+                cursor = self.conn.execute(
+                    "INSERT INTO urls (loc, status, source_time, lastmod, first_seen, "
+                    "change_count, entry_bytes) VALUES (?, ?, ?, ?, ?, 0, ?) "
+                    "ON CONFLICT (loc) DO UPDATE SET lastmod = excluded.lastmod, "
+                    "source_time = excluded.source_time WHERE urls.status = ?",
+                    (loc, SEEDED, lastmod, lastmod, now, entry_size(loc), SEEDED),
+                )
+                added += cursor.rowcount
+        return added
+
+    def apply(
+        self,
+        items: Iterable[Item],
+        *,
+        complete: Collection[str] = (),
+        robots: RobotsRules = ALLOW_ALL,
+        cursors: Mapping[str, str] | None = None,
+        now: str | None = None,
+        configured: Collection[str] | None = None,
+        complete_before: Collection[str] = (),
+        guard: RemovalGuard | None = None,
+    ) -> ChangeSet:
+        """Apply observations in one transaction with `cursors`; return what changed.
+
+        `complete` names sources whose items were a full scan: any URL they own that
+        was not among the items is gone. With `configured`, when every configured source
+        was read in full (here, or by an earlier apply of the same run: `complete_before`),
+        URLs still owned by a source no longer in it (renamed or removed) are gone too.
+        A `guard` holds the removals of its sources that take too much at once, and the
+        cursors of a held source, so that it is read again in full.
+        """
+        guard = guard or RemovalGuard()
+        try:
+            with self.transaction():
+                run = Apply(self, robots, now or w3c.now(), guard)
+                run.start(complete)
+                run.consume(items)
+                run.finish(complete, configured, complete_before)
+                kept_back = guard.held_cursors(run.changes.held)
+                self.conn.executemany(
+                    "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
+                    sorted(i for i in (cursors or {}).items() if i[0] not in kept_back),
+                )
+        except sqlite3.Error as exc:
+            raise LedgerError(f"{self.path}: applying changes failed ({exc})") from exc
+        return run.changes

@@ -1,0 +1,656 @@
+"""Applying observations: what each one changes in `urls`, the shards and the journal.
+
+One `Apply` is one `Ledger.apply()` transaction. An empty ledger takes a bulk path: rows
+are inserted without lookups and the indexes are built once at the end.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass
+from itertools import groupby, islice
+from typing import TYPE_CHECKING, Any
+
+from ..observation import Checkpoint, Gone, Item, Observation, Rejected, Seen
+from ..removals import RemovalGuard, decide
+from ..render.sitemap import entry_size
+from ..shards import Shards
+from .model import BASELINE_CURSOR, NEW, ROBOTS_REASON, UPDATED, ChangeSet, RobotsRules
+from .schema import (
+    EXCLUDED,
+    GONE,
+    INSERT_BARE,
+    INSERT_URL,
+    LIVE,
+    SEEDED,
+    UPDATE_URL,
+    URL_COLUMNS,
+    NewRow,
+    UrlRow,
+    create_url_indexes,
+    drop_url_indexes,
+)
+
+if TYPE_CHECKING:
+    from . import Ledger
+
+log = logging.getLogger("sitemapd.ledger")
+
+_CHUNK = 2000
+_UNSEEN = "id NOT IN (SELECT id FROM temp.seen)"
+
+
+@dataclass(slots=True)
+class _Row:
+    """One `urls` row, in `URL_COLUMNS` order."""
+
+    id: int
+    loc: str
+    source_id: int | None
+    status: str
+    reason: str | None
+    page_reason: str | None
+    content_hash: str | None
+    source_time: str | None
+    lastmod: str
+    first_seen: str
+    change_count: int
+    title: str | None
+    file_key: str | None
+    shard: int | None
+    entry_bytes: int
+    published: str | None
+    language: str | None
+    news_title: str | None
+    article: int | None
+    alternates: str | None
+    extra: str | None
+    bytes_hash: str | None
+    fp_settings: str | None
+    fp_fallback: int | None
+    published_stated: int | None
+
+    def update_params(self) -> tuple[Any, ...]:
+        return (
+            self.source_id,
+            self.status,
+            self.reason,
+            self.page_reason,
+            self.content_hash,
+            self.source_time,
+            self.lastmod,
+            self.change_count,
+            self.title,
+            self.file_key,
+            self.shard,
+            self.entry_bytes,
+            self.published,
+            self.language,
+            self.news_title,
+            self.article,
+            self.alternates,
+            self.extra,
+            self.bytes_hash,
+            self.fp_settings,
+            self.fp_fallback,
+            self.published_stated,
+            self.id,
+        )
+
+
+def _facts(obs: Observation) -> tuple[str | None, str | None, int | None, str | None, str | None]:
+    """Return `(language, news_title, article, alternates, extra)` columns of `obs`."""
+    meta = obs.meta
+    if meta is None:
+        return None, None, None, None, obs.extra or None
+    alternates = "".join(f"{lang}\t{href}\n" for lang, href in meta.alternates) or None
+    return meta.language, meta.news_title, int(meta.article), alternates, obs.extra or None
+
+
+def _unchanged(row: UrlRow, obs: Observation, source_id: int) -> bool:
+    """True when `obs` repeats what `row` already records.
+
+    The common case of a rescan, decided without building a row; robots.txt verdicts
+    cannot differ because changed rules were re-applied before any observation.
+    """
+    return (
+        row.source_id == source_id
+        and row.status in (LIVE, EXCLUDED)
+        and row.page_reason == obs.exclusion
+        and row.title == obs.title
+        and row.file_key == obs.file_key
+        and (obs.content_hash is None or obs.content_hash == row.content_hash)
+        and (obs.source_time is None or obs.source_time == row.source_time)
+        and (row.language, row.news_title, row.article, row.alternates, row.extra) == _facts(obs)
+        and (row.published is not None or obs.meta is None or not obs.meta.article)
+        and (
+            obs.bytes_hash is None
+            or (row.bytes_hash, row.fp_settings, row.fp_fallback) == _fingerprint(obs)
+        )
+        and (row.published_stated == 1 or _stated(obs) is None)
+    )
+
+
+def _stated(obs: Observation) -> str | None:
+    """Return the publication time an article's page states, or None."""
+    meta = obs.meta
+    return meta.published if meta is not None and meta.article else None
+
+
+def _fingerprint(obs: Observation) -> tuple[str | None, str | None, int | None]:
+    """Return `(bytes_hash, fp_settings, fp_fallback)` columns of `obs`."""
+    return obs.bytes_hash, obs.fp_settings, int(obs.fallback) if obs.bytes_hash else None
+
+
+def _chunks(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+class Apply:
+    """One `Ledger.apply()` run: the decisions, shard moves and journal of a transaction."""
+
+    def __init__(self, ledger: Ledger, robots: RobotsRules, now: str, guard: RemovalGuard) -> None:
+        self.conn = ledger.conn
+        self.ledger = ledger
+        self.robots = robots
+        self.now = now
+        self.guard = guard
+        # Guarded sources that said some URLs are gone (in temp.pending until `finish`).
+        self.pending: set[str] = set()
+        self.changes = ChangeSet()
+        self.shards = Shards(self.conn, ledger.limits)
+        self.journal: list[tuple[int, str, str]] = []
+        # Sources that gave at least one present URL in this run.
+        self.observed: set[str] = set()
+        self._source_ids: dict[str, int] = dict(
+            (name, id_) for id_, name in self.conn.execute("SELECT id, name FROM sources")
+        )
+        self.bulk = False
+        # url id -> its new alternates text, for alternate_links.
+        self.links: dict[int, str | None] = {}
+        self.first_seq = ledger.last_seq()
+        # Bulk runs: loc -> the last row id inserted before a Gone for it.
+        self.bulk_gone: dict[str, int] = {}
+
+    def source_id(self, name: str) -> int:
+        """Return the id of source `name`, registering it on first use."""
+        found = self._source_ids.get(name)
+        if found is None:
+            cursor = self.conn.execute("INSERT INTO sources (name) VALUES (?)", (name,))
+            found = self._source_ids[name] = cursor.lastrowid or 0
+        return found
+
+    # Decisions ---------------------------------------------------------------------
+
+    def _reason(self, loc: str, page_reason: str | None) -> str | None:
+        if page_reason:
+            return page_reason
+        if not self.robots.allows(loc):
+            return ROBOTS_REASON
+        return None
+
+    def _new_row(self, obs: Observation) -> NewRow:
+        """Return the insert parameters of a URL seen for the first time."""
+        reason = self._reason(obs.loc, obs.exclusion)
+        lastmod = min(obs.source_time or self.now, self.now)
+        size = entry_size(obs.loc) + len(obs.extra.encode())
+        shard = None
+        if reason is None:
+            shard = self.shards.place(size, lastmod)
+            self.changes.new += 1
+        published, stated = self._published(None, None, obs, live=reason is None)
+        return NewRow(
+            obs.loc,
+            self.source_id(obs.source),
+            EXCLUDED if reason else LIVE,
+            reason,
+            obs.exclusion,
+            obs.content_hash,
+            obs.source_time,
+            lastmod,
+            self.now,
+            0,
+            obs.title,
+            obs.file_key,
+            shard,
+            size,
+            published,
+            *_facts(obs),
+            *_fingerprint(obs),
+            stated,
+        )
+
+    def _published(
+        self, known: str | None, stated: int | None, obs: Observation, live: bool
+    ) -> tuple[str | None, int | None]:
+        """Return an article's publication time and 1 when its page stated it: the first
+        date the page states once it is live (a noindex draft's dates do not count), never
+        moved by edits. An undated article takes a provisional time, replaced once the
+        page states one: the source's own (a file's mtime), so an old page found by the
+        first build is not news; else the time it is first seen live."""
+        if not live or obs.meta is None or not obs.meta.article or stated == 1:
+            return known, stated
+        page_says = _stated(obs)
+        if page_says is not None:
+            return min(page_says, self.now), 1
+        if known is not None:
+            return known, stated
+        return min(obs.source_time or self.now, self.now), 0
+
+    def _observe(self, row: _Row, obs: Observation) -> None:
+        """Update `row` for what `obs` says of it now."""
+        old_lastmod = row.lastmod
+        if obs.content_hash is not None:
+            # No stored hash (seeded or listed URL): first content, not a change. Taken by
+            # other settings, the stored hash is compared with the content's by those.
+            measure = obs.content_hash if obs.old_measure is None else obs.old_measure
+            changed = row.content_hash is not None and row.content_hash != measure
+            new_lastmod = self.now
+        else:
+            changed = obs.source_time is not None and (
+                row.source_time is None or obs.source_time > row.source_time
+            )
+            new_lastmod = min(obs.source_time or self.now, self.now)
+        if row.status == SEEDED:
+            row.status = GONE  # enters the sitemap below, keeping the seeded lastmod
+            row.first_seen = self.now
+        if changed:
+            row.lastmod = max(row.lastmod, new_lastmod)
+            row.change_count += 1
+        row.source_id = self.source_id(obs.source)
+        row.content_hash = obs.content_hash or row.content_hash
+        if obs.bytes_hash is not None:
+            row.bytes_hash, row.fp_settings, row.fp_fallback = _fingerprint(obs)
+        row.source_time = obs.source_time or row.source_time
+        row.title = obs.title
+        row.file_key = obs.file_key
+        row.page_reason = obs.exclusion
+        reason = self._reason(row.loc, obs.exclusion)
+        row.published, row.published_stated = self._published(
+            row.published, row.published_stated, obs, reason is None
+        )
+        extra = row.extra
+        alternates = row.alternates
+        row.language, row.news_title, row.article, row.alternates, row.extra = _facts(obs)
+        if row.alternates != alternates:
+            self.links[row.id] = row.alternates
+        if row.extra != extra:
+            size = entry_size(row.loc) + len((row.extra or "").encode())
+            if row.status == LIVE and row.shard is not None:
+                self.shards.resize(row.shard, size - row.entry_bytes)
+            row.entry_bytes = size
+        self._set_status(row, reason, old_lastmod, changed=changed)
+
+    def _set_status(
+        self,
+        row: _Row,
+        reason: str | None,
+        old_lastmod: str,
+        gone: bool = False,
+        changed: bool = False,
+    ) -> None:
+        """Move `row` to its new status, keeping shards and the journal in step.
+
+        `changed` journals a content change even within the second of the last one,
+        when lastmod cannot move: feeds and notifications still hear of it.
+        """
+        was_live = row.status == LIVE
+        row.reason = None if gone else reason
+        row.status = GONE if gone else EXCLUDED if reason else LIVE
+        is_live = row.status == LIVE
+        if was_live and not is_live:
+            assert row.shard is not None
+            self.shards.remove(row.shard, row.entry_bytes)
+            row.shard = None
+            self.changes.gone += 1
+            self.journal.append((row.id, GONE, self.now))
+        elif is_live and not was_live:
+            row.shard = self.shards.place(row.entry_bytes, row.lastmod)
+            self.changes.new += 1
+            self.journal.append((row.id, NEW, self.now))
+        elif is_live and (row.lastmod != old_lastmod or changed):
+            assert row.shard is not None
+            self.shards.touch(row.shard, row.lastmod)
+            self.changes.updated += 1
+            self.journal.append((row.id, UPDATED, self.now))
+
+    def _remove(self, row: _Row) -> None:
+        """Mark `row` gone: out of every sitemap, its hash and lastmod kept for its return."""
+        self._set_status(row, None, row.lastmod, gone=True)
+        row.file_key = None
+
+    # Phases ------------------------------------------------------------------------
+
+    def start(self, complete: Collection[str]) -> None:
+        # An empty ledger takes a bulk path: no lookups, indexes built once at the end.
+        self.bulk = self.conn.execute("SELECT 1 FROM urls LIMIT 1").fetchone() is None
+        if self.bulk:
+            drop_url_indexes(self.conn)
+        else:
+            for table in ("seen", "pending"):
+                self.conn.execute(
+                    f"CREATE TEMP TABLE IF NOT EXISTS {table} (id INTEGER PRIMARY KEY)"
+                )
+                self.conn.execute(f"DELETE FROM temp.{table}")
+        self.conn.executemany("DELETE FROM rejects WHERE source = ?", [(s,) for s in complete])
+        if self.ledger.cursor("robots") != self.robots.fingerprint:
+            if not self.bulk:
+                self._recheck_robots()
+            self.conn.execute(
+                "INSERT OR REPLACE INTO cursors (name, value) VALUES ('robots', ?)",
+                (self.robots.fingerprint,),
+            )
+        self.changes.moved += self.shards.enforce_limits()
+
+    def consume(self, items: Iterable[Item]) -> None:
+        for chunk in _chunks(items, _CHUNK):
+            rejects = [item for item in chunk if isinstance(item, Rejected)]
+            if rejects:
+                self.changes.rejected += len(rejects)
+                self.conn.executemany(
+                    "INSERT OR REPLACE INTO rejects (source, item, reason, at) VALUES (?, ?, ?, ?)",
+                    [(r.source, r.item, r.reason, self.now) for r in rejects],
+                )
+            checkpoints = [item for item in chunk if isinstance(item, Checkpoint)]
+            if checkpoints:
+                self.conn.executemany(
+                    "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)", checkpoints
+                )
+            present = [item for item in chunk if isinstance(item, Observation | Seen | Gone)]
+            self.observed.update(item.source for item in present)
+            if self.bulk:
+                self._consume_bulk(present)
+            else:
+                self._update_chunk(present)
+
+    def _consume_bulk(self, items: list[Observation | Seen | Gone]) -> None:
+        """Insert new rows, noting for each Gone how far the rows inserted before it go."""
+        run: list[Observation] = []
+        for item in items:
+            if isinstance(item, Observation):
+                run.append(item)
+            elif isinstance(item, Gone):
+                self._insert([self._new_row(o) for o in run])
+                run = []
+                (last,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
+                self.bulk_gone[item.loc] = last
+        self._insert([self._new_row(o) for o in run])
+
+    def _insert(self, rows: list[NewRow]) -> None:
+        """Insert rows made by `_new_row`, in their order: of a URL given twice to the
+        bulk path, the row inserted last is the one kept."""
+        for bare, run in groupby(rows, key=lambda row: row.bare):
+            if bare:
+                self.conn.executemany(
+                    INSERT_BARE,
+                    [
+                        (
+                            r.loc,
+                            r.source_id,
+                            r.source_time,
+                            r.lastmod,
+                            r.first_seen,
+                            r.shard,
+                            r.entry_bytes,
+                        )
+                        for r in run
+                    ],
+                )
+            else:
+                self.conn.executemany(INSERT_URL, run)
+
+    def _update_chunk(self, items: list[Observation | Seen | Gone]) -> None:
+        latest = {item.loc: item for item in items}  # the last word on a URL wins
+        marks = ",".join("?" * len(latest))
+        rows = {
+            row.loc: row
+            for row in map(
+                UrlRow._make,
+                self.conn.execute(
+                    f"SELECT {URL_COLUMNS} FROM urls WHERE loc IN ({marks})", list(latest)
+                ),
+            )
+        }
+        inserts: list[NewRow] = []
+        updates: list[tuple[Any, ...]] = []
+        seen: list[tuple[int]] = []
+        touched: list[tuple[str, int]] = []
+        pending: list[tuple[int]] = []
+        for loc, item in latest.items():
+            known = rows.get(loc)
+            if known is None:
+                if isinstance(item, Observation):
+                    inserts.append(self._new_row(item))
+                continue
+            owned = known.source_id == self.source_id(item.source) and known.status != GONE
+            if isinstance(item, Seen):
+                if owned:
+                    seen.append((known.id,))
+                    if item.file_key is not None and item.file_key != known.file_key:
+                        touched.append((item.file_key, known.id))
+                continue
+            if isinstance(item, Gone):
+                # Only the owner's word removes a URL: another source may still have it.
+                if owned:
+                    if item.source in self.guard.sources:
+                        # Decided in `finish`, with the rest of the source's removals.
+                        pending.append((known.id,))
+                        self.pending.add(item.source)
+                        continue
+                    row = _Row(*known)
+                    self._remove(row)
+                    updates.append(row.update_params())
+                continue
+            seen.append((known.id,))
+            if _unchanged(known, item, self.source_id(item.source)):
+                continue
+            row = _Row(*known)
+            before = row.update_params()
+            self._observe(row, item)
+            after = row.update_params()
+            if after != before:
+                updates.append(after)
+        self._insert(inserts)
+        for new in inserts:
+            if new.alternates is not None:
+                (url_id,) = self.conn.execute(
+                    "SELECT id FROM urls WHERE loc = ?", (new.loc,)
+                ).fetchone()
+                self.links[url_id] = new.alternates
+        self.conn.executemany(UPDATE_URL, updates)
+        self.conn.executemany("UPDATE urls SET file_key = ? WHERE id = ?", touched)
+        self.conn.executemany("INSERT OR IGNORE INTO temp.seen VALUES (?)", seen)
+        # The last word on a URL wins across chunks too: seen and pending stay disjoint.
+        self.conn.executemany("DELETE FROM temp.pending WHERE id = ?", seen)
+        self.conn.executemany("DELETE FROM temp.seen WHERE id = ?", pending)
+        self.conn.executemany("INSERT OR IGNORE INTO temp.pending VALUES (?)", pending)
+        if inserts:
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO temp.seen SELECT id FROM urls WHERE loc = ?",
+                [(new.loc,) for new in inserts],
+            )
+            self.conn.executemany(
+                "INSERT INTO journal (url_id, kind, at) SELECT id, ?, ? FROM urls WHERE loc = ?",
+                [(NEW, self.now, new.loc) for new in inserts if new.status == LIVE],
+            )
+
+    def finish(
+        self,
+        complete: Collection[str],
+        configured: Collection[str] | None,
+        complete_before: Collection[str],
+    ) -> None:
+        if self.bulk:
+            self._finish_bulk()
+        else:
+            for source in self.pending - set(complete):
+                self._remove_missing(source, "id IN (SELECT id FROM temp.pending)")
+            for source in complete:
+                if source in self.observed or not self._owns_any(source):
+                    self._remove_missing(source, _UNSEEN)
+                else:
+                    # A full scan that finds nothing at all is far likelier an empty mount
+                    # or a failed export than a site deleting every page.
+                    self.changes.empty_scans.append(source)
+                    log.error(
+                        "%s: a full scan found nothing while it has published URLs: treated "
+                        "as an outage, they stay (remove the source from the config to drop "
+                        "them)",
+                        source,
+                    )
+            # Only a run that read every configured source in full may retire the others:
+            # their URLs may be waiting to be claimed by a renamed source.
+            if configured is not None and set(configured) <= {*complete, *complete_before}:
+                for name, source_id in list(self._source_ids.items()):
+                    gone = 0 if name in configured else self._mark_gone(source_id)
+                    if gone:
+                        log.warning("source %r is no longer configured: %d URLs gone", name, gone)
+        self.changes.moved += self.shards.enforce_limits()
+        self.conn.executemany(
+            "INSERT INTO journal (url_id, kind, at) VALUES (?, ?, ?)", self.journal
+        )
+        if not self.bulk:
+            self._save_links()
+            self._dirty_alternate_shards()
+        self.changes.dirty_shards = self.shards.flush()
+
+    def _save_links(self) -> None:
+        """Record the alternates of URLs whose alternates changed in this run."""
+        self.conn.executemany(
+            "DELETE FROM alternate_links WHERE url_id = ?", [(i,) for i in self.links]
+        )
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO alternate_links (href, url_id) VALUES (?, ?)",
+            [
+                (line.split("\t", 1)[1], url_id)
+                for url_id, text in self.links.items()
+                for line in (text or "").splitlines()
+            ],
+        )
+
+    def _dirty_alternate_shards(self) -> None:
+        """Mark dirty the shards of pages naming, as an alternate, a URL that entered or
+        left the sitemaps in this run: their entries list it or leave it out."""
+        for (shard_id,) in self.conn.execute(
+            "SELECT DISTINCT m.shard FROM journal j JOIN urls t ON t.id = j.url_id "
+            "JOIN alternate_links l ON l.href = t.loc JOIN urls m ON m.id = l.url_id "
+            "WHERE j.seq > ? AND j.kind != ? AND m.shard IS NOT NULL",
+            (self.first_seq, UPDATED),
+        ):
+            self.shards.dirty.add(shard_id)
+
+    def _finish_bulk(self) -> None:
+        try:
+            create_url_indexes(self.conn)
+        except sqlite3.IntegrityError:
+            # A source listed a URL twice: keep its last line, then rebuild the counts.
+            self.conn.execute(
+                "DELETE FROM urls WHERE id NOT IN (SELECT max(id) FROM urls GROUP BY loc)"
+            )
+            self._recount_shards()
+            create_url_indexes(self.conn)
+            # `_new_row` counted the duplicates too.
+            self.changes.new = sum(state.url_count for state in self.shards.states.values())
+        # A URL deleted later in the same first run (a change log replaying a create and a
+        # delete) was never published: it leaves no row.
+        for loc, upto in self.bulk_gone.items():
+            row = self.conn.execute(
+                "SELECT id, status, shard, entry_bytes FROM urls WHERE loc = ?", (loc,)
+            ).fetchone()
+            if row is None:
+                continue
+            url_id, status, shard, size = row
+            if url_id <= upto:
+                if shard is not None:
+                    self.shards.remove(shard, size)
+                if status == LIVE:
+                    self.changes.new -= 1
+                self.conn.execute("DELETE FROM urls WHERE id = ?", (url_id,))
+        self.conn.execute(
+            "INSERT INTO journal (url_id, kind, at) SELECT id, ?, ? FROM urls "
+            "WHERE status = ? ORDER BY id",
+            (NEW, self.now, LIVE),
+        )
+        # Feeds and notifications treat the first build as the site's baseline, not news.
+        self.conn.execute(
+            "INSERT OR REPLACE INTO cursors (name, value) "
+            "SELECT ?, coalesce(max(seq), 0) FROM journal",
+            (BASELINE_CURSOR,),
+        )
+        self.links = dict(
+            self.conn.execute("SELECT id, alternates FROM urls WHERE alternates IS NOT NULL")
+        )
+        self._save_links()
+
+    def _recount_shards(self) -> None:
+        for state in self.shards.states.values():
+            state.url_count = state.bytes = 0
+        for shard_id, count, size, lastmod in self.conn.execute(
+            "SELECT shard, count(*), sum(entry_bytes), max(lastmod) FROM urls "
+            "WHERE shard IS NOT NULL GROUP BY shard"
+        ):
+            state = self.shards.states[shard_id]
+            state.url_count, state.bytes, state.lastmod = count, size, lastmod
+        self.shards.dirty.update(self.shards.states)
+
+    def _owns_any(self, source: str) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM urls WHERE source_id = ? AND status IN (?, ?) LIMIT 1",
+            (self.source_id(source), LIVE, EXCLUDED),
+        ).fetchone()
+        return row is not None
+
+    def _remove_missing(self, source: str, which: str) -> None:
+        """Remove the URLs of `source` that `which` (SQL over `urls`) names, unless the
+        guard holds that removal."""
+        source_id = self.source_id(source)
+        if source in self.guard.sources:
+            hold = decide(
+                self.conn, self.guard, source, f"source_id = ? AND {which}", (source_id,), self.now
+            )
+            if hold is not None:
+                self.changes.held.append(hold)
+                log.error("%s: %s", source, hold.reason())
+                return
+        self._mark_gone(source_id, which)
+
+    def _mark_gone(self, source_id: int, which: str = _UNSEEN) -> int:
+        """Remove what `source_id` owns and `which` names (default: not seen in this run);
+        return how many."""
+        last_id, removed = 0, 0
+        # In batches: a source that lost a million URLs must not need them all in memory.
+        while batch := self.conn.execute(
+            f"SELECT {URL_COLUMNS} FROM urls WHERE id > ? AND source_id = ? "
+            f"AND status IN (?, ?) AND {which} ORDER BY id LIMIT ?",
+            (last_id, source_id, LIVE, EXCLUDED, _CHUNK),
+        ).fetchall():
+            rows = [_Row(*values) for values in batch]
+            for row in rows:
+                self._remove(row)
+            self.conn.executemany(UPDATE_URL, [row.update_params() for row in rows])
+            removed += len(rows)
+            last_id = rows[-1].id
+        return removed
+
+    def _recheck_robots(self) -> None:
+        """Re-apply changed robots.txt rules to every present URL."""
+        last_id, changed = 0, 0
+        while batch := self.conn.execute(
+            f"SELECT {URL_COLUMNS} FROM urls WHERE id > ? AND status IN (?, ?) ORDER BY id LIMIT ?",
+            (last_id, LIVE, EXCLUDED, _CHUNK),
+        ).fetchall():
+            updates = []
+            for values in batch:
+                row = _Row(*values)
+                reason = self._reason(row.loc, row.page_reason)
+                if reason != row.reason:
+                    self._set_status(row, reason, row.lastmod)
+                    updates.append(row.update_params())
+            self.conn.executemany(UPDATE_URL, updates)
+            changed += len(updates)
+            last_id = batch[-1][0]
+        log.info("robots.txt rules changed: %d URLs changed status", changed)

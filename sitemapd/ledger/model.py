@@ -1,0 +1,84 @@
+"""What the ledger hands out and takes in besides observations: change sets, robots
+rules, recorded files and feed pages."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ..removals import Hold
+
+NEW, UPDATED = "new", "updated"
+ROBOTS_REASON = "robots.txt"
+# The journal rows the first (bulk) build wrote: the site as it was, not updates.
+BASELINE_CURSOR = "journal_baseline"
+# Journal position of the last successful publish: nothing newer is announced.
+PUBLISHED_CURSOR = "published_seq"
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsRules:
+    """The site's robots.txt rules as the ledger applies them."""
+
+    fingerprint: str
+    allows: Callable[[str], bool]
+
+
+# No robots.txt configured: every URL allowed. A fingerprint of its own, so turning the
+# rules off lifts their exclusions and turning them on applies them to every URL.
+ALLOW_ALL = RobotsRules("none", lambda url: True)
+
+
+@dataclass(slots=True)
+class ChangeSet:
+    """What one `apply()` changed."""
+
+    new: int = 0
+    updated: int = 0
+    gone: int = 0
+    rejected: int = 0
+    moved: int = 0
+    dirty_shards: list[int] = field(default_factory=list)
+    # Complete scans that found nothing while their source had URLs: kept, not removed.
+    empty_scans: list[str] = field(default_factory=list)
+    # Removals held by the mass-removal guard: those URLs stay published.
+    held: list[Hold] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        """Return True when any published URL or shard changed."""
+        return bool(self.new or self.updated or self.gone or self.dirty_shards)
+
+    def merged(self, later: ChangeSet) -> ChangeSet:
+        """Return the changes of this run and a `later` one together."""
+        return ChangeSet(
+            self.new + later.new,
+            self.updated + later.updated,
+            self.gone + later.gone,
+            self.rejected + later.rejected,
+            self.moved + later.moved,
+            sorted(set(self.dirty_shards) | set(later.dirty_shards)),
+            self.empty_scans + later.empty_scans,
+            self.held + later.held,
+        )
+
+
+class FeedPageRange(NamedTuple):
+    """A feed page beyond the first: the latest changes with a journal seq in
+    `(low_seq, high_seq]`, opened at `opened_at`, last given entries at `filled_at`."""
+
+    number: int
+    low_seq: int
+    high_seq: int
+    opened_at: str
+    filled_at: str
+
+
+class KnownFile(NamedTuple):
+    """What the ledger recorded of a file it read."""
+
+    file_key: str
+    bytes_hash: str | None
+    content_hash: str | None
+    fp_settings: str | None

@@ -1,0 +1,241 @@
+"""The ledger's schema: its tables, their migrations, and the row shapes of `urls`.
+
+A released migration never changes; the list index + 1 is the schema version, stored in
+`PRAGMA user_version`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+from sqlite_utils import Database
+
+from ..errors import LedgerError
+
+LIVE, EXCLUDED, GONE, SEEDED = "live", "excluded", "gone", "seeded"
+
+URL_COLUMNS = (
+    "id, loc, source_id, status, reason, page_reason, content_hash, source_time, lastmod, "
+    "first_seen, change_count, title, file_key, shard, entry_bytes, "
+    "published, language, news_title, article, alternates, extra, "
+    "bytes_hash, fp_settings, fp_fallback, published_stated"
+)
+
+
+class UrlRow(NamedTuple):
+    """One `urls` row as read, in `URL_COLUMNS` order."""
+
+    id: int
+    loc: str
+    source_id: int | None
+    status: str
+    reason: str | None
+    page_reason: str | None
+    content_hash: str | None
+    source_time: str | None
+    lastmod: str
+    first_seen: str
+    change_count: int
+    title: str | None
+    file_key: str | None
+    shard: int | None
+    entry_bytes: int
+    published: str | None
+    language: str | None
+    news_title: str | None
+    article: int | None
+    alternates: str | None
+    extra: str | None
+    bytes_hash: str | None
+    fp_settings: str | None
+    fp_fallback: int | None
+    published_stated: int | None
+
+
+class NewRow(NamedTuple):
+    """The values of a URL seen for the first time, in `URL_COLUMNS` order without `id`."""
+
+    loc: str
+    source_id: int
+    status: str
+    reason: str | None
+    page_reason: str | None
+    content_hash: str | None
+    source_time: str | None
+    lastmod: str
+    first_seen: str
+    change_count: int
+    title: str | None
+    file_key: str | None
+    shard: int | None
+    entry_bytes: int
+    published: str | None
+    language: str | None
+    news_title: str | None
+    article: int | None
+    alternates: str | None
+    extra: str | None
+    bytes_hash: str | None
+    fp_settings: str | None
+    fp_fallback: int | None
+    published_stated: int | None
+
+    @property
+    def bare(self) -> bool:
+        """True for a listed URL: no reason, hash, title, file or facts (a narrower
+        INSERT stores it faster)."""
+        return (
+            self.reason is None
+            and self.content_hash is None
+            and self.title is None
+            and self.file_key is None
+            and not any(self[14:])
+        )
+
+
+INSERT_URL = f"INSERT INTO urls ({URL_COLUMNS}) VALUES (NULL{', ?' * 24})"
+# URLs from lists carry no content facts; binding fewer values makes bulk loads much faster.
+INSERT_BARE = (
+    "INSERT INTO urls (loc, source_id, status, source_time, lastmod, first_seen, change_count, "
+    f"shard, entry_bytes) VALUES (?, ?, '{LIVE}', ?, ?, ?, 0, ?, ?)"
+)
+UPDATE_URL = (
+    "UPDATE urls SET source_id = ?, status = ?, reason = ?, page_reason = ?, content_hash = ?, "
+    "source_time = ?, lastmod = ?, change_count = ?, title = ?, file_key = ?, shard = ?, "
+    "entry_bytes = ?, published = ?, language = ?, news_title = ?, article = ?, "
+    "alternates = ?, extra = ?, bytes_hash = ?, fp_settings = ?, fp_fallback = ?, "
+    "published_stated = ? WHERE id = ?"
+)
+
+
+def _migrate_v1(db: Database) -> None:
+    db.table("urls").create(
+        {
+            "id": int,
+            "loc": str,
+            "source_id": int,
+            "status": str,
+            "reason": str,
+            "page_reason": str,
+            "content_hash": str,
+            "source_time": str,
+            "lastmod": str,
+            "first_seen": str,
+            "change_count": int,
+            "title": str,
+            "file_key": str,
+            "shard": int,
+            "entry_bytes": int,
+        },
+        pk="id",
+        not_null=["loc", "status", "lastmod", "first_seen", "change_count"],
+    )
+    db.table("sources").create({"id": int, "name": str}, pk="id", not_null=["name"])
+    db.table("sources").create_index(["name"], unique=True)
+    db.table("shards").create(
+        {"id": int, "url_count": int, "bytes": int, "lastmod": str, "dirty": int}, pk="id"
+    )
+    db.table("journal").create({"seq": int, "url_id": int, "kind": str, "at": str}, pk="seq")
+    db.table("cursors").create({"name": str, "value": str}, pk="name")
+    db.table("rejects").create(
+        {"source": str, "item": str, "reason": str, "at": str}, pk=("source", "item")
+    )
+    db.table("published").create({"name": str, "sha256": str, "bytes": int, "at": str}, pk="name")
+    create_url_indexes(db.conn)
+
+
+def create_url_indexes(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS urls_loc ON urls (loc)")
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS urls_shard ON urls (shard, id) WHERE shard IS NOT NULL"
+    )
+
+
+def drop_url_indexes(conn: sqlite3.Connection) -> None:
+    conn.execute("DROP INDEX IF EXISTS urls_loc")
+    conn.execute("DROP INDEX IF EXISTS urls_shard")
+
+
+def _migrate_v2(db: Database) -> None:
+    # With the size alone, an edit that keeps a file's size went unnoticed and unrepaired.
+    db.table("published").add_column("mtime_ns", int)
+
+
+def _migrate_v3(db: Database) -> None:
+    # News, hreflang and image facts; the rendered extra elements count in entry_bytes.
+    for column, kind in (
+        ("published", str),
+        ("language", str),
+        ("news_title", str),
+        ("article", int),
+        ("alternates", str),
+        ("extra", str),
+    ):
+        db.table("urls").add_column(column, kind)
+    db.conn.execute(
+        "CREATE INDEX IF NOT EXISTS urls_published ON urls (published) WHERE article = 1"
+    )
+    # The last successful fetch of each feed page per crawler (page 1 is the feed itself),
+    # and what crawlers got for URLs.
+    db.table("crawls").create(
+        {"crawler": str, "page": int, "fetched_at": str}, pk=("crawler", "page")
+    )
+    # Which URLs list which hreflang alternates: a URL that leaves the sitemaps or comes
+    # back re-renders the shards of the pages naming it.
+    db.conn.execute(
+        "CREATE TABLE alternate_links (href TEXT NOT NULL, url_id INTEGER NOT NULL, "
+        "PRIMARY KEY (href, url_id)) WITHOUT ROWID"
+    )
+    db.conn.execute("CREATE INDEX alternate_links_url ON alternate_links (url_id)")
+    # Feed pages beyond the first: the journal seqs `(low_seq, high_seq]` whose entries
+    # each holds, when it was opened and when it last took entries in.
+    db.table("feed_pages").create(
+        {"number": int, "low_seq": int, "high_seq": int, "opened_at": str, "filled_at": str},
+        pk="number",
+    )
+    db.table("crawl_answers").create(
+        {"loc": str, "status": int, "crawler": str, "at": str}, pk="loc"
+    )
+
+
+def _migrate_v4(db: Database) -> None:
+    # The significant-change fingerprint: the bytes it was taken from, the settings that
+    # took it, and whether the page's main content was found.
+    for column, kind in (("bytes_hash", str), ("fp_settings", str), ("fp_fallback", int)):
+        db.table("urls").add_column(column, kind)
+
+
+def _migrate_v5(db: Database) -> None:
+    # 1 when an article's publication time is the one the page states; otherwise it is
+    # provisional (the file's time, or when it was first seen) and a stated one replaces it.
+    db.table("urls").add_column("published_stated", int)
+
+
+# Append only: a released migration never changes; the list index + 1 is the version.
+MIGRATIONS: list[Callable[[Database], None]] = [
+    _migrate_v1,
+    _migrate_v2,
+    _migrate_v3,
+    _migrate_v4,
+    _migrate_v5,
+]
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Bring the ledger open on `conn` to the current schema; raises LedgerError when it
+    is newer than this sitemapd understands."""
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version > len(MIGRATIONS):
+        raise LedgerError(
+            f"{path}: ledger schema version {version} is newer than this sitemapd "
+            f"understands ({len(MIGRATIONS)}); upgrade sitemapd"
+        )
+    db = Database(conn)
+    for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        migration(db)
+        conn.execute(f"PRAGMA user_version = {number}")
+        conn.execute("COMMIT")

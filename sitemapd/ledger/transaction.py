@@ -1,0 +1,30 @@
+"""One write transaction on the ledger's connection, and what query modules build on."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import AbstractContextManager
+
+
+class Transaction(AbstractContextManager[None]):
+    """BEGIN IMMEDIATE on entry; COMMIT, or ROLLBACK when the block raises."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, value: object, traceback: object) -> None:
+        self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+class Transactions:
+    """A ledger part: the writer connection and its transactions."""
+
+    conn: sqlite3.Connection
+
+    def transaction(self) -> Transaction:
+        """Return a context manager: one write transaction (BEGIN IMMEDIATE), rolled back
+        when its block raises."""
+        return Transaction(self.conn)
