@@ -77,6 +77,23 @@ TRANSIENT = frozenset(
 )
 
 
+class ListChunk(NamedTuple):
+    """A stretch of a URL list, cut where its content says (so that an edit changes only
+    the stretches around it): the unit in which lists are read and remembered."""
+
+    source: str
+    # Position in the file, from 0, and the number of the chunk's first line, from 1.
+    pos: int
+    first_line: int
+    # xxh3-128 of the chunk's bytes.
+    digest: bytes
+    # `(loc, canonical datetime or "")` of each valid line, in order; None when the
+    # ledger knows the chunk by its digest and it was not parsed again.
+    lines: list[tuple[str, str]] | None
+    # How many of its lines were rejected (re-parsed each read, for their line numbers).
+    rejects: int = 0
+
+
 class Checkpoint(NamedTuple):
     """A source's cursor after the items before it: stored in the same transaction."""
 
@@ -84,4 +101,4 @@ class Checkpoint(NamedTuple):
     value: str
 
 
-Item = Observation | Seen | Gone | Rejected | Unreadable | Checkpoint
+Item = Observation | Seen | Gone | Rejected | Unreadable | Checkpoint | ListChunk

@@ -8,6 +8,7 @@ when it is full, so a change touches one shard and the index, never a reshuffle.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .render.sitemap import SHARD_OVERHEAD
@@ -64,6 +65,43 @@ class Shards:
             state.lastmod = lastmod
         self.dirty.add(open_id)
         return open_id
+
+    def fill(
+        self, sizes: Sequence[int], newest: Callable[[int, int], str]
+    ) -> list[tuple[int, int]]:
+        """Place new members of `sizes` entry bytes, in order, as `place` would one by one;
+        return `(shard, how many)` runs. `newest(start, end)` is the newest lastmod of
+        members `start` to `end`."""
+        taken: list[tuple[int, int]] = []
+        start = 0
+        while start < len(sizes):
+            open_id = max(self.states, default=0)
+            state = self.states.get(open_id)
+            room = 0 if state is None else max(self.limits.max_urls - state.url_count, 0)
+            limit = min(len(sizes), start + room)
+            end, fits = limit, 0
+            if state is not None and end > start:
+                fits = sum(sizes[start:end])
+                if state.bytes + fits > self.limits.entry_budget:
+                    # Bytes bind before the count: find the last member that fits.
+                    end, fits = start, 0
+                    while (
+                        end < limit and state.bytes + fits + sizes[end] <= self.limits.entry_budget
+                    ):
+                        fits += sizes[end]
+                        end += 1
+                    if end == start and state.url_count == 0:
+                        end, fits = start + 1, sizes[start]  # a lone member too big stays
+            if state is None or end == start:
+                self.states[open_id + 1] = ShardState(0, 0, "")
+                continue
+            state.url_count += end - start
+            state.bytes += fits
+            state.lastmod = max(state.lastmod, newest(start, end))
+            self.dirty.add(open_id)
+            taken.append((open_id, end - start))
+            start = end
+        return taken
 
     def remove(self, shard_id: int, size: int) -> None:
         """Count a member of `size` entry bytes out of `shard_id`."""

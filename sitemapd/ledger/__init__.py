@@ -25,6 +25,7 @@ from ..shards import Limits
 from .apply import Apply
 from .crawls import CrawlRecords
 from .journal import JournalQueries
+from .lists import ListQueries
 from .model import (
     ALLOW_ALL,
     BASELINE_CURSOR,
@@ -69,7 +70,7 @@ def is_published(conn: sqlite3.Connection, name: str) -> bool:
     return row is not None
 
 
-class Ledger(RenderQueries, JournalQueries, CrawlRecords):
+class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
     """The URL ledger in one SQLite file. Not thread-safe: one writer at a time."""
 
     def __init__(self, path: Path, limits: Limits) -> None:
@@ -93,7 +94,6 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords):
             migrate(self.conn, path)
         except sqlite3.Error as exc:
             raise LedgerError(f"{path}: cannot open the ledger ({exc})") from exc
-        self._reader: sqlite3.Connection | None = None
 
     def close(self) -> None:
         """Close the connections; the ledger file stays consistent at any point."""
@@ -102,12 +102,6 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords):
         self.conn.close()
 
     # -- reads ---------------------------------------------------------------------
-
-    def _read(self) -> sqlite3.Connection:
-        """Return a second connection that sees the last committed state only."""
-        if self._reader is None:
-            self._reader = sqlite3.connect(self.path, check_same_thread=False)
-        return self._reader
 
     def _owned(self, source: str, locs: list[str], columns: str) -> list[tuple[Any, ...]]:
         """Return `(loc, *columns)` of present (not gone) URLs of `source` among `locs`."""

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from itertools import groupby, islice
+from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
-from ..observation import Checkpoint, Gone, Item, Observation, Rejected, Seen
+from ..observation import Checkpoint, Gone, Item, ListChunk, Observation, Rejected, Seen
 from ..removals import RemovalGuard, decide
 from ..render.sitemap import entry_size
 from ..shards import Shards
+from .lists import ListLoad
 from .model import BASELINE_CURSOR, NEW, ROBOTS_REASON, UPDATED, ChangeSet, RobotsRules
 from .schema import (
     EXCLUDED,
@@ -144,12 +145,6 @@ def _fingerprint(obs: Observation) -> tuple[str | None, str | None, int | None]:
     return obs.bytes_hash, obs.fp_settings, int(obs.fallback) if obs.bytes_hash else None
 
 
-def _chunks(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
-    iterator = iter(items)
-    while chunk := list(islice(iterator, size)):
-        yield chunk
-
-
 class Apply:
     """One `Ledger.apply()` run: the decisions, shard moves and journal of a transaction."""
 
@@ -175,6 +170,7 @@ class Apply:
         self.first_seq = ledger.last_seq()
         # Bulk runs: loc -> the last row id inserted before a Gone for it.
         self.bulk_gone: dict[str, int] = {}
+        self.lists = ListLoad(self)
 
     def source_id(self, name: str) -> int:
         """Return the id of source `name`, registering it on first use."""
@@ -344,28 +340,46 @@ class Apply:
                 "INSERT OR REPLACE INTO cursors (name, value) VALUES ('robots', ?)",
                 (self.robots.fingerprint,),
             )
+        self.lists.start()
         self.changes.moved += self.shards.enforce_limits()
 
     def consume(self, items: Iterable[Item]) -> None:
-        for chunk in _chunks(items, _CHUNK):
-            rejects = [item for item in chunk if isinstance(item, Rejected)]
-            if rejects:
-                self.changes.rejected += len(rejects)
-                self.conn.executemany(
-                    "INSERT OR REPLACE INTO rejects (source, item, reason, at) VALUES (?, ?, ?, ?)",
-                    [(r.source, r.item, r.reason, self.now) for r in rejects],
-                )
-            checkpoints = [item for item in chunk if isinstance(item, Checkpoint)]
-            if checkpoints:
-                self.conn.executemany(
-                    "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)", checkpoints
-                )
-            present = [item for item in chunk if isinstance(item, Observation | Seen | Gone)]
-            self.observed.update(item.source for item in present)
-            if self.bulk:
-                self._consume_bulk(present)
-            else:
-                self._update_chunk(present)
+        batch: list[Item] = []
+        for item in items:
+            if isinstance(item, ListChunk):
+                # Loaded or staged as it comes (a list's lines are never all held), after
+                # what came before it.
+                self._consume_batch(batch)
+                batch = []
+                self.lists.take(item)
+                continue
+            batch.append(item)
+            if len(batch) == _CHUNK:
+                self._consume_batch(batch)
+                batch = []
+        self._consume_batch(batch)
+
+    def _consume_batch(self, batch: list[Item]) -> None:
+        if not batch:
+            return
+        rejects = [item for item in batch if isinstance(item, Rejected)]
+        if rejects:
+            self.changes.rejected += len(rejects)
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO rejects (source, item, reason, at) VALUES (?, ?, ?, ?)",
+                [(r.source, r.item, r.reason, self.now) for r in rejects],
+            )
+        checkpoints = [item for item in batch if isinstance(item, Checkpoint)]
+        if checkpoints:
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)", checkpoints
+            )
+        present = [item for item in batch if isinstance(item, Observation | Seen | Gone)]
+        self.observed.update(item.source for item in present)
+        if self.bulk:
+            self._consume_bulk(present)
+        else:
+            self.update_chunk(present)
 
     def _consume_bulk(self, items: list[Observation | Seen | Gone]) -> None:
         """Insert new rows, noting for each Gone how far the rows inserted before it go."""
@@ -403,7 +417,7 @@ class Apply:
             else:
                 self.conn.executemany(INSERT_URL, run)
 
-    def _update_chunk(self, items: list[Observation | Seen | Gone]) -> None:
+    def update_chunk(self, items: list[Observation | Seen | Gone]) -> None:
         latest = {item.loc: item for item in items}  # the last word on a URL wins
         marks = ",".join("?" * len(latest))
         rows = {
@@ -487,10 +501,13 @@ class Apply:
         if self.bulk:
             self._finish_bulk()
         else:
-            for source in self.pending - set(complete):
+            self.lists.finish(complete)
+            # Lists say what is gone themselves (`ListLoad`): decided like partial reads.
+            lists = self.lists.sources
+            for source in self.pending - (set(complete) - lists):
                 self._remove_missing(source, "id IN (SELECT id FROM temp.pending)")
-            for source in complete:
-                if source in self.observed or not self._owns_any(source):
+            for source in set(complete) - lists:
+                if source in self.observed or not self.owns_any(source):
                     self._remove_missing(source, _UNSEEN)
                 else:
                     # A full scan that finds nothing at all is far likelier an empty mount
@@ -502,6 +519,7 @@ class Apply:
                         "them)",
                         source,
                     )
+            self.lists.record({hold.source for hold in self.changes.held})
             # Only a run that read every configured source in full may retire the others:
             # their URLs may be waiting to be claimed by a renamed source.
             if configured is not None and set(configured) <= {*complete, *complete_before}:
@@ -544,10 +562,17 @@ class Apply:
             self.shards.dirty.add(shard_id)
 
     def _finish_bulk(self) -> None:
+        repeated: list[int] = []
         try:
             create_url_indexes(self.conn)
         except sqlite3.IntegrityError:
             # A source listed a URL twice: keep its last line, then rebuild the counts.
+            repeated = [
+                url_id
+                for (url_id,) in self.conn.execute(
+                    "SELECT max(id) FROM urls GROUP BY loc HAVING count(*) > 1"
+                )
+            ]
             self.conn.execute(
                 "DELETE FROM urls WHERE id NOT IN (SELECT max(id) FROM urls GROUP BY loc)"
             )
@@ -585,6 +610,7 @@ class Apply:
             self.conn.execute("SELECT id, alternates FROM urls WHERE alternates IS NOT NULL")
         )
         self._save_links()
+        self.lists.finish_bulk(repeated)
 
     def _recount_shards(self) -> None:
         for state in self.shards.states.values():
@@ -597,7 +623,7 @@ class Apply:
             state.url_count, state.bytes, state.lastmod = count, size, lastmod
         self.shards.dirty.update(self.shards.states)
 
-    def _owns_any(self, source: str) -> bool:
+    def owns_any(self, source: str) -> bool:
         row = self.conn.execute(
             "SELECT 1 FROM urls WHERE source_id = ? AND status IN (?, ?) LIMIT 1",
             (self.source_id(source), LIVE, EXCLUDED),

@@ -214,6 +214,25 @@ def _migrate_v5(db: Database) -> None:
     db.table("urls").add_column("published_stated", int)
 
 
+def _migrate_v6(db: Database) -> None:
+    # URL lists read by content-defined chunks: each list's chunks in file order, the URLs
+    # each chunk's bytes list (content-addressed: an unchanged chunk keeps its row), and
+    # the URLs listed in more than one chunk (a re-read touching those reads in full).
+    db.conn.execute(
+        "CREATE TABLE list_chunks (source_id INTEGER NOT NULL, pos INTEGER NOT NULL, "
+        "digest BLOB NOT NULL, first_line INTEGER NOT NULL, rejects INTEGER NOT NULL, "
+        "PRIMARY KEY (source_id, pos)) WITHOUT ROWID"
+    )
+    db.conn.execute(
+        "CREATE TABLE list_chunk_urls (source_id INTEGER NOT NULL, digest BLOB NOT NULL, "
+        "ids BLOB NOT NULL, PRIMARY KEY (source_id, digest)) WITHOUT ROWID"
+    )
+    db.conn.execute(
+        "CREATE TABLE list_repeats (source_id INTEGER NOT NULL, url_id INTEGER NOT NULL, "
+        "PRIMARY KEY (source_id, url_id)) WITHOUT ROWID"
+    )
+
+
 # Append only: a released migration never changes; the list index + 1 is the version.
 MIGRATIONS: list[Callable[[Database], None]] = [
     _migrate_v1,
@@ -221,6 +240,7 @@ MIGRATIONS: list[Callable[[Database], None]] = [
     _migrate_v3,
     _migrate_v4,
     _migrate_v5,
+    _migrate_v6,
 ]
 
 

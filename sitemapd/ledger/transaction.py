@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import AbstractContextManager
+from pathlib import Path
 
 
 class Transaction(AbstractContextManager[None]):
@@ -20,9 +21,17 @@ class Transaction(AbstractContextManager[None]):
 
 
 class Transactions:
-    """A ledger part: the writer connection and its transactions."""
+    """A ledger part: the writer connection and its transactions, and a reader."""
 
     conn: sqlite3.Connection
+    path: Path
+    _reader: sqlite3.Connection | None = None
+
+    def _read(self) -> sqlite3.Connection:
+        """Return a second connection that sees the last committed state only."""
+        if self._reader is None:
+            self._reader = sqlite3.connect(self.path, check_same_thread=False)
+        return self._reader
 
     def transaction(self) -> Transaction:
         """Return a context manager: one write transaction (BEGIN IMMEDIATE), rolled back

@@ -28,7 +28,7 @@ INDEX_HEAD = (
 INDEX_TAIL = "</sitemapindex>\n"
 
 # Length of an entry without its URL: `<url><loc></loc><lastmod>` + 25 + `</lastmod></url>\n`.
-_ENTRY_OVERHEAD = len("<url><loc></loc><lastmod></lastmod></url>\n") + len(
+ENTRY_OVERHEAD = len("<url><loc></loc><lastmod></lastmod></url>\n") + len(
     "2000-01-01T00:00:00+00:00"
 )
 
@@ -50,7 +50,7 @@ def url_entry(loc: str, lastmod: str) -> str:
 def entry_size(loc: str) -> int:
     """Return the UTF-8 size of `url_entry(loc, lastmod)` for any canonical lastmod."""
     # Canonical URLs are ASCII; escaping turns `&` into 5 bytes and `'` into 6.
-    return _ENTRY_OVERHEAD + len(loc) + 4 * loc.count("&") + 5 * loc.count("'")
+    return ENTRY_OVERHEAD + len(loc) + 4 * loc.count("&") + 5 * loc.count("'")
 
 
 def urlset(rows: Iterable[tuple[str, str, str | None]], extended: bool = False) -> Iterator[str]:

@@ -34,8 +34,13 @@ def skipped_below(folder: Path, skip: tuple[str, ...]) -> set[str]:
 
 def rejected(source: str, item: str, reason: str) -> Rejected:
     """Log why `item` cannot become a sitemap URL and return it as a Rejected item."""
-    log.warning("%s: skipped %s: %s", source, item, reason)
-    return Rejected(source, item, reason)
+    return reported(Rejected(source, item, reason))
+
+
+def reported(item: Rejected) -> Rejected:
+    """Log why `item` cannot become a sitemap URL and return it."""
+    log.warning("%s: skipped %s: %s", item.source, item.item, item.reason)
+    return item
 
 
 @dataclass

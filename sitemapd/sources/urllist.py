@@ -1,26 +1,37 @@
 """URL list source: the sitemaps.org text format, one URL a line.
 
 A line may add a tab and a W3C datetime: the URL's own lastmod. A line whose datetime
-moves forward is a change. Blank lines and lines starting with `#` are ignored. The file
-is not read again while its size, mtime and inode stay the same.
+moves forward is a change. Blank lines and lines starting with `#` are ignored; of a URL
+listed twice, its last line counts. The file is not read again while its size, mtime and
+inode stay the same; when they change, only the chunks of the file the ledger does not
+know are parsed (listchunks.py), unless the change is too big or a URL of a changed
+chunk is listed elsewhere too: then the whole file is.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+from collections import Counter, deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import BinaryIO
 
-from .. import w3c
 from ..config import UrlListSource
-from ..errors import InvalidURL, SourceError
+from ..errors import SourceError
 from ..ledger import Ledger
-from ..observation import Item, Observation
+from ..observation import Item, ListChunk
 from ..urls import URLPolicy
-from .base import Scan, rejected
+from .base import Scan, log, reported
 from .directory import file_key
+from .listchunks import Chunk, LineParser, Parsed, cut
 
-_SHOWN = 200  # characters of a bad line kept in logs and status
+# Lists of this many bytes or more are parsed by a worker process (starting one costs
+# about as much as parsing 8 MB).
+_ELSEWHERE = 8 << 20
+# Chunks handed to the worker before their lines are taken: enough to keep it busy.
+_AHEAD = 16
 
 
 def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
@@ -34,44 +45,17 @@ def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
     if ledger.cursor(cursor) == key:
         handle.close()
         return Scan(source.name, iter(()), complete=False)
-    items = _items(source, policy, handle, key)
+    items = _items(source, LineParser(source.name, policy), ledger, handle, key)
     return Scan(source.name, items, complete=True, cursors={cursor: key})
 
 
-def _items(source: UrlListSource, policy: URLPolicy, handle: BinaryIO, key: str) -> Iterator[Item]:
-    name = source.name
-    normalise = policy.normalise
+def _items(
+    source: UrlListSource, parser: LineParser, ledger: Ledger, handle: BinaryIO, key: str
+) -> Iterator[Item]:
     try:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8").strip()
-            except UnicodeDecodeError:
-                yield rejected(name, f"line {number}", "not valid UTF-8")
-                continue
-            if not line or line.startswith("#"):
-                continue
-            url, _, stamp = line.partition("\t")
-            head, _, tail = url.rpartition(" ")
-            if head and not stamp and _looks_like_datetime(tail):
-                yield rejected(
-                    name, url[:_SHOWN], f"line {number}: separate the datetime with a tab"
-                )
-                continue
-            try:
-                loc = normalise(url)
-            except InvalidURL as exc:
-                yield rejected(name, url[:_SHOWN], f"line {number}: {exc}")
-                continue
-            source_time = None
-            if stamp.strip():
-                try:
-                    source_time = w3c.parse(stamp)
-                except ValueError:
-                    # Published without it, the URL would take a made-up time: skipped, as
-                    # logged, until the line is fixed.
-                    yield rejected(name, url[:_SHOWN], f"line {number}: bad datetime {stamp!r}")
-                    continue
-            yield Observation(loc, name, None, source_time)
+        known = ledger.list_chunks(source.name)
+        changed = _changed_chunks(source, parser, ledger, handle, known) if known else None
+        yield from _every_chunk(source, parser, handle) if changed is None else changed
         try:
             unchanged = file_key(os.stat(source.path)) == key
         except OSError:
@@ -79,16 +63,141 @@ def _items(source: UrlListSource, policy: URLPolicy, handle: BinaryIO, key: str)
         if not unchanged:
             # Being rewritten in place: what we read may be a fraction of the list.
             raise SourceError(
-                f"{name}: {source.path} changed while being read; it will be read again "
-                "(write the list to a temporary file and rename it into place)"
+                f"{source.name}: {source.path} changed while being read; it will be read "
+                "again (write the list to a temporary file and rename it into place)"
             )
     finally:
         handle.close()
 
 
-def _looks_like_datetime(text: str) -> bool:
+def _every_chunk(source: UrlListSource, parser: LineParser, handle: BinaryIO) -> Iterator[Item]:
+    """Yield the items of every chunk, parsed in a worker process for a big list: the
+    ledger's inserts and the parsing then each have a core."""
+    big = os.fstat(handle.fileno()).st_size >= _ELSEWHERE
+    for chunk, parsed in _parsed_elsewhere(parser, handle) if big else _parsed(parser, handle):
+        for reject in parsed.rejects:
+            yield reported(reject)
+        yield ListChunk(
+            source.name,
+            chunk.pos,
+            chunk.first_line,
+            chunk.digest,
+            parsed.lines,
+            len(parsed.rejects),
+        )
+
+
+def _parsed(parser: LineParser, handle: BinaryIO) -> Iterator[tuple[Chunk, Parsed]]:
+    for chunk in cut(handle):
+        yield chunk, parser.parse(chunk.data, chunk.first_line, chunk.lines)
+
+
+def _parsed_elsewhere(parser: LineParser, handle: BinaryIO) -> Iterator[tuple[Chunk, Parsed]]:
+    """Yield each chunk with its lines parsed by a worker process, in order, a few chunks
+    ahead; in this process when no worker can be started (a sandbox) or one fails."""
     try:
-        w3c.parse(text)
-    except ValueError:
-        return False
-    return True
+        pool = ProcessPoolExecutor(
+            1,
+            mp_context=multiprocessing.get_context("forkserver"),
+            initializer=_start_worker,
+            initargs=(parser,),
+        )
+    except OSError as exc:
+        log.warning("%s: parsing the list in one process (%s)", parser.source, exc)
+        yield from _parsed(parser, handle)
+        return
+    ahead: deque[tuple[Chunk, Future[Parsed]]] = deque()
+    broken = False
+
+    def result(chunk: Chunk, future: Future[Parsed]) -> Parsed:
+        nonlocal broken
+        if not broken:
+            try:
+                return future.result()
+            except (OSError, BrokenProcessPool) as exc:
+                log.warning("%s: parsing the list in one process (%s)", parser.source, exc)
+                broken = True
+        return parser.parse(chunk.data, chunk.first_line, chunk.lines)
+
+    try:
+        for chunk in cut(handle):
+            try:
+                future = pool.submit(_parse, chunk.data, chunk.first_line, chunk.lines)
+            except (OSError, BrokenProcessPool, RuntimeError):
+                future = Future()
+                future.set_exception(BrokenProcessPool("the worker is gone"))
+            ahead.append((chunk, future))
+            if len(ahead) > _AHEAD:
+                chunk, future = ahead.popleft()
+                yield chunk, result(chunk, future)
+        while ahead:
+            chunk, future = ahead.popleft()
+            yield chunk, result(chunk, future)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+_WORKER: LineParser | None = None
+
+
+def _start_worker(parser: LineParser) -> None:
+    global _WORKER
+    _WORKER = parser
+
+
+def _parse(data: bytes, first_line: int, count: int) -> Parsed:
+    assert _WORKER is not None
+    return _WORKER.parse(data, first_line, count)
+
+
+def _changed_chunks(
+    source: UrlListSource,
+    parser: LineParser,
+    ledger: Ledger,
+    handle: BinaryIO,
+    known: list[tuple[bytes, int]],
+) -> list[Item] | None:
+    """Return the items of a re-read that parses only the chunks the ledger does not
+    know (and those holding rejected lines, whose line numbers may have moved); None
+    when the whole file must be read."""
+    digests = Counter(digest for digest, _ in known)
+    rejecting = {digest for digest, rejects in known if rejects}
+    size = os.fstat(handle.fileno()).st_size
+    items: list[Item] = []
+    new_locs: list[str] = []
+    present: set[bytes] = set()
+    new_bytes = 0
+    for chunk in cut(handle):
+        present.add(chunk.digest)
+        is_new = chunk.digest not in digests
+        if is_new:
+            new_bytes += len(chunk.data)
+            if new_bytes * 2 > size:
+                log.info("%s: most of the list changed: reading it whole", source.name)
+                return None
+        elif chunk.digest not in rejecting:
+            items.append(ListChunk(source.name, chunk.pos, chunk.first_line, chunk.digest, None))
+            continue
+        parsed = parser.parse(chunk.data, chunk.first_line, chunk.lines)
+        items += map(reported, parsed.rejects)
+        lines = parsed.lines if is_new else None
+        new_locs += [loc for loc, _ in parsed.lines] if is_new else []
+        items.append(
+            ListChunk(
+                source.name, chunk.pos, chunk.first_line, chunk.digest, lines, len(parsed.rejects)
+            )
+        )
+    removed = [digest for digest in digests if digest not in present]
+    if ledger.list_conflicts(source.name, new_locs, removed):
+        log.info("%s: a changed URL is listed more than once: reading the whole list", source.name)
+        return None
+    log.info(
+        "%s: %d of %d chunks changed (%d bytes of %d): %d lines parsed",
+        source.name,
+        sum(1 for item in items if isinstance(item, ListChunk) and item.lines is not None),
+        sum(1 for item in items if isinstance(item, ListChunk)),
+        new_bytes,
+        size,
+        len(new_locs),
+    )
+    return items

@@ -1,0 +1,381 @@
+"""URL lists in the ledger: loaded by chunks, re-read by the chunks that changed.
+
+A list is remembered as its content-defined chunks in file order (`list_chunks`), the
+ids of the URLs each chunk's bytes list (`list_chunk_urls`, by digest) and the URLs
+listed in more than one chunk (`list_repeats`). Of a URL listed more than once, its
+last line counts, as in a full read.
+
+An empty ledger loads a list's lines straight into `urls`, with sizes, lastmods and
+shards worked out a chunk at a time. Otherwise the parsed lines are staged in a temporary
+table and compared with `urls` in SQL at the end; only the URLs that differ become
+observations, and the URLs of removed chunks that no line lists any more are gone.
+A re-read that parsed only the new chunks (the source checked with `conflicts` that no
+URL of theirs is listed elsewhere) and a full read give the same ledger.
+"""
+
+from __future__ import annotations
+
+import logging
+from array import array
+from collections import Counter
+from collections.abc import Collection, Iterator
+from itertools import islice
+from typing import TYPE_CHECKING
+
+from ..observation import Gone, ListChunk, Observation, Seen
+from ..render.sitemap import ENTRY_OVERHEAD, entry_size
+from .model import ROBOTS_REASON
+from .schema import EXCLUDED, LIVE
+from .transaction import Transactions
+
+if TYPE_CHECKING:
+    from .apply import Apply
+
+log = logging.getLogger("sitemapd.ledger")
+
+_BATCH = 2000
+# The row of `urls` as a list line would leave it: anything else is a difference.
+_AS_LISTED = (
+    "u.source_id = ? AND u.status IN ('live', 'excluded') AND u.page_reason IS NULL "
+    "AND u.title IS NULL AND u.file_key IS NULL AND u.language IS NULL "
+    "AND u.news_title IS NULL AND u.article IS NULL AND u.alternates IS NULL "
+    "AND u.extra IS NULL AND (w.stamp = '' OR w.stamp = u.source_time)"
+)
+
+
+def _ids(blob: bytes) -> array[int]:
+    ids = array("q")
+    ids.frombytes(blob)
+    return ids
+
+
+class ListQueries(Transactions):
+    """What a list source asks before reading: the chunks known, and whether new lines
+    name URLs that other chunks list too."""
+
+    def _source_id(self, source: str) -> int | None:
+        row = self._read().execute("SELECT id FROM sources WHERE name = ?", (source,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def list_chunks(self, source: str) -> list[tuple[bytes, int]]:
+        """Return `(digest, rejected lines)` of the list's chunks at its last read, in order."""
+        return (
+            self._read()
+            .execute(
+                "SELECT c.digest, c.rejects FROM list_chunks c "
+                "JOIN sources s ON s.id = c.source_id WHERE s.name = ? ORDER BY c.pos",
+                (source,),
+            )
+            .fetchall()
+        )
+
+    def list_conflicts(
+        self, source: str, locs: Collection[str], removed: Collection[bytes]
+    ) -> bool:
+        """True when a re-read of only the new chunks could be wrong: one of `locs` is
+        listed by a chunk that stays, or a URL of a `removed` chunk is listed twice."""
+        source_id = self._source_id(source)
+        if source_id is None:
+            return bool(locs or removed)
+        gone_with: set[int] = set()
+        for digest in removed:
+            row = (
+                self._read()
+                .execute(
+                    "SELECT ids FROM list_chunk_urls WHERE source_id = ? AND digest = ?",
+                    (source_id, digest),
+                )
+                .fetchone()
+            )
+            gone_with.update(_ids(row[0]) if row else ())
+        present: set[int] = set()
+        unique = list(set(locs))
+        for start in range(0, len(unique), 500):
+            batch = unique[start : start + 500]
+            present.update(
+                url_id
+                for (url_id,) in self._read().execute(
+                    f"SELECT id FROM urls WHERE loc IN ({','.join('?' * len(batch))}) "
+                    "AND status IN (?, ?)",
+                    [*batch, LIVE, EXCLUDED],
+                )
+            )
+        if present - gone_with:
+            return True
+        involved = list(present | gone_with)
+        for start in range(0, len(involved), 500):
+            ids = involved[start : start + 500]
+            if (
+                self._read()
+                .execute(
+                    f"SELECT 1 FROM list_repeats WHERE source_id = ? AND url_id IN "
+                    f"({','.join('?' * len(ids))}) LIMIT 1",
+                    [source_id, *ids],
+                )
+                .fetchone()
+            ):
+                return True
+        return False
+
+
+class ListLoad:
+    """The URL-list chunks of one `Apply` run."""
+
+    def __init__(self, run: Apply) -> None:
+        self.run = run
+        self.conn = run.conn
+        # source name -> its chunks in this read: (pos, digest, first line, rejects, parsed)
+        self.read: dict[str, list[tuple[int, bytes, int, int, bool]]] = {}
+        # Bulk loads: (source id, digest) -> ids of the URLs the chunk lists.
+        self.loaded: dict[tuple[int, bytes], bytes] = {}
+
+    @property
+    def sources(self) -> set[str]:
+        """Return the list sources read in this run."""
+        return set(self.read)
+
+    def start(self) -> None:
+        """Make the staging tables of this run, empty."""
+        if self.run.bulk:
+            return
+        self.conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS list_lines "
+            "(pos INTEGER PRIMARY KEY, source_id INTEGER, chunk INTEGER, loc TEXT, stamp TEXT)"
+        )
+        self.conn.execute("DELETE FROM temp.list_lines")
+
+    def take(self, chunk: ListChunk) -> None:
+        """Load or stage the lines of `chunk`."""
+        source_id = self.run.source_id(chunk.source)
+        parsed = chunk.lines is not None
+        self.read.setdefault(chunk.source, []).append(
+            (chunk.pos, chunk.digest, chunk.first_line, chunk.rejects, parsed)
+        )
+        self.run.observed.add(chunk.source)
+        if chunk.lines is None:
+            return
+        if self.run.bulk:
+            self._load(source_id, chunk.digest, chunk.lines)
+        else:
+            self.conn.executemany(
+                "INSERT INTO temp.list_lines (source_id, chunk, loc, stamp) "
+                f"VALUES ({source_id}, {chunk.pos}, ?, ?)",
+                chunk.lines,
+            )
+
+    # -- an empty ledger ------------------------------------------------------------------
+
+    def _load(self, source_id: int, digest: bytes, lines: list[tuple[str, str]]) -> None:
+        """Insert a chunk's lines as new URLs, placed in shards as they come."""
+        (before,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
+        if self.run.robots.fingerprint != "none":
+            allows = self.run.robots.allows
+            excluded = [(loc, stamp, entry_size(loc)) for loc, stamp in lines if not allows(loc)]
+            if excluded:
+                lines = [line for line in lines if allows(line[0])]
+                self.conn.executemany(self._insert_sql(source_id, None, ROBOTS_REASON), excluded)
+        if lines:
+            self._insert_live(source_id, lines)
+        (after,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
+        self.loaded[source_id, digest] = array("q", range(before + 1, after + 1)).tobytes()
+
+    def _insert_live(self, source_id: int, lines: list[tuple[str, str]]) -> None:
+        locs, stamps = zip(*lines, strict=True)
+        joined = "".join(locs)
+        if "&" in joined or "'" in joined:
+            sizes = [entry_size(loc) for loc in locs]
+        else:
+            sizes = [ENTRY_OVERHEAD + n for n in map(len, locs)]
+        rows = list(zip(locs, stamps, sizes, strict=True))
+        self.run.changes.new += len(rows)
+        now = self.run.now
+
+        def newest(start: int, end: int) -> str:
+            run = stamps[start:end]
+            top = max(run)
+            return now if "" in run or top > now else top
+
+        start = 0
+        for shard, count in self.run.shards.fill(sizes, newest):
+            self.conn.executemany(
+                self._insert_sql(source_id, shard, None), rows[start : start + count]
+            )
+            start += count
+
+    def _insert_sql(self, source_id: int, shard: int | None, reason: str | None) -> str:
+        """Return the INSERT of `(loc, datetime or "", entry bytes)` rows into shard
+        `shard` (NULL and excluded for `reason`); SQLite works out the lastmod."""
+        now = self.run.now  # canonical: digits, "-", ":", "T", "+"
+        status = EXCLUDED if reason else LIVE
+        reason_sql = f"'{reason}'" if reason else "NULL"
+        return (
+            "INSERT INTO urls (loc, source_id, status, reason, source_time, lastmod, "
+            "first_seen, change_count, shard, entry_bytes) "
+            f"VALUES (?1, {source_id}, '{status}', {reason_sql}, "
+            f"nullif(?2, ''), CASE WHEN ?2 = '' OR ?2 > '{now}' THEN '{now}' ELSE ?2 END, "
+            f"'{now}', 0, {'NULL' if shard is None else shard}, ?3)"
+        )
+
+    def finish_bulk(self, repeated: list[int]) -> None:
+        """Record the chunks loaded, and `repeated`: ids of URLs listed more than once."""
+        list_ids = {source_id for source_id, _ in self.loaded}
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO list_repeats (source_id, url_id) "
+            "SELECT source_id, id FROM urls WHERE id = ? AND source_id = ?",
+            [(url_id, source_id) for url_id in repeated for source_id in list_ids],
+        )
+        for source, chunks in self.read.items():
+            self._record(self.run.source_id(source), chunks)
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO list_chunk_urls (source_id, digest, ids) VALUES (?, ?, ?)",
+            [(source_id, digest, ids) for (source_id, digest), ids in self.loaded.items()],
+        )
+
+    def _record(self, source_id: int, chunks: list[tuple[int, bytes, int, int, bool]]) -> None:
+        self.conn.execute("DELETE FROM list_chunks WHERE source_id = ?", (source_id,))
+        self.conn.executemany(
+            "INSERT INTO list_chunks (source_id, pos, digest, first_line, rejects) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(source_id, pos, digest, line, rejects) for pos, digest, line, rejects, _ in chunks],
+        )
+
+    # -- a ledger that knows the list -----------------------------------------------------
+
+    def finish(self, complete: Collection[str]) -> None:
+        """Apply what each list read in full (`complete`) changed; `record` follows."""
+        self.finished: dict[str, tuple[bool, Counter[bytes], Counter[bytes]]] = {}
+        for source, chunks in self.read.items():
+            if source in complete:
+                self._finish_source(source, chunks)
+
+    def record(self, held: Collection[str]) -> None:
+        """Remember the chunks of each list applied, but of those whose removals are
+        `held`: their next read must find the same changes again."""
+        for source, (full, known, now_listed) in self.finished.items():
+            if source not in held:
+                source_id = self.run.source_id(source)
+                self._record(source_id, self.read[source])
+                self._record_urls(source, source_id, full, known, now_listed)
+
+    def _finish_source(self, source: str, chunks: list[tuple[int, bytes, int, int, bool]]) -> None:
+        source_id = self.run.source_id(source)
+        full = all(parsed for *_, parsed in chunks)
+        known = Counter(
+            digest
+            for (digest,) in self.conn.execute(
+                "SELECT digest FROM list_chunks WHERE source_id = ?", (source_id,)
+            )
+        )
+        now_listed = Counter(digest for _, digest, *_ in chunks)
+        self.conn.execute("DROP TABLE IF EXISTS temp.list_winners")
+        self.conn.execute(
+            "CREATE TEMP TABLE list_winners (loc TEXT PRIMARY KEY, stamp TEXT, pos INTEGER) "
+            "WITHOUT ROWID"
+        )
+        # Of a URL listed twice, its last line: SQLite takes the bare columns of max().
+        self.conn.execute(
+            "INSERT INTO temp.list_winners SELECT loc, stamp, max(pos) FROM temp.list_lines "
+            "WHERE source_id = ? GROUP BY loc",
+            (source_id,),
+        )
+        if full and self._empty(source, source_id):
+            return
+        self._apply(self._differences(source, source_id))
+        removed = [digest for digest in known if digest not in now_listed]
+        self._apply(self._gone(source, source_id, full, removed))
+        self.finished[source] = (full, known, now_listed)
+
+    def _empty(self, source: str, source_id: int) -> bool:
+        """True, logged, when a full read found no line while the list had URLs."""
+        if self.conn.execute("SELECT 1 FROM temp.list_winners LIMIT 1").fetchone():
+            return False
+        if not self.run.owns_any(source):
+            return False
+        # A list that lost every line is far likelier a failed export than a site
+        # deleting every page.
+        self.run.changes.empty_scans.append(source)
+        log.error(
+            "%s: a full read found no URL while it has published URLs: treated as an "
+            "outage, they stay (remove the source from the config to drop them)",
+            source,
+        )
+        return True
+
+    def _differences(self, source: str, source_id: int) -> Iterator[Observation]:
+        rows = self.conn.execute(
+            "SELECT w.loc, w.stamp FROM temp.list_winners w LEFT JOIN urls u ON u.loc = w.loc "
+            f"WHERE u.id IS NULL OR NOT ({_AS_LISTED}) ORDER BY w.pos",
+            (source_id,),
+        ).fetchall()
+        for loc, stamp in rows:
+            yield Observation(loc, source, None, stamp or None)
+
+    def _gone(
+        self, source: str, source_id: int, full: bool, removed: list[bytes]
+    ) -> Iterator[Gone]:
+        if full:
+            rows = self.conn.execute(
+                "SELECT loc FROM urls WHERE source_id = ? AND status IN (?, ?) "
+                "AND loc NOT IN (SELECT loc FROM temp.list_winners)",
+                (source_id, LIVE, EXCLUDED),
+            ).fetchall()
+        else:
+            ids: set[int] = set()
+            for digest in removed:
+                row = self.conn.execute(
+                    "SELECT ids FROM list_chunk_urls WHERE source_id = ? AND digest = ?",
+                    (source_id, digest),
+                ).fetchone()
+                ids.update(_ids(row[0]) if row else ())
+            rows = []
+            listed = sorted(ids)
+            for start in range(0, len(listed), 500):
+                batch = listed[start : start + 500]
+                rows += self.conn.execute(
+                    f"SELECT loc FROM urls WHERE id IN ({','.join('?' * len(batch))}) "
+                    "AND loc NOT IN (SELECT loc FROM temp.list_winners)",
+                    batch,
+                ).fetchall()
+        for (loc,) in rows:
+            yield Gone(loc, source)
+
+    def _apply(self, items: Iterator[Observation] | Iterator[Gone]) -> None:
+        while batch := list[Observation | Seen | Gone](islice(items, _BATCH)):
+            self.run.update_chunk(batch)
+
+    def _record_urls(
+        self,
+        source: str,
+        source_id: int,
+        full: bool,
+        known: Counter[bytes],
+        now_listed: Counter[bytes],
+    ) -> None:
+        """Store the URL ids of the chunks parsed in this read, and which URLs their lines
+        list more than once; forget the chunks no longer in the file."""
+        if full:
+            self.conn.execute("DELETE FROM list_chunk_urls WHERE source_id = ?", (source_id,))
+            self.conn.execute("DELETE FROM list_repeats WHERE source_id = ?", (source_id,))
+        else:
+            self.conn.executemany(
+                "DELETE FROM list_chunk_urls WHERE source_id = ? AND digest = ?",
+                [(source_id, digest) for digest in known if digest not in now_listed],
+            )
+        digests = {pos: digest for pos, digest, *_ in self.read[source]}
+        listed: dict[int, array[int]] = {}
+        for chunk, url_id in self.conn.execute(
+            "SELECT l.chunk, u.id FROM temp.list_lines l JOIN urls u ON u.loc = l.loc "
+            "WHERE l.source_id = ? ORDER BY l.pos",
+            (source_id,),
+        ):
+            listed.setdefault(chunk, array("q")).append(url_id)
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO list_chunk_urls (source_id, digest, ids) VALUES (?, ?, ?)",
+            [(source_id, digests[chunk], ids.tobytes()) for chunk, ids in listed.items()],
+        )
+        self.conn.execute(
+            "INSERT OR IGNORE INTO list_repeats (source_id, url_id) "
+            "SELECT ?, u.id FROM temp.list_lines l JOIN urls u ON u.loc = l.loc "
+            "WHERE l.source_id = ? GROUP BY l.loc HAVING count(DISTINCT l.chunk) > 1",
+            (source_id, source_id),
+        )

@@ -1,0 +1,260 @@
+"""URL lists re-read by content-defined chunks: the same result as a full read, for a
+fraction of the work.
+
+The property test edits a list at random (lines inserted, deleted, moved, repeated with
+other datetimes, datetimes moved either way, bad lines) and builds two ledgers side by
+side after every edit: one re-reads only the chunks it does not know, the other is made
+to read the whole file (its chunk records erased first). Their ledgers, journals,
+rejects and published files must be the same. Chunks are made tiny so that a few
+hundred lines span dozens of them.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Site, snapshot, write_atomic
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from pyfastcdc import FastCDC
+
+from sitemapd.config import load
+from sitemapd.engine import Engine
+from sitemapd.observation import Item
+from sitemapd.sources import listchunks, urllist
+from sitemapd.urls import Origin, URLPolicy
+
+ROOT = "https://example.com/"
+# 256-byte chunks on average: four or five lines each.
+TINY = FastCDC(avg_size=256, min_size=64, max_size=1024)
+
+
+@pytest.fixture
+def tiny_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(listchunks, "_CDC", TINY)
+
+
+def line(n: int, hours: int | None, fmt: int = 0) -> str:
+    url = f"{ROOT}s/{n % 7}/story-{n}.html"
+    if hours is None:
+        return url
+    day, hour = divmod(hours, 24)
+    year, month = divmod(day // 28, 12)
+    stamp = f"{2020 + year}-{1 + month:02d}-{1 + day % 28:02d}T{hour:02d}:00:00"
+    return f"{url}\t{stamp}{'+00:00' if fmt == 0 else 'Z'}"
+
+
+LINE = st.builds(
+    line,
+    st.integers(0, 400),
+    st.one_of(st.none(), st.integers(0, 2000)),
+    st.integers(0, 1),
+)
+BAD = st.sampled_from(
+    ["ftp://example.com/x", "https://other.org/x", f"{ROOT}x\tnot a date", "", "# comment"]
+)
+INDEX = st.integers(0, 10**6)
+OPS = st.one_of(
+    st.tuples(st.just("insert"), INDEX, st.lists(LINE, min_size=1, max_size=20)),
+    st.tuples(st.just("delete"), INDEX, st.integers(1, 25)),
+    st.tuples(st.just("replace"), INDEX, LINE),
+    st.tuples(st.just("repeat"), INDEX, INDEX, st.integers(0, 2000)),
+    st.tuples(st.just("move"), INDEX, st.integers(1, 30), INDEX),
+    st.tuples(st.just("bad"), INDEX, BAD),
+    st.just(("same",)),
+)
+
+
+def edit(lines: list[str], op: tuple[Any, ...]) -> None:
+    """Apply one random edit to the list's lines."""
+    kind, size = op[0], len(lines)
+    if kind == "insert":
+        at = op[1] % (size + 1)
+        lines[at:at] = op[2]
+    elif kind == "delete" and size > 1:
+        at = op[1] % size
+        del lines[at : at + op[2]]
+    elif kind == "replace" and size:
+        lines[op[1] % size] = op[2]
+    elif kind == "repeat" and size:
+        # The same URL again elsewhere, with another datetime.
+        url = lines[op[1] % size].partition("\t")[0]
+        lines.insert(op[2] % (size + 1), f"{url}\t2025-02-{1 + op[3] % 28:02d}T00:00:00Z")
+    elif kind == "move" and size:
+        at = op[1] % size
+        block = lines[at : at + op[2]]
+        del lines[at : at + op[2]]
+        to = op[3] % (len(lines) + 1)
+        lines[to:to] = block
+    elif kind == "bad":
+        lines.insert(op[1] % (size + 1), op[2])
+
+
+def ledger_state(state: Path) -> dict[str, Any]:
+    """Return what a build decided, in a form two ledgers can be compared by."""
+    conn = sqlite3.connect(state / "ledger.sqlite3")
+    try:
+        return {
+            "urls": conn.execute(
+                "SELECT loc, status, reason, source_time, lastmod, change_count, shard, "
+                "entry_bytes FROM urls ORDER BY loc"
+            ).fetchall(),
+            "shards": conn.execute(
+                "SELECT id, url_count, bytes, lastmod FROM shards ORDER BY id"
+            ).fetchall(),
+            "journal": conn.execute(
+                "SELECT j.kind, u.loc FROM journal j JOIN urls u ON u.id = j.url_id ORDER BY j.seq"
+            ).fetchall(),
+            "rejects": conn.execute(
+                "SELECT item, reason FROM rejects ORDER BY item, reason"
+            ).fetchall(),
+        }
+    finally:
+        conn.close()
+
+
+def build(base: Path, now: str, *, whole: bool) -> None:
+    if whole:
+        # Erased chunk records: the list is read in full, as on its first read.
+        conn = sqlite3.connect(base / "state" / "ledger.sqlite3")
+        with conn:
+            conn.execute("DELETE FROM list_chunks")
+        conn.close()
+    engine = Engine(load(base / "sitemapd.toml"))
+    try:
+        engine.build(now=now, confirm_removal=True)
+    finally:
+        engine.close()
+
+
+def sites(tmp: Path) -> Iterator[Path]:
+    for name in ("chunked", "whole"):
+        base = tmp / name
+        base.mkdir()
+        (base / "sitemapd.toml").write_text(
+            f'[site]\nbase_url = "{ROOT}"\noutput_dir = "out"\nstate_dir = "state"\n'
+            "[sitemap]\nmax_urls = 40\n"
+            '[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"\n'
+        )
+        yield base
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(initial=st.lists(LINE, min_size=30, max_size=250), ops=st.lists(OPS, max_size=12))
+def test_chunked_reread_equals_a_full_read(
+    tiny_chunks: None, initial: list[str], ops: list[tuple[Any, ...]]
+) -> None:
+    reads: list[str] = []
+    changed_chunks = urllist._changed_chunks
+
+    def counted(*args: Any) -> list[Item] | None:
+        items = changed_chunks(*args)
+        reads.append("whole" if items is None else "chunks")
+        return items
+
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(urllist, "_changed_chunks", counted)
+        chunked, whole = sites(Path(tmp))
+        lines = list(initial)
+        for step, op in enumerate([("same",), *ops]):
+            edit(lines, op)
+            now = f"2026-01-01T00:{step:02d}:00+00:00"
+            for base in (chunked, whole):
+                write_atomic(base / "urls.txt", "".join(f"{text}\n" for text in lines))
+                build(base, now, whole=base is whole and step > 0)
+            where = f"step {step} {op[0]}"
+            assert ledger_state(chunked / "state") == ledger_state(whole / "state"), where
+            published = {n: data for n, (_, _, data) in snapshot(chunked / "out").items()}
+            assert published == {n: d for n, (_, _, d) in snapshot(whole / "out").items()}, where
+            event(f"edit {op[0]}")
+    for read in reads:
+        event(f"chunked site read {read}")
+
+
+def test_one_changed_line_parses_one_chunk_and_writes_one_shard(site: Site) -> None:
+    lines = [line(n, n) for n in range(20_000)]
+    site.configure(extra='[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"')
+    write_atomic(site.base / "urls.txt", "".join(f"{text}\n" for text in lines))
+    site.cli("build")
+    before = site.urls()
+    lines[12_345] = line(12_345, 30_000)
+    write_atomic(site.base / "urls.txt", "".join(f"{text}\n" for text in lines))
+    result = site.cli("--log-level", "info", "build")
+    assert "list: 1 of " in result.stderr, result.stderr
+    assert "wrote 2 files" in result.stdout  # its shard and the index
+    after = site.urls()
+    moved = {loc for loc in after if after[loc] != before[loc]}
+    assert moved == {line(12_345, None)}
+
+
+def test_a_line_inserted_at_the_top_moves_nothing_else(site: Site) -> None:
+    lines = [line(n, n) for n in range(20_000)]
+    site.configure(extra='[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"')
+    write_atomic(site.base / "urls.txt", "".join(f"{text}\n" for text in lines))
+    site.cli("build")
+    before = site.urls()
+    write_atomic(site.base / "urls.txt", "".join(f"{text}\n" for text in [line(99_999, 5), *lines]))
+    result = site.cli("--log-level", "info", "build")
+    assert "list: 1 of " in result.stderr, result.stderr
+    after = site.urls()
+    assert set(after) - set(before) == {line(99_999, None)}
+    assert all(after[loc] == before[loc] for loc in before)
+
+
+@given(
+    lines=st.lists(
+        st.one_of(
+            LINE,
+            BAD,
+            st.text(alphabet="ab/.%2eE&'\t:-0123456789TZ+ ", max_size=40).map(
+                lambda tail: ROOT + tail
+            ),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_chunk_parse_equals_line_by_line(lines: list[str]) -> None:
+    parser = listchunks.LineParser("list", URLPolicy(Origin("https", "example.com")))
+    data = "".join(f"{text}\n" for text in lines).encode()
+    fast = parser.parse(data, 1, data.count(b"\n"))
+    slow = parser._line_by_line(data, 1)
+    assert fast == slow
+
+
+def test_insertions_change_the_chunks_around_them_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # 4 KiB chunks: 2,000 lines make about 30. Fixed-size pieces would all change when a
+    # line goes in at the top; content-defined ones change around the insertion, now and
+    # then one more (FastCDC re-synchronises at the next cut point of the old content).
+    monkeypatch.setattr(listchunks, "_CDC", FastCDC(avg_size=4096))
+    chance = random.Random(16)
+    lines = [line(n, n % 5000) for n in chance.sample(range(10**6), 2000)]
+    path = tmp_path / "urls.txt"
+
+    def chunks() -> dict[bytes, int]:
+        path.write_text("".join(f"{text}\n" for text in lines))
+        with path.open("rb") as handle:
+            return {chunk.digest: len(chunk.data) for chunk in listchunks.cut(handle)}
+
+    changed = []
+    for n in range(40):
+        before = chunks()
+        lines.insert(0 if n == 0 else chance.randrange(len(lines) + 1), line(10**6 + n, 7))
+        after = chunks()
+        changed.append(sum(size for digest, size in after.items() if digest not in before))
+    total = path.stat().st_size
+    assert len(before) >= 25
+    assert max(changed) <= 4 * 4096 * 4  # at most four chunks of the largest size
+    assert sum(changed) / len(changed) <= total / 10
