@@ -18,7 +18,6 @@ from . import (
     __version__,
     config,
     correct,
-    dryrun,
     fdlimit,
     logs,
     outbox,
@@ -28,7 +27,6 @@ from . import (
     w3c,
 )
 from .changelog.ddl import ddl
-from .daemon import Daemon
 from .engine import Engine
 from .errors import ConfigError, LockError, SitemapdError
 from .explain import explain
@@ -135,6 +133,8 @@ def _with_dry_run(command: F) -> F:
 
 def _print_dry_run(cfg: config.Config, as_json: bool, confirm_removal: bool = False) -> None:
     """Print what a build would do; exit 1 when a source failed or a removal is held."""
+    from . import dryrun
+
     report = dryrun.dry_run(cfg, confirm_removal)
     click.echo(json.dumps(report.as_json(), indent=2) if as_json else report.render_text())
     if report.failed or report.held:
@@ -185,7 +185,7 @@ def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = 
         undelivered = outbox.deliver_now(engine.ledger, cfg)
         for line in status.canonical_elsewhere(engine.ledger.conn, cfg.site.origin.root):
             click.echo(f"sitemapd: warning: {line}", err=True)
-        unmatched = status.url_counts(engine.ledger.conn)["seeded"]
+        unmatched = status.seeded_count(engine.ledger.conn)
     changes, report = result.changes, result.report
     click.echo(
         f"{changes.new} new, {changes.updated} updated, {changes.gone} gone, "
@@ -224,6 +224,10 @@ def run(config_path: Path, dry_run: bool, as_json: bool) -> None:
     if dry_run:
         _print_dry_run(cfg, as_json)
         return
+    # The daemon's modules (watchdog, the scheduler, the sidecar) load for `run` only: a
+    # build from a deploy hook starts faster without them.
+    from .daemon import Daemon
+
     fdlimit.raise_open_files_limit()
     with StateLock(cfg.site.state_dir) as lock:
         daemon = Daemon(cfg, lock)

@@ -15,7 +15,9 @@ import os
 import re
 import secrets
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 from . import robots, w3c
@@ -215,9 +217,7 @@ class Publisher:
         for shard_id, _ in index_rows:
             name = self.names.shard(shard_id)
             if shard_id in dirty or not self._intact(name):
-                rows = self._shard_rows(shard_id)
-                text = "".join(urlset(rows, extended=any(extra for _, _, extra in rows)))
-                self._write(name, text.encode(), written, report)
+                self._write(name, self._shard(shard_id), written, report)
         listed: list[tuple[str, str | None]] = [
             (self.names.shard(shard_id), lastmod) for shard_id, lastmod in index_rows
         ]
@@ -254,18 +254,22 @@ class Publisher:
         self.ledger.record_publish(written, dirty, self.ledger.empty_shards(), retired, at=now)
         return report
 
-    def _shard_rows(self, shard_id: int) -> list[tuple[str, str, str | None]]:
-        """Return the rows of a shard to render, without alternates that left the sitemaps."""
-        rows = list(self.ledger.shard_rows(shard_id))
-        if not any(extra and "<xhtml:link" in extra for _, _, extra in rows):
-            return rows
-        unlisted = self.ledger.unlisted_alternates(shard_id)
-        if not unlisted:
-            return rows
-        return [
-            (loc, lastmod, extra and without_alternates(extra, unlisted))
-            for loc, lastmod, extra in rows
-        ]
+    def _shard(self, shard_id: int) -> bytes:
+        """Return a shard's document, without alternates that left the sitemaps. Rows
+        stream from the ledger and are encoded a thousand entries at a time: a full shard's
+        rows, its text and its bytes are never all held at once."""
+        extended = self.ledger.shard_has_extras(shard_id)
+        rows: Iterable[tuple[str, str, str | None]] = self.ledger.shard_rows(shard_id)
+        unlisted = self.ledger.unlisted_alternates(shard_id) if extended else set()
+        if unlisted:
+            rows = (
+                (loc, lastmod, extra and without_alternates(extra, unlisted))
+                for loc, lastmod, extra in rows
+            )
+        entries = urlset(rows, extended)
+        return b"".join(
+            "".join(batch).encode() for batch in iter(lambda: list(islice(entries, 1000)), [])
+        )
 
     def _publish_news(
         self, now: str, written: dict[str, tuple[str, int, int]], report: PublishReport

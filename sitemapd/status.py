@@ -36,6 +36,12 @@ def url_counts(conn: sqlite3.Connection) -> dict[str, int]:
     return counts
 
 
+def seeded_count(conn: sqlite3.Connection) -> int:
+    """Return how many imported URLs no source has matched yet (from a partial index)."""
+    (count,) = conn.execute("SELECT count(*) FROM urls WHERE status = 'seeded'").fetchone()
+    return int(count)
+
+
 def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dict[str, Any]:
     """Return the status report as plain data (what `status --json` prints)."""
     excluded = [
@@ -246,15 +252,20 @@ def canonical_elsewhere(conn: sqlite3.Connection, site_root: str) -> list[str]:
     """Return a plain statement per source most of whose pages name a canonical URL off
     the site at `site_root`: almost always a generator's site URL that is not base_url."""
     found = []
-    for name, present, foreign, example in conn.execute(
-        "SELECT s.name, count(*), "
-        "sum(u.reason LIKE 'canonical: %' AND substr(u.reason, 12, length(?1)) != ?1), "
-        "max(CASE WHEN substr(u.reason, 12, length(?1)) != ?1 THEN substr(u.reason, 12) END) "
+    # Excluded rows first (a partial index holds them): only a source with pages
+    # canonicalised elsewhere needs its pages counted.
+    for name, source_id, foreign, example in conn.execute(
+        "SELECT s.name, s.id, count(*), max(substr(u.reason, 12)) "
         "FROM urls u JOIN sources s ON s.id = u.source_id "
-        "WHERE u.status IN ('live', 'excluded') GROUP BY s.name ORDER BY s.name",
+        "WHERE u.status = 'excluded' AND u.reason LIKE 'canonical: %' "
+        "AND substr(u.reason, 12, length(?1)) != ?1 GROUP BY s.id ORDER BY s.name",
         (site_root,),
-    ):
-        if foreign and 2 * foreign > present:
+    ).fetchall():
+        (present,) = conn.execute(
+            "SELECT count(*) FROM urls WHERE source_id = ? AND status IN ('live', 'excluded')",
+            (source_id,),
+        ).fetchone()
+        if 2 * foreign > present:
             found.append(
                 f"{name}: {foreign} of {present} pages name their canonical URL on another "
                 f"site (e.g. {example}), so they are in no sitemap: is the generator's site "

@@ -89,7 +89,7 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
             # NORMAL in WAL mode never corrupts; a crash loses at most the last commit,
             # which the next scan observes again.
             self.conn.execute("PRAGMA synchronous = NORMAL")
-            self.conn.execute("PRAGMA cache_size = -65536")
+            self.conn.execute("PRAGMA cache_size = -16384")
             self.conn.execute("PRAGMA busy_timeout = 5000")
             migrate(self.conn, path)
         except sqlite3.Error as exc:

@@ -126,8 +126,6 @@ class ListLoad:
         self.conn = run.conn
         # source name -> its chunks in this read: (pos, digest, first line, rejects, parsed)
         self.read: dict[str, list[tuple[int, bytes, int, int, bool]]] = {}
-        # Bulk loads: (source id, digest) -> ids of the URLs the chunk lists.
-        self.loaded: dict[tuple[int, bytes], bytes] = {}
 
     @property
     def sources(self) -> set[str]:
@@ -177,7 +175,11 @@ class ListLoad:
         if lines:
             self._insert_live(source_id, lines)
         (after,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
-        self.loaded[source_id, digest] = array("q", range(before + 1, after + 1)).tobytes()
+        # Written now, not held: ten million URLs take 80 MB of ids.
+        self.conn.execute(
+            "INSERT OR REPLACE INTO list_chunk_urls (source_id, digest, ids) VALUES (?, ?, ?)",
+            (source_id, digest, array("q", range(before + 1, after + 1)).tobytes()),
+        )
 
     def _insert_live(self, source_id: int, lines: list[tuple[str, str]]) -> None:
         locs, stamps = zip(*lines, strict=True)
@@ -218,7 +220,7 @@ class ListLoad:
 
     def finish_bulk(self, repeated: list[int]) -> None:
         """Record the chunks loaded, and `repeated`: ids of URLs listed more than once."""
-        list_ids = {source_id for source_id, _ in self.loaded}
+        list_ids = {self.run.source_id(source) for source in self.read}
         self.conn.executemany(
             "INSERT OR IGNORE INTO list_repeats (source_id, url_id) "
             "SELECT source_id, id FROM urls WHERE id = ? AND source_id = ?",
@@ -226,10 +228,6 @@ class ListLoad:
         )
         for source, chunks in self.read.items():
             self._record(self.run.source_id(source), chunks)
-        self.conn.executemany(
-            "INSERT OR REPLACE INTO list_chunk_urls (source_id, digest, ids) VALUES (?, ?, ?)",
-            [(source_id, digest, ids) for (source_id, digest), ids in self.loaded.items()],
-        )
 
     def _record(self, source_id: int, chunks: list[tuple[int, bytes, int, int, bool]]) -> None:
         self.conn.execute("DELETE FROM list_chunks WHERE source_id = ?", (source_id,))

@@ -25,6 +25,13 @@ class RenderQueries(Transactions):
             "SELECT loc, lastmod, extra FROM urls WHERE shard = ? ORDER BY id", (shard_id,)
         )
 
+    def shard_has_extras(self, shard_id: int) -> bool:
+        """True when a member of the shard carries alternates or images."""
+        row = self.conn.execute(
+            "SELECT 1 FROM urls WHERE shard = ? AND extra IS NOT NULL LIMIT 1", (shard_id,)
+        ).fetchone()
+        return row is not None
+
     def unlisted_alternates(self, shard_id: int) -> set[str]:
         """Return the hreflang alternates named by the shard's members that are known and
         not live (gone, noindex, canonicalised, disallowed): no sitemap may point at them."""

@@ -9,11 +9,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import LedgerError
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 LIVE, EXCLUDED, GONE, SEEDED = "live", "excluded", "gone", "seeded"
 
@@ -227,6 +228,9 @@ def _migrate_v6(db: Database) -> None:
         "CREATE TABLE list_chunk_urls (source_id INTEGER NOT NULL, digest BLOB NOT NULL, "
         "ids BLOB NOT NULL, PRIMARY KEY (source_id, digest)) WITHOUT ROWID"
     )
+    # Counted after every build: kept small by holding only the rows they count.
+    db.conn.execute("CREATE INDEX urls_seeded ON urls (source_id) WHERE status = 'seeded'")
+    db.conn.execute("CREATE INDEX urls_excluded ON urls (source_id) WHERE status = 'excluded'")
     db.conn.execute(
         "CREATE TABLE list_repeats (source_id INTEGER NOT NULL, url_id INTEGER NOT NULL, "
         "PRIMARY KEY (source_id, url_id)) WITHOUT ROWID"
@@ -253,6 +257,11 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
             f"{path}: ledger schema version {version} is newer than this sitemapd "
             f"understands ({len(MIGRATIONS)}); upgrade sitemapd"
         )
+    if version == len(MIGRATIONS):
+        return
+    # Imported here: a current ledger, the common case, needs none of it.
+    from sqlite_utils import Database
+
     db = Database(conn)
     for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
         conn.execute("BEGIN IMMEDIATE")

@@ -32,7 +32,7 @@ from ..urls import MAX_URL_LENGTH, URLPolicy
 _CDC = FastCDC(avg_size=65536)
 _SHOWN = 200  # characters of a bad line kept in logs and status
 # Bytes after which pages already read are handed back (a 10M-line list is 800 MB).
-_RELEASE = 64 << 20
+_RELEASE = 8 << 20
 # A canonical UTC datetime that is a real instant, day by month; February 29th (real in
 # leap years only) and year 0 are left to the full rules.
 _STAMP = (
