@@ -35,7 +35,10 @@ system-deps:
 test: lint system-deps
 	$(BIN)/pytest -n 2
 
+# Bytecode compiled first, as `pip install` does: an editable install under
+# PYTHONDONTWRITEBYTECODE would otherwise compile every module in every timed process.
 bench: $(VENV)/.test-extras
+	$(BIN)/python -m compileall -q sitemapd
 	$(BIN)/python bench/bench_build.py
 	$(BIN)/python bench/bench_daemon.py
 	$(BIN)/python bench/bench_feeds.py

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -181,31 +181,30 @@ def test_chunked_reread_equals_a_full_read(
         event(f"chunked site read {read}")
 
 
-def test_one_changed_line_parses_one_chunk_and_writes_one_shard(site: Site) -> None:
+def rebuilt(site: Site, edit: Callable[[list[str]], None]) -> tuple[dict[str, str], str]:
+    """Build a 20,000-line list, `edit` its lines, build again; return the URLs and
+    lastmods published before, and what the second build logged."""
     lines = [line(n, n) for n in range(20_000)]
     site.configure(extra='[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"')
     write_atomic(site.base / "urls.txt", "".join(f"{text}\n" for text in lines))
     site.cli("build")
     before = site.urls()
-    lines[12_345] = line(12_345, 30_000)
+    edit(lines)
     write_atomic(site.base / "urls.txt", "".join(f"{text}\n" for text in lines))
     result = site.cli("--log-level", "info", "build")
-    assert "list: 1 of " in result.stderr, result.stderr
-    assert "wrote 2 files" in result.stdout  # its shard and the index
+    assert "list: 1 of " in result.stderr, result.stderr  # one chunk parsed
+    return before, result.stdout
+
+
+def test_one_changed_line_parses_one_chunk_and_writes_one_shard(site: Site) -> None:
+    before, summary = rebuilt(site, lambda lines: lines.__setitem__(12_345, line(12_345, 30_000)))
+    assert "wrote 2 files" in summary  # its shard and the index
     after = site.urls()
-    moved = {loc for loc in after if after[loc] != before[loc]}
-    assert moved == {line(12_345, None)}
+    assert {loc for loc in after if after[loc] != before[loc]} == {line(12_345, None)}
 
 
 def test_a_line_inserted_at_the_top_moves_nothing_else(site: Site) -> None:
-    lines = [line(n, n) for n in range(20_000)]
-    site.configure(extra='[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"')
-    write_atomic(site.base / "urls.txt", "".join(f"{text}\n" for text in lines))
-    site.cli("build")
-    before = site.urls()
-    write_atomic(site.base / "urls.txt", "".join(f"{text}\n" for text in [line(99_999, 5), *lines]))
-    result = site.cli("--log-level", "info", "build")
-    assert "list: 1 of " in result.stderr, result.stderr
+    before, _ = rebuilt(site, lambda lines: lines.insert(0, line(99_999, 5)))
     after = site.urls()
     assert set(after) - set(before) == {line(99_999, None)}
     assert all(after[loc] == before[loc] for loc in before)

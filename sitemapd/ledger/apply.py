@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,6 @@ from .schema import (
     SEEDED,
     UPDATE_URL,
     URL_COLUMNS,
-    NewRow,
     UrlRow,
     create_url_indexes,
     drop_url_indexes,
@@ -41,64 +39,6 @@ log = logging.getLogger("sitemapd.ledger")
 
 _CHUNK = 2000
 _UNSEEN = "id NOT IN (SELECT id FROM temp.seen)"
-
-
-@dataclass(slots=True)
-class _Row:
-    """One `urls` row, in `URL_COLUMNS` order."""
-
-    id: int
-    loc: str
-    source_id: int | None
-    status: str
-    reason: str | None
-    page_reason: str | None
-    content_hash: str | None
-    source_time: str | None
-    lastmod: str
-    first_seen: str
-    change_count: int
-    title: str | None
-    file_key: str | None
-    shard: int | None
-    entry_bytes: int
-    published: str | None
-    language: str | None
-    news_title: str | None
-    article: int | None
-    alternates: str | None
-    extra: str | None
-    bytes_hash: str | None
-    fp_settings: str | None
-    fp_fallback: int | None
-    published_stated: int | None
-
-    def update_params(self) -> tuple[Any, ...]:
-        return (
-            self.source_id,
-            self.status,
-            self.reason,
-            self.page_reason,
-            self.content_hash,
-            self.source_time,
-            self.lastmod,
-            self.change_count,
-            self.title,
-            self.file_key,
-            self.shard,
-            self.entry_bytes,
-            self.published,
-            self.language,
-            self.news_title,
-            self.article,
-            self.alternates,
-            self.extra,
-            self.bytes_hash,
-            self.fp_settings,
-            self.fp_fallback,
-            self.published_stated,
-            self.id,
-        )
 
 
 def _facts(obs: Observation) -> tuple[str | None, str | None, int | None, str | None, str | None]:
@@ -158,7 +98,8 @@ class Apply:
         self.pending: set[str] = set()
         self.changes = ChangeSet()
         self.shards = Shards(self.conn, ledger.limits)
-        self.journal: list[tuple[int, str, str]] = []
+        # (url id, kind, at); rows read from the ledger always have their id.
+        self.journal: list[tuple[int | None, str, str]] = []
         # Sources that gave at least one present URL in this run.
         self.observed: set[str] = set()
         self._source_ids: dict[str, int] = dict(
@@ -166,7 +107,7 @@ class Apply:
         )
         self.bulk = False
         # url id -> its new alternates text, for alternate_links.
-        self.links: dict[int, str | None] = {}
+        self.links: dict[int | None, str | None] = {}
         self.first_seq = ledger.last_seq()
         # Bulk runs: loc -> the last row id inserted before a Gone for it.
         self.bulk_gone: dict[str, int] = {}
@@ -189,7 +130,7 @@ class Apply:
             return ROBOTS_REASON
         return None
 
-    def _new_row(self, obs: Observation) -> NewRow:
+    def _new_row(self, obs: Observation) -> UrlRow:
         """Return the insert parameters of a URL seen for the first time."""
         reason = self._reason(obs.loc, obs.exclusion)
         lastmod = min(obs.source_time or self.now, self.now)
@@ -199,7 +140,8 @@ class Apply:
             shard = self.shards.place(size, lastmod)
             self.changes.new += 1
         published, stated = self._published(None, None, obs, live=reason is None)
-        return NewRow(
+        return UrlRow(
+            None,
             obs.loc,
             self.source_id(obs.source),
             EXCLUDED if reason else LIVE,
@@ -237,7 +179,7 @@ class Apply:
             return known, stated
         return min(obs.source_time or self.now, self.now), 0
 
-    def _observe(self, row: _Row, obs: Observation) -> None:
+    def _observe(self, row: UrlRow, obs: Observation) -> None:
         """Update `row` for what `obs` says of it now."""
         old_lastmod = row.lastmod
         if obs.content_hash is not None:
@@ -283,7 +225,7 @@ class Apply:
 
     def _set_status(
         self,
-        row: _Row,
+        row: UrlRow,
         reason: str | None,
         old_lastmod: str,
         gone: bool = False,
@@ -314,7 +256,7 @@ class Apply:
             self.changes.updated += 1
             self.journal.append((row.id, UPDATED, self.now))
 
-    def _remove(self, row: _Row) -> None:
+    def _remove(self, row: UrlRow) -> None:
         """Mark `row` gone: out of every sitemap, its hash and lastmod kept for its return."""
         self._set_status(row, None, row.lastmod, gone=True)
         row.file_key = None
@@ -394,7 +336,7 @@ class Apply:
                 self.bulk_gone[item.loc] = last
         self._insert([self._new_row(o) for o in run])
 
-    def _insert(self, rows: list[NewRow]) -> None:
+    def _insert(self, rows: list[UrlRow]) -> None:
         """Insert rows made by `_new_row`, in their order: of a URL given twice to the
         bulk path, the row inserted last is the one kept."""
         for bare, run in groupby(rows, key=lambda row: row.bare):
@@ -415,25 +357,25 @@ class Apply:
                     ],
                 )
             else:
-                self.conn.executemany(INSERT_URL, run)
+                self.conn.executemany(INSERT_URL, [r.insert_params() for r in run])
 
     def update_chunk(self, items: list[Observation | Seen | Gone]) -> None:
         latest = {item.loc: item for item in items}  # the last word on a URL wins
         marks = ",".join("?" * len(latest))
         rows = {
             row.loc: row
-            for row in map(
-                UrlRow._make,
-                self.conn.execute(
+            for row in (
+                UrlRow(*values)
+                for values in self.conn.execute(
                     f"SELECT {URL_COLUMNS} FROM urls WHERE loc IN ({marks})", list(latest)
-                ),
+                )
             )
         }
-        inserts: list[NewRow] = []
+        inserts: list[UrlRow] = []
         updates: list[tuple[Any, ...]] = []
-        seen: list[tuple[int]] = []
-        touched: list[tuple[str, int]] = []
-        pending: list[tuple[int]] = []
+        seen: list[tuple[int | None]] = []
+        touched: list[tuple[str, int | None]] = []
+        pending: list[tuple[int | None]] = []
         for loc, item in latest.items():
             known = rows.get(loc)
             if known is None:
@@ -455,14 +397,14 @@ class Apply:
                         pending.append((known.id,))
                         self.pending.add(item.source)
                         continue
-                    row = _Row(*known)
+                    row = known
                     self._remove(row)
                     updates.append(row.update_params())
                 continue
             seen.append((known.id,))
             if _unchanged(known, item, self.source_id(item.source)):
                 continue
-            row = _Row(*known)
+            row = known
             before = row.update_params()
             self._observe(row, item)
             after = row.update_params()
@@ -654,12 +596,12 @@ class Apply:
             f"AND status IN (?, ?) AND {which} ORDER BY id LIMIT ?",
             (last_id, source_id, LIVE, EXCLUDED, _CHUNK),
         ).fetchall():
-            rows = [_Row(*values) for values in batch]
+            rows = [UrlRow(*values) for values in batch]
             for row in rows:
                 self._remove(row)
             self.conn.executemany(UPDATE_URL, [row.update_params() for row in rows])
             removed += len(rows)
-            last_id = rows[-1].id
+            last_id = batch[-1][0]
         return removed
 
     def _recheck_robots(self) -> None:
@@ -671,7 +613,7 @@ class Apply:
         ).fetchall():
             updates = []
             for values in batch:
-                row = _Row(*values)
+                row = UrlRow(*values)
                 reason = self._reason(row.loc, row.page_reason)
                 if reason != row.reason:
                     self._set_status(row, reason, row.lastmod)

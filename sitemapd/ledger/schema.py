@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError
 
@@ -18,18 +19,11 @@ if TYPE_CHECKING:
 
 LIVE, EXCLUDED, GONE, SEEDED = "live", "excluded", "gone", "seeded"
 
-URL_COLUMNS = (
-    "id, loc, source_id, status, reason, page_reason, content_hash, source_time, lastmod, "
-    "first_seen, change_count, title, file_key, shard, entry_bytes, "
-    "published, language, news_title, article, alternates, extra, "
-    "bytes_hash, fp_settings, fp_fallback, published_stated"
-)
+@dataclass(slots=True)
+class UrlRow:
+    """One `urls` row, in `URL_COLUMNS` order; `id` is None until it is inserted."""
 
-
-class UrlRow(NamedTuple):
-    """One `urls` row as read, in `URL_COLUMNS` order."""
-
-    id: int
+    id: int | None
     loc: str
     source_id: int | None
     status: str
@@ -55,34 +49,13 @@ class UrlRow(NamedTuple):
     fp_fallback: int | None
     published_stated: int | None
 
+    def insert_params(self) -> tuple[Any, ...]:
+        """Return the values `INSERT_URL` binds: every column but `id`."""
+        return tuple(getattr(self, name) for name in _COLUMNS[1:])
 
-class NewRow(NamedTuple):
-    """The values of a URL seen for the first time, in `URL_COLUMNS` order without `id`."""
-
-    loc: str
-    source_id: int
-    status: str
-    reason: str | None
-    page_reason: str | None
-    content_hash: str | None
-    source_time: str | None
-    lastmod: str
-    first_seen: str
-    change_count: int
-    title: str | None
-    file_key: str | None
-    shard: int | None
-    entry_bytes: int
-    published: str | None
-    language: str | None
-    news_title: str | None
-    article: int | None
-    alternates: str | None
-    extra: str | None
-    bytes_hash: str | None
-    fp_settings: str | None
-    fp_fallback: int | None
-    published_stated: int | None
+    def update_params(self) -> tuple[Any, ...]:
+        """Return the values `UPDATE_URL` binds: every column but `id` and `loc`, then `id`."""
+        return (*(getattr(self, name) for name in _COLUMNS[2:]), self.id)
 
     @property
     def bare(self) -> bool:
@@ -93,22 +66,21 @@ class NewRow(NamedTuple):
             and self.content_hash is None
             and self.title is None
             and self.file_key is None
-            and not any(self[14:])
+            and not any(getattr(self, name) for name in _COLUMNS[15:])
         )
 
 
-INSERT_URL = f"INSERT INTO urls ({URL_COLUMNS}) VALUES (NULL{', ?' * 24})"
+_COLUMNS = UrlRow.__slots__
+
+
+# The statements of whole rows, from the one list of columns above.
+URL_COLUMNS = ", ".join(_COLUMNS)
+INSERT_URL = f"INSERT INTO urls ({URL_COLUMNS}) VALUES (NULL{', ?' * (len(_COLUMNS) - 1)})"
+UPDATE_URL = f"UPDATE urls SET {', '.join(f'{name} = ?' for name in _COLUMNS[2:])} WHERE id = ?"
 # URLs from lists carry no content facts; binding fewer values makes bulk loads much faster.
 INSERT_BARE = (
     "INSERT INTO urls (loc, source_id, status, source_time, lastmod, first_seen, change_count, "
     f"shard, entry_bytes) VALUES (?, ?, '{LIVE}', ?, ?, ?, 0, ?, ?)"
-)
-UPDATE_URL = (
-    "UPDATE urls SET source_id = ?, status = ?, reason = ?, page_reason = ?, content_hash = ?, "
-    "source_time = ?, lastmod = ?, change_count = ?, title = ?, file_key = ?, shard = ?, "
-    "entry_bytes = ?, published = ?, language = ?, news_title = ?, article = ?, "
-    "alternates = ?, extra = ?, bytes_hash = ?, fp_settings = ?, fp_fallback = ?, "
-    "published_stated = ? WHERE id = ?"
 )
 
 
