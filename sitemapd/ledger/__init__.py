@@ -11,7 +11,9 @@ change), `lists` (URL lists read by content-defined chunks), `rendering`, `journ
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+import threading
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,10 @@ from .model import (
 )
 from .rendering import RenderQueries
 from .schema import EXCLUDED, GONE, LIVE, SEEDED, URL_COLUMNS, migrate
+
+log = logging.getLogger(__name__)
+# SQLite's default: the commit that takes the WAL past this many pages copies it back.
+_AUTOCHECKPOINT = 1000
 
 __all__ = [
     "ALLOW_ALL",
@@ -92,11 +98,14 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
             self.conn.execute("PRAGMA cache_size = -16384")
             self.conn.execute("PRAGMA busy_timeout = 5000")
             migrate(self.conn, path)
+            self._checkpointer: threading.Thread | None = None
         except sqlite3.Error as exc:
             raise LedgerError(f"{path}: cannot open the ledger ({exc})") from exc
 
     def close(self) -> None:
         """Close the connections; the ledger file stays consistent at any point."""
+        if self._checkpointer is not None:
+            self._checkpointer.join()
         if self._reader is not None:
             self._reader.close()
         self.conn.close()
@@ -227,4 +236,24 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
                 )
         except sqlite3.Error as exc:
             raise LedgerError(f"{self.path}: applying changes failed ({exc})") from exc
+        finally:
+            self.conn.execute(f"PRAGMA wal_autocheckpoint = {_AUTOCHECKPOINT}")
+        if run.bulk:
+            self._checkpoint_behind()
         return run.changes
+
+    def _checkpoint_behind(self) -> None:
+        """Copy the WAL into the database file on a thread of its own: after a first build
+        that is the whole ledger, which the renderers meanwhile read from the WAL."""
+
+        def checkpoint() -> None:
+            conn = sqlite3.connect(self.path)
+            try:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.Error as exc:  # the next commits checkpoint instead
+                log.warning("%s: checkpoint failed (%s)", self.path, exc)
+            finally:
+                conn.close()
+
+        self._checkpointer = threading.Thread(target=checkpoint, name="ledger-checkpoint")
+        self._checkpointer.start()

@@ -268,6 +268,8 @@ class Apply:
         self.bulk = self.conn.execute("SELECT 1 FROM urls LIMIT 1").fetchone() is None
         if self.bulk:
             drop_url_indexes(self.conn)
+            # The commit leaves the WAL to `Ledger._checkpoint_behind`.
+            self.conn.execute("PRAGMA wal_autocheckpoint = 0")
         else:
             for table in ("seen", "pending"):
                 self.conn.execute(

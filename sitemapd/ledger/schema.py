@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 LIVE, EXCLUDED, GONE, SEEDED = "live", "excluded", "gone", "seeded"
 
+
 @dataclass(slots=True)
 class UrlRow:
     """One `urls` row, in `URL_COLUMNS` order; `id` is None until it is inserted."""
