@@ -777,6 +777,14 @@ def _publish(table: _Table) -> PublishConfig:
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 
 
+def _installed(module: str) -> bool:
+    """True when `module` can be imported (found, and not blocked in sys.modules)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ValueError:
+        return False
+
+
 def _s3_target(table: _Table, target: str) -> S3Target:
     parts = urlsplit(target)
     if parts.scheme != "s3" or parts.query or parts.fragment:
@@ -788,7 +796,7 @@ def _s3_target(table: _Table, target: str) -> S3Target:
         raise table.error("target", f"the key prefix must end in '/', got {target!r}")
     if {".", ".."} & set(prefix.split("/")[:-1]) or "//" in prefix:
         raise table.error("target", f"the key prefix has an empty, '.' or '..' part: {target!r}")
-    if importlib.util.find_spec("boto3") is None:
+    if not _installed("boto3"):
         raise table.error("target", "publishing to S3 needs boto3: pip install 'sitemapd[s3]'")
     endpoint = table.text("endpoint_url", "")
     if endpoint:

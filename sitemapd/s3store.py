@@ -111,14 +111,9 @@ class S3Store:
         ours = stamp(hashlib.md5(data, usedforsecurity=False).hexdigest())
         if self._listing.get(name) == (len(data), ours):
             return ours, False
-        extra = {"CacheControl": self.target.cache_control} if self.target.cache_control else {}
         try:
             answer = self.s3.put_object(
-                Bucket=self.bucket,
-                Key=self.key(name),
-                Body=data,
-                ContentType=content_type,
-                **extra,
+                Bucket=self.bucket, Key=self.key(name), Body=data, **self._headers(content_type)
             )
         except Exception as exc:
             raise failure(f"cannot upload {self.where}{name}", exc) from exc
@@ -164,7 +159,7 @@ class S3Store:
                     Bucket=self.bucket,
                     Key=key,
                     Body=updated,
-                    ContentType="text/plain; charset=utf-8",
+                    **self._headers("text/plain; charset=utf-8"),
                     **condition,
                 )
             except Exception as exc:
@@ -173,6 +168,11 @@ class S3Store:
                 raise failure(f"cannot write {where}", exc) from exc
             return where, updated
         raise PublishError(f"{where}: kept changing under us; try again")
+
+    def _headers(self, content_type: str) -> dict[str, str]:
+        """Return the headers of a public object: its type and the CDN's cache time."""
+        cache = self.target.cache_control
+        return {"ContentType": content_type, **({"CacheControl": cache} if cache else {})}
 
     def _get(self, key: str) -> tuple[bytes, str | None]:
         """Return the bytes and ETag of object `key`, or (b"", None) when there is none."""
