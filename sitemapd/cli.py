@@ -1,5 +1,5 @@
 """The `sitemapd` command line: build, run, import, forget, reread, status, verify, explain,
-check-config, changelog-sql."""
+robots, check-config, changelog-sql."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from .errors import ConfigError, LockError, SitemapdError
 from .explain import explain
 from .importer import ImportTally, read_sitemaps
 from .lock import StateLock
-from .publish import OutputNames
+from .publish import OutputNames, partition_index_urls
 from .verify import NOTE, verify
 from .words import count
 
@@ -343,6 +343,16 @@ def verify_(config_path: Path) -> None:
         click.echo(count(len(problems), "problem"), err=True)
         sys.exit(1)
     click.echo(f"ok: {cfg.site.output_dir / cfg.sitemap.index}")
+
+
+@main.command(name="robots")
+@config_option
+@_errors_exit
+def robots_(config_path: Path) -> None:
+    """Print the robots.txt `Sitemap:` lines of the site (one per partition)."""
+    cfg = config.load(config_path)
+    for url in partition_index_urls(cfg):
+        click.echo(f"Sitemap: {url}")
 
 
 @main.command(name="explain")

@@ -283,7 +283,8 @@ class Engine:
             changes = changes.merged(later)
         quiet = not (changes.changed or changes.moved or rescan or refresh)
         # A standby keeps its ledger current and publishes once it holds the lease.
-        quiet = quiet or (self.lease is not None and not self.lease.held)
+        if not quiet and self.lease is not None:
+            quiet = not self.lease.keep()
         report = PublishReport() if quiet else self.publisher.publish(now)
         seconds = time.perf_counter() - started
         log.log(

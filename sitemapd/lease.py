@@ -60,6 +60,12 @@ class Lease:
                 return self._renew()
             return self._take()
 
+    def keep(self) -> bool:
+        """Renew the lease if this daemon holds it (a long scan may outlast half its TTL);
+        return True when held. Raises PublishError when the store cannot be reached."""
+        with self._lock:
+            return self._etag is not None and self._renew()
+
     def fence(self) -> None:
         """Renew the lease before a write that publishes (the index); raises PublishError
         when it is no longer ours."""

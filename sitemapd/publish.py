@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from . import manifest, robots, w3c
-from .config import Config
+from .config import Config, Partition, partition_name
 from .errors import PublishError
 from .feedwindow import feed_pages
 from .ledger import Ledger
@@ -104,6 +104,20 @@ class OutputNames:
     def index_url(self) -> str:
         """Return the public URL of the sitemap index."""
         return self.output_url + self.index
+
+
+def partition_index_urls(config: Config) -> list[str]:
+    """Return the public URLs of the site's sitemap indexes: one per partition."""
+    names = OutputNames(config)
+    partition = config.site.partition
+    if partition is None:
+        return [names.index_url]
+    mine = partition_name("", partition.label)
+    stem = names.index.removesuffix(mine)
+    return [
+        names.output_url + stem + partition_name("", Partition(n, partition.count).label)
+        for n in range(1, partition.count + 1)
+    ]
 
 
 def _paged_names(config: Config) -> list[str]:

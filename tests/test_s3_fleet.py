@@ -1,0 +1,133 @@
+"""Several daemons, one bucket: one publisher elected by the lease, standbys that take
+over without moving a lastmod; and a site split into partitions, one daemon each."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import Site, assert_valid, page
+from daemon_harness import RunningDaemon, http_port, request, touch_tree, u
+from s3_harness import S3Server, crawl, download, fetch, publish_table
+
+ROOT = "https://example.com/"
+TTL = 2
+
+
+def role(port: int) -> str:
+    """Return what `/healthz` says the daemon on `port` is."""
+    status, _, body = request(port, "/healthz")
+    return body.decode().strip() if status == 200 else "unhealthy"
+
+
+@pytest.mark.slow
+def test_one_publisher_takeover_keeps_lastmods(
+    tmp_path: Path, s3: S3Server, daemons: list[RunningDaemon]
+) -> None:
+    bucket = s3.new_bucket()
+    extra = (
+        publish_table(s3, bucket, ttl=TTL)
+        + '[http]\nlisten = "127.0.0.1:0"\n[daemon]\ndebounce = 0.2\nmax_delay = 1\n'
+    )
+    sites = []
+    for n, name in enumerate("abc"):
+        base = tmp_path / name
+        base.mkdir()
+        site = Site(base)
+        site.configure(extra=extra)
+        for page_name in ("p1", "p2", "p3"):
+            site.write(f"{page_name}.html", page(page_name, f"text of {page_name}"))
+        # Each web server got its copy at another time: left alone, each would date
+        # the pages differently.
+        touch_tree(site.root, time.time() - 86400 * (n + 1))
+        sites.append(site)
+    running = []
+    for site in sites:
+        daemon = RunningDaemon(site)
+        daemons.append(daemon)
+        daemon.wait_ready()
+        running.append(daemon)
+    ports = [http_port(daemon) for daemon in running]
+    roles = [role(port) for port in ports]
+    assert roles == ["ok: publisher", "ok: standby", "ok: standby"], roles
+    before = crawl(s3, bucket, ROOT)
+    assert set(before) == u("p1.html", "p2.html", "p3.html")
+
+    # A change everywhere, and the publisher killed while it publishes it.
+    for site in sites:
+        site.write("p4.html", page("p4", "new page"))
+    time.sleep(0.3)
+    running[0].proc.kill()
+    running[0].proc.wait()
+    for site in sites[1:]:
+        site.write("p5.html", page("p5", "written during the handover"))
+
+    deadline = time.monotonic() + 30
+    seen: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        # The published files stay whole and valid throughout the handover.
+        seen = crawl(s3, bucket, ROOT)
+        now = [role(port) for port in ports[1:]]
+        assert now.count("ok: publisher") <= 1, now
+        if set(seen) == u("p1.html", "p2.html", "p3.html", "p4.html", "p5.html"):
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError(f"no takeover: {seen}\n{running[1].log()}\n{running[2].log()}")
+    assert [role(port) for port in ports[1:]].count("ok: publisher") == 1
+    assert {loc: seen[loc] for loc in before} == before, "a takeover moved lastmods"
+    # Their own copies date the pages otherwise: the successor adopted the published ones.
+    assert any("kept the published lastmod of" in d.log() for d in running[1:])
+
+
+URLS = 100_000
+PARTS = 4
+
+
+@pytest.mark.slow
+def test_four_partitions_publish_the_site_once(tmp_path: Path, s3: S3Server) -> None:
+    bucket = s3.new_bucket()
+    listing = tmp_path / "urls.txt"
+    expected = {f"{ROOT}item/{n}" for n in range(URLS)}
+    listing.write_text("".join(f"{url}\n" for url in sorted(expected)))
+    configs = []
+    for n in range(1, PARTS + 1):
+        config = tmp_path / f"p{n}.toml"
+        config.write_text(
+            f'[site]\nbase_url = "{ROOT}"\noutput_dir = "out{n}"\nstate_dir = "state{n}"\n'
+            f'partition = "{n}/{PARTS}"\n[sitemap]\ngzip = true\n'
+            f'[[source]]\ntype = "urllist"\npath = "urls.txt"\n' + publish_table(s3, bucket)
+        )
+        configs.append(config)
+    # Started together: no daemon's robots.txt line may be lost to another's edit.
+    builds = [
+        subprocess.Popen(
+            [sys.executable, "-m", "sitemapd", "build", "-c", str(config)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for config in configs
+    ]
+    for build in builds:
+        output = build.communicate(timeout=240)[0]
+        assert build.returncode == 0, output
+
+    found = crawl(s3, bucket, ROOT)  # fails on a URL listed twice
+    assert set(found) == expected
+    lines = fetch(f"{s3.url}/{bucket}/robots.txt").decode().splitlines()
+    indexes = [f"Sitemap: {ROOT}sitemap-p{n}of{PARTS}.xml" for n in range(1, PARTS + 1)]
+    assert sorted(line for line in lines if line.startswith("Sitemap:")) == indexes
+    printed = subprocess.run(
+        [sys.executable, "-m", "sitemapd", "robots", "-c", str(configs[2])],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert printed.stdout.splitlines() == indexes
+    folder = download(s3, bucket, tmp_path / "bucket")
+    for n in range(1, PARTS + 1):
+        assert_valid(folder, f"sitemap-p{n}of{PARTS}.xml")
