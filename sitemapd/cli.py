@@ -35,7 +35,7 @@ from .explain import explain
 from .importer import ImportTally, read_sitemaps
 from .lock import StateLock
 from .publish import OutputNames, partition_index_urls
-from .verify import NOTE, verify
+from .verify import NOTE, verify_all
 from .words import count
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -331,18 +331,27 @@ def status_(config_path: Path, as_json: bool) -> None:
 
 @main.command(name="verify")
 @config_option
+@click.option(
+    "--partition",
+    "partitions",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The configuration of another partition of the site (repeat for each): checks "
+    "them all, and that no URL is in two.",
+)
 @_errors_exit
-def verify_(config_path: Path) -> None:
+def verify_(config_path: Path, partitions: tuple[Path, ...]) -> None:
     """Re-read the published files and check them; exit 1 listing any problem."""
     cfg = config.load(config_path)
-    found = verify(cfg)
+    found = verify_all(cfg, [config.load(path) for path in partitions])
     for line in found:
         click.echo(line)
     problems = [line for line in found if not line.startswith(NOTE)]
     if problems:
         click.echo(count(len(problems), "problem"), err=True)
         sys.exit(1)
-    click.echo(f"ok: {cfg.site.output_dir / cfg.sitemap.index}")
+    where = cfg.publish.s3.url if cfg.publish.s3 else f"{cfg.site.output_dir}/"
+    click.echo(f"ok: {where}{cfg.sitemap.index}")
 
 
 @main.command(name="robots")

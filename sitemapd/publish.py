@@ -140,6 +140,9 @@ class Fence(Protocol):
     def held(self) -> bool:
         """True while this daemon may write to the target."""
 
+    def keep(self) -> bool:
+        """Renew the lease if held; return True when held. Raises PublishError."""
+
     def fence(self) -> None:
         """Renew the lease before the index write; raises PublishError when lost."""
 
@@ -318,8 +321,10 @@ class Publisher:
         return record is not None and self.store.intact(name, record)
 
     def _check_lease(self) -> None:
-        """Raise PublishError unless this daemon may write to the target now."""
-        if self.lease is not None and not self.dry_run and not self.lease.held:
+        """Raise PublishError unless this daemon may write to the target now (a long
+        publish renews the lease on the way)."""
+        lease = self.lease
+        if lease is not None and not self.dry_run and not (lease.held or lease.keep()):
             raise PublishError(f"not the publisher of {self.store.where}: standing by")
 
     def _write(

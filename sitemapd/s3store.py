@@ -174,6 +174,10 @@ class S3Store:
         cache = self.target.cache_control
         return {"ContentType": content_type, **({"CacheControl": cache} if cache else {})}
 
+    def read(self, key: str) -> bytes:
+        """Return the bytes of object `key` (empty when there is none); raises PublishError."""
+        return self._get(key)[0]
+
     def _get(self, key: str) -> tuple[bytes, str | None]:
         """Return the bytes and ETag of object `key`, or (b"", None) when there is none."""
         try:

@@ -13,6 +13,9 @@ from conftest import Site, assert_valid, page
 from daemon_harness import RunningDaemon, http_port, request, touch_tree, u
 from s3_harness import S3Server, crawl, download, fetch, publish_table
 
+from sitemapd import config as config_module
+from sitemapd.verify import verify_all
+
 ROOT = "https://example.com/"
 TTL = 2
 
@@ -128,6 +131,17 @@ def test_four_partitions_publish_the_site_once(tmp_path: Path, s3: S3Server) -> 
         check=True,
     )
     assert printed.stdout.splitlines() == indexes
+    others = [arg for config in configs[1:] for arg in ("--partition", str(config))]
+    checked = subprocess.run(
+        [sys.executable, "-m", "sitemapd", "verify", "-c", str(configs[0]), *others],
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    loaded = [config_module.load(path) for path in configs]
+    assert verify_all(loaded[0], loaded[1:2]) == [
+        "partitions given: [1, 2]; a site of 4 partitions needs each once"
+    ]
     folder = download(s3, bucket, tmp_path / "bucket")
     for n in range(1, PARTS + 1):
         assert_valid(folder, f"sitemap-p{n}of{PARTS}.xml")
