@@ -102,9 +102,14 @@ class Engine:
 
     def adopt(self) -> int:
         """Give URLs whose content matches what the target's manifests list the lastmods
-        published there; return how many moved. Raises PublishError."""
+        published there (unless the last publish was this ledger's); return how many
+        moved. Raises PublishError."""
         store = self.publisher.store
         store.prepare(write=False)
+        index = self.config.sitemap.index
+        record = self.ledger.published(index)
+        if record is not None and store.intact(index, record):
+            return 0  # the index out there is our own: our lastmods are the published ones
         shards = [name for name in store.names() if self.publisher.names.is_shard(name)]
         moved = manifest.adopt(self.ledger, store.manifest_rows(shards))
         if moved:
