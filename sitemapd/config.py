@@ -469,6 +469,8 @@ def parse(raw: dict[str, Any], file: Path) -> Config:
             raise top.error(f"source[{n}].name", f"duplicate source name {name!r}")
     _check_file_names(top, sitemap, feed, news, indexnow)
     _check_folders(top, site, sources, _own_files(sitemap, feed, news, indexnow))
+    if publish.s3 is not None and http.serve_files:
+        raise top.error("http.serve_files", "the files are in the bucket: serve them from there")
     if websub.hubs and feed is None:
         raise top.error("websub.hubs", "needs a [feed] section: hubs are told about feeds")
     return Config(

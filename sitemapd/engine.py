@@ -288,7 +288,7 @@ class Engine:
             changes = changes.merged(later)
         quiet = not (changes.changed or changes.moved or rescan or refresh)
         # A standby keeps its ledger current and publishes once it holds the lease.
-        if not quiet and self.lease is not None:
+        if not quiet and self.lease is not None and not self.publisher.dry_run:
             quiet = not self.lease.keep()
         report = PublishReport() if quiet else self.publisher.publish(now)
         seconds = time.perf_counter() - started

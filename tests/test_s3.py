@@ -100,6 +100,11 @@ def test_config_rejects_bad_targets(site: Site) -> None:
         ('[publish]\ntarget = "s3://bucket/a/../"\n', "'..'"),
         ('[publish]\ntarget = "s3://bucket/"\nlease_ttl = 0\n', "publish.lease_ttl"),
         ('[publish]\nregion = "eu-west-1"\n', "publish.region: unknown key"),
+        (
+            '[publish]\ntarget = "s3://bucket/"\n[http]\nlisten = "127.0.0.1:0"\n'
+            "serve_files = true\n",
+            "http.serve_files",
+        ),
     ):
         site.configure(extra=table)
         with pytest.raises(ConfigError, match=r"sitemapd\.toml") as caught:
