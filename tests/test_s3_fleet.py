@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Site, assert_valid, page
+from conftest import Site, assert_valid, page, published
 from daemon_harness import RunningDaemon, http_port, request, touch_tree, u
 from s3_harness import S3Server, crawl, download, fetch, publish_table
 
@@ -156,3 +156,41 @@ def test_four_partitions_publish_the_site_once(tmp_path: Path, s3: S3Server) -> 
     folder = download(s3, bucket, tmp_path / "bucket")
     for n in range(1, PARTS + 1):
         assert_valid(folder, f"sitemap-p{n}of{PARTS}.xml")
+
+
+def test_partitions_started_together_share_a_local_robots_txt(tmp_path: Path) -> None:
+    listing = tmp_path / "urls.txt"
+    listing.write_text("".join(f"{ROOT}page/{n}\n" for n in range(400)))
+    robots_txt = tmp_path / "robots.txt"
+    robots_txt.write_text("User-agent: *\nDisallow: /private/\n")
+    configs = []
+    for n in range(1, PARTS + 1):
+        config = tmp_path / f"p{n}.toml"
+        config.write_text(
+            f'[site]\nbase_url = "{ROOT}"\noutput_dir = "out"\nstate_dir = "state{n}"\n'
+            f'robots_txt = "robots.txt"\npartition = "{n}/{PARTS}"\n'
+            '[[source]]\ntype = "urllist"\npath = "urls.txt"\n'
+        )
+        configs.append(config)
+    builds = [
+        subprocess.Popen(
+            [sys.executable, "-m", "sitemapd", "build", "-c", str(config)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for config in configs
+    ]
+    for build in builds:
+        output = build.communicate(timeout=120)[0]
+        assert build.returncode == 0, output
+    lines = robots_txt.read_text().splitlines()
+    assert lines[:2] == ["User-agent: *", "Disallow: /private/"]
+    indexes = [f"Sitemap: {ROOT}sitemap-p{n}of{PARTS}.xml" for n in range(1, PARTS + 1)]
+    assert sorted(lines[2:]) == indexes
+    found: dict[str, str] = {}
+    for n in range(1, PARTS + 1):
+        part = published(tmp_path / "out", f"sitemap-p{n}of{PARTS}.xml")
+        assert not set(part) & set(found)
+        found.update(part)
+    assert len(found) == 400
