@@ -101,6 +101,23 @@ URLS = 100_000
 PARTS = 4
 
 
+def build_together(configs: list[Path]) -> None:
+    """Run `sitemapd build` of every config at once; fail with the output of any that
+    fails."""
+    builds = [
+        subprocess.Popen(
+            [sys.executable, "-m", "sitemapd", "build", "-c", str(config)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for config in configs
+    ]
+    for build in builds:
+        output = build.communicate(timeout=240)[0]
+        assert build.returncode == 0, output
+
+
 @pytest.mark.slow
 def test_four_partitions_publish_the_site_once(tmp_path: Path, s3: S3Server) -> None:
     bucket = s3.new_bucket()
@@ -117,18 +134,7 @@ def test_four_partitions_publish_the_site_once(tmp_path: Path, s3: S3Server) -> 
         )
         configs.append(config)
     # Started together: no daemon's robots.txt line may be lost to another's edit.
-    builds = [
-        subprocess.Popen(
-            [sys.executable, "-m", "sitemapd", "build", "-c", str(config)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for config in configs
-    ]
-    for build in builds:
-        output = build.communicate(timeout=240)[0]
-        assert build.returncode == 0, output
+    build_together(configs)
 
     found = crawl(s3, bucket, ROOT)  # fails on a URL listed twice
     assert set(found) == expected
@@ -172,18 +178,7 @@ def test_partitions_started_together_share_a_local_robots_txt(tmp_path: Path) ->
             '[[source]]\ntype = "urllist"\npath = "urls.txt"\n'
         )
         configs.append(config)
-    builds = [
-        subprocess.Popen(
-            [sys.executable, "-m", "sitemapd", "build", "-c", str(config)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for config in configs
-    ]
-    for build in builds:
-        output = build.communicate(timeout=120)[0]
-        assert build.returncode == 0, output
+    build_together(configs)
     lines = robots_txt.read_text().splitlines()
     assert lines[:2] == ["User-agent: *", "Disallow: /private/"]
     indexes = [f"Sitemap: {ROOT}sitemap-p{n}of{PARTS}.xml" for n in range(1, PARTS + 1)]
