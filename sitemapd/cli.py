@@ -1,5 +1,5 @@
 """The `sitemapd` command line: build, run, import, forget, reread, status, verify, explain,
-check-config, changelog-sql."""
+robots, check-config, changelog-sql."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ from .errors import ConfigError, LockError, SitemapdError
 from .explain import explain
 from .importer import ImportTally, read_sitemaps
 from .lock import StateLock
-from .publish import OutputNames
-from .verify import NOTE, verify
+from .publish import OutputNames, partition_index_urls
+from .verify import NOTE, verify_all
 from .words import count
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -180,6 +180,9 @@ def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = 
     summary; exit 1 when a source failed or a removal is held."""
     with _locked_engine(cfg) as engine, _progress_bar(cfg) as bar:
         first(engine)
+        target = cfg.publish.s3
+        # A running daemon renews its lease several times per TTL: two TTLs tell.
+        engine.acquire(wait=2 * target.lease_ttl + 1 if target else 0)
         result = engine.build(confirm_removal=confirm, progress=bar)
         # Notifications owed but not delivered stay owed: the next build or run sends them.
         undelivered = outbox.deliver_now(engine.ledger, cfg)
@@ -332,18 +335,37 @@ def status_(config_path: Path, as_json: bool) -> None:
 
 @main.command(name="verify")
 @config_option
+@click.option(
+    "--partition",
+    "partitions",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The configuration of another partition of the site (repeat for each): checks "
+    "them all, and that no URL is in two.",
+)
 @_errors_exit
-def verify_(config_path: Path) -> None:
+def verify_(config_path: Path, partitions: tuple[Path, ...]) -> None:
     """Re-read the published files and check them; exit 1 listing any problem."""
     cfg = config.load(config_path)
-    found = verify(cfg)
+    found = verify_all(cfg, [config.load(path) for path in partitions])
     for line in found:
         click.echo(line)
     problems = [line for line in found if not line.startswith(NOTE)]
     if problems:
         click.echo(count(len(problems), "problem"), err=True)
         sys.exit(1)
-    click.echo(f"ok: {cfg.site.output_dir / cfg.sitemap.index}")
+    where = cfg.publish.s3.url if cfg.publish.s3 else f"{cfg.site.output_dir}/"
+    click.echo(f"ok: {where}{cfg.sitemap.index}")
+
+
+@main.command(name="robots")
+@config_option
+@_errors_exit
+def robots_(config_path: Path) -> None:
+    """Print the robots.txt `Sitemap:` lines of the site (one per partition)."""
+    cfg = config.load(config_path)
+    for url in partition_index_urls(cfg):
+        click.echo(f"Sitemap: {url}")
 
 
 @main.command(name="explain")

@@ -6,10 +6,11 @@ Every error is a ConfigError whose message names the file and the key, for examp
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
@@ -36,6 +37,48 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
+class Partition:
+    """This daemon's share of a partitioned site: partition `number` (from 1) of `count`."""
+
+    number: int
+    count: int
+
+    @property
+    def label(self) -> str:
+        """Return the tag partitioned file names carry, like `p2of4`."""
+        return f"p{self.number}of{self.count}"
+
+
+@dataclass(frozen=True, slots=True)
+class S3Target:
+    """An S3-compatible bucket (and key prefix) the sitemaps are published to."""
+
+    bucket: str
+    # "" or a key prefix ending in "/".
+    prefix: str
+    endpoint_url: str | None = None
+    region: str | None = None
+    cache_control: str | None = None
+    # Seconds a publisher's lease lasts unrenewed.
+    lease_ttl: float = 30.0
+    # Key of robots.txt in the bucket (at its root: where a CDN serving the bucket as the
+    # site finds it); None leaves robots.txt alone.
+    robots_key: str | None = "robots.txt"
+
+    @property
+    def url(self) -> str:
+        """Return the target as written in the configuration: `s3://bucket/prefix/`."""
+        return f"s3://{self.bucket}/{self.prefix}"
+
+
+@dataclass(frozen=True, slots=True)
+class PublishConfig:
+    """Where output goes: the local output_dir (s3 None) or an S3-compatible bucket."""
+
+    s3: S3Target | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SiteConfig:
     base_url: str
     origin: Origin
@@ -48,6 +91,7 @@ class SiteConfig:
     # and how long a held removal must persist to go ahead unconfirmed (seconds).
     max_removal: float = 0.5
     removal_grace: float = 900.0
+    partition: Partition | None = None
 
     @property
     def not_content(self) -> tuple[str, str]:
@@ -218,6 +262,7 @@ class Config:
     indexnow: IndexNowConfig | None = None
     # (name, User-Agent pattern) of the crawlers whose fetches are recorded, in order.
     crawlers: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    publish: PublishConfig = PublishConfig()
 
     @property
     def content_sources(self) -> tuple[ContentSource, ...]:
@@ -414,13 +459,18 @@ def parse(raw: dict[str, Any], file: Path) -> Config:
     websub = _websub(top.table("websub"))
     indexnow = _indexnow(top.table("indexnow"), site) if "indexnow" in raw else None
     crawlers = _crawlers(top.table("crawlers")) if "crawlers" in raw else _DEFAULT_CRAWLERS
+    publish = _publish(top.table("publish"))
     top.done()
+    if site.partition is not None:
+        sitemap, feed, news = _partitioned(site.partition, sitemap, feed, news)
     names = [source.name for source in sources]
     for n, name in enumerate(names):
         if name in names[:n]:
             raise top.error(f"source[{n}].name", f"duplicate source name {name!r}")
     _check_file_names(top, sitemap, feed, news, indexnow)
     _check_folders(top, site, sources, _own_files(sitemap, feed, news, indexnow))
+    if publish.s3 is not None and http.serve_files:
+        raise top.error("http.serve_files", "the files are in the bucket: serve them from there")
     if websub.hubs and feed is None:
         raise top.error("websub.hubs", "needs a [feed] section: hubs are told about feeds")
     return Config(
@@ -435,6 +485,7 @@ def parse(raw: dict[str, Any], file: Path) -> Config:
         websub=websub,
         indexnow=indexnow,
         crawlers=crawlers,
+        publish=publish,
     )
 
 
@@ -654,9 +705,113 @@ def _site(table: _Table, base: Path) -> SiteConfig:
     robots_txt = table.optional_path("robots_txt", base)
     max_removal = table.share("max_removal", 0.5)
     removal_grace = table.duration("removal_grace", 900.0, 0, 30 * 86400)
+    partition = _partition(table)
     table.done()
     return SiteConfig(
-        base_url, origin, output_dir, output_url, state_dir, robots_txt, max_removal, removal_grace
+        base_url,
+        origin,
+        output_dir,
+        output_url,
+        state_dir,
+        robots_txt,
+        max_removal,
+        removal_grace,
+        partition,
+    )
+
+
+_PARTITION = re.compile(r"([1-9]\d*)/([1-9]\d*)")
+# Search Console takes up to 500 sitemap indexes per site.
+MAX_PARTITIONS = 500
+
+
+def _partition(table: _Table) -> Partition | None:
+    value = table.text("partition", "")
+    if not value:
+        return None
+    match = _PARTITION.fullmatch(value.strip())
+    if match is None:
+        raise table.error("partition", f"must be 'i/K' like '2/4', got {value!r}")
+    number, count = int(match[1]), int(match[2])
+    if number > count or count > MAX_PARTITIONS:
+        raise table.error(
+            "partition",
+            f"must name partition i of K with 1 <= i <= K <= {MAX_PARTITIONS}, got {value!r}",
+        )
+    return Partition(number, count)
+
+
+def _partitioned(
+    partition: Partition,
+    sitemap: SitemapConfig,
+    feed: FeedConfig | None,
+    news: NewsConfig | None,
+) -> tuple[SitemapConfig, FeedConfig | None, NewsConfig | None]:
+    """Return the sitemap, feed and news settings with the partition in every file name."""
+    tag = partition.label
+    sitemap = replace(sitemap, index=partition_name(sitemap.index, tag))
+    if feed is not None:
+        feed = replace(
+            feed,
+            atom=partition_name(feed.atom, tag),
+            rss=partition_name(feed.rss, tag),
+            atom_url=partition_name(feed.atom_url, tag),
+            rss_url=partition_name(feed.rss_url, tag),
+        )
+    if news is not None:
+        news = replace(news, file=partition_name(news.file, tag))
+    return sitemap, feed, news
+
+
+def partition_name(name: str, tag: str) -> str:
+    """Return `name` (a file name or URL ending in .xml) with `-<tag>` before `.xml`."""
+    return f"{name.removesuffix('.xml')}-{tag}.xml"
+
+
+def _publish(table: _Table) -> PublishConfig:
+    target = table.text("target", "")
+    s3 = _s3_target(table, target) if target else None
+    table.done()
+    return PublishConfig(s3)
+
+
+# Bucket names: 3 to 63 lower-case letters, digits, dots and hyphens.
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+
+
+def _installed(module: str) -> bool:
+    """True when `module` can be imported (found, and not blocked in sys.modules)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ValueError:
+        return False
+
+
+def _s3_target(table: _Table, target: str) -> S3Target:
+    parts = urlsplit(target)
+    if parts.scheme != "s3" or parts.query or parts.fragment:
+        raise table.error("target", f"must be an s3://bucket/prefix/ URL, got {target!r}")
+    if not _BUCKET.fullmatch(parts.netloc):
+        raise table.error("target", f"bucket name {parts.netloc!r} is not a valid S3 bucket name")
+    prefix = parts.path.lstrip("/")
+    if prefix and not prefix.endswith("/"):
+        raise table.error("target", f"the key prefix must end in '/', got {target!r}")
+    if {".", ".."} & set(prefix.split("/")[:-1]) or "//" in prefix:
+        raise table.error("target", f"the key prefix has an empty, '.' or '..' part: {target!r}")
+    if not _installed("boto3"):
+        raise table.error("target", "publishing to S3 needs boto3: pip install 'sitemapd[s3]'")
+    endpoint = table.text("endpoint_url", "")
+    if endpoint:
+        endpoint = table.web_url("endpoint_url", endpoint)
+    robots_key = table.text("robots_key", "robots.txt")
+    return S3Target(
+        bucket=parts.netloc,
+        prefix=prefix,
+        endpoint_url=endpoint or None,
+        region=table.text("region", "") or None,
+        cache_control=table.text("cache_control", "") or None,
+        lease_ttl=table.duration("lease_ttl", 30.0, 1.0, 3600.0),
+        robots_key=robots_key or None,
     )
 
 

@@ -30,11 +30,11 @@ from .lock import StateLock
 from .metrics import Metrics
 from .outbox import Courier
 from .progress import LOG_EVERY, STATUS_EVERY, Progress, every_so_often, log_report
-from .publish import atomic_write
 from .sidecar import Sidecar
 from .sources import changelog
 from .sources.accesslog import crawler_of
 from .status import DAEMON_FILE
+from .store import atomic_write
 from .systemd import Notifier
 from .watch import Watcher
 from .words import count
@@ -45,6 +45,8 @@ _HEALTH_EVERY = 2.0  # seconds between watcher health checks
 ROBOTS_WATCH = "robots.txt"  # the watcher of a robots.txt outside every source root
 _MAX_BACKOFF = 60.0
 REFRESH, OUTBOX = "refresh", "outbox"
+# The lease was taken: adopt the published lastmods, then publish everything owed.
+TAKEOVER = "takeover"
 # Seconds between re-renders of what ages with time (news sitemaps, the feed window).
 _REFRESH_EVERY = 60.0
 
@@ -175,6 +177,7 @@ class Daemon:
             lambda: not self.problems(),
             self.queue.depth,
             self.courier.waiting,
+            self.role,
         )
         # Change-log rows waiting, per source, measured after each read, and since when
         # (Unix time) some have been waiting.
@@ -190,6 +193,7 @@ class Daemon:
                 self.metrics,
                 config.ledger_path,
                 self._served,
+                self.role,
             )
         self.scheduler = BackgroundScheduler(
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 30}
@@ -217,6 +221,9 @@ class Daemon:
         self._fetches: dict[tuple[str, int], str] = {}
         self._fetches_lock = threading.Lock()
         self._log_progress = every_so_often(log_report, LOG_EVERY)
+        # Why the last lease renewal or take failed (the store unreachable), until one works.
+        self.lease_error: str | None = None
+        self._leasing = threading.Thread(target=self._lease_loop, name="sitemapd-lease")
 
     # Lifecycle ---------------------------------------------------------------------
 
@@ -229,7 +236,10 @@ class Daemon:
         scanning = threading.Event()
         threading.Thread(target=self._extend_start, args=(scanning,), daemon=True).start()
         written = 0
+        self._tick_lease()
         try:
+            if self.role() == "publisher":
+                self.engine.adopt()
             first = self._update({}, self._source_names(), stop=self.terminate)
             written = len(first.report.written)
         except Interrupted as exc:
@@ -246,6 +256,8 @@ class Daemon:
         self._notify()
         self.courier.start()
         self.writer.start()
+        if self.engine.lease is not None:
+            self._leasing.start()
         self._schedule()
         self.scheduler.start()
         self._start_listeners()
@@ -261,6 +273,41 @@ class Daemon:
         if not self._announced:
             self._announced = True
             log.info("ready: %d URLs live; %s", self._live, detail)
+
+    def role(self) -> str | None:
+        """Return "publisher" or "standby" when daemons share the target, else None."""
+        lease = self.engine.lease
+        if lease is None:
+            return None
+        return "publisher" if lease.held else "standby"
+
+    def _tick_lease(self) -> bool:
+        """Renew or take the publisher lease; return True when it was just taken."""
+        lease = self.engine.lease
+        if lease is None:
+            return False
+        was = lease.held
+        try:
+            held = lease.tick()
+        except SitemapdError as exc:
+            if self.lease_error != str(exc):
+                self._error(f"publisher lease: {exc}")
+            self.lease_error = str(exc)
+            return False
+        self.lease_error = None
+        return held and not was
+
+    def _lease_loop(self) -> None:
+        """Renew the lease (or watch for it to lapse) several times per TTL."""
+        while True:
+            lease = self.engine.lease
+            if lease is None or self.stopping.wait(lease.ttl / 6):
+                return
+            with self.engine_lock:  # a reload swaps the engine and its lease
+                taken = self._tick_lease()
+            if taken:
+                log.info("now the publisher of %s", self.engine.publisher.store.where)
+                self.queue.add_task(TAKEOVER)
 
     def _error(self, message: str) -> None:
         """Log an error and keep it for `sitemapd status`."""
@@ -413,7 +460,7 @@ class Daemon:
         faults, then what is wrong outside it; empty while it is healthy."""
         found = self.faults()
         output = self.config.site.output_dir
-        if not output.is_dir():
+        if self.config.publish.s3 is None and not output.is_dir():
             found.append(f"output folder {output} is missing")
         for name, reason in list(self.failing.items()):
             if name in self.watchers and not self.watchers[name].healthy():
@@ -451,6 +498,8 @@ class Daemon:
             found.append("writer stopped")
         if self.batch_error:
             found.append(f"publishing failed: {self.batch_error}")
+        if self.lease_error:
+            found.append(f"publisher lease: {self.lease_error}")
         started = self.batch_started
         if started is not None and time.monotonic() - started > self.config.daemon.stuck_after:
             found.append(f"writer stuck in one batch for {time.monotonic() - started:.0f}s")
@@ -459,7 +508,9 @@ class Daemon:
     def status(self) -> str:
         """Return the one-line STATUS: figures, then any problem."""
         # Only what changes with the site: STATUS= is sent again whenever this line changes.
+        role = self.role()
         parts = [
+            *([role] if role else []),
             f"{count(self._live, 'URL')} live",
             f"last publish {self.last_publish or 'never'}",
             f"{self.errors} errors",
@@ -521,6 +572,8 @@ class Daemon:
         self.queue.wake()
         if self.writer.is_alive():
             self.writer.join()
+        if self._leasing.is_alive():
+            self._leasing.join()
         self.courier.stop()
         # Outcomes that arrived after the writer's last look are recorded now: left
         # unrecorded, the next start would send them a second time.
@@ -593,6 +646,7 @@ class Daemon:
         problems = self.problems()
         report = {
             "pid": os.getpid(),
+            "role": self.role(),
             "healthy": not problems,
             "problems": problems,
             "status": status,
@@ -644,8 +698,12 @@ class Daemon:
             try:
                 with self.engine_lock:  # a reload swaps the engine and its ledger
                     self._take_fetches()
-                if batch.paths or batch.rescan or REFRESH in batch.tasks:
-                    result = self._update(batch.paths, batch.rescan, REFRESH in batch.tasks)
+                if TAKEOVER in batch.tasks:
+                    with self.engine_lock:
+                        self.engine.adopt()
+                refresh = bool({REFRESH, TAKEOVER} & batch.tasks)
+                if batch.paths or batch.rescan or refresh:
+                    result = self._update(batch.paths, batch.rescan, refresh)
                     if result.report.written or batch.rescan:  # a rescan always publishes
                         self._announce(f"{len(result.report.written)} files written")
                 with self.engine_lock:
@@ -778,7 +836,7 @@ class Daemon:
             self._check_watchers()
         self._state_lost()
         output = self.config.site.output_dir
-        missing = not output.is_dir()
+        missing = self.config.publish.s3 is None and not output.is_dir()
         if missing and not self._output_missing:
             self._error(f"output folder {output} is missing: publishing everything again")
             self._reconcile_all()

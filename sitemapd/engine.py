@@ -11,16 +11,19 @@ from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 
-from . import robots, sources, w3c
+from . import manifest, robots, sources, w3c
 from .changelog import Reader, open_reader
 from .config import AccessLogSource, ChangelogSource, Config, ContentSource, DirectorySource
-from .errors import InvalidURL, SourceError
+from .errors import InvalidURL, PublishError, SourceError
 from .feedwindow import feed_page_of
+from .lease import Lease, lease_key
 from .ledger import ALLOW_ALL, ChangeSet, Ledger, RobotsRules
 from .observation import Item, Unreadable
+from .partition import owned
 from .progress import Progress, log_report
 from .publish import Publisher, PublishReport
 from .removals import RemovalGuard
+from .s3store import S3Store, client
 from .shards import Limits
 from .sources import accesslog, changelog
 from .urls import URLPolicy
@@ -57,7 +60,17 @@ class Engine:
         self.policy = URLPolicy(config.site.origin)
         limits = Limits(config.sitemap.max_urls, config.sitemap.max_bytes)
         self.ledger = Ledger(ledger_path or config.ledger_path, limits)
-        self.publisher = Publisher(config, self.ledger, dry_run)
+        # Several daemons may publish to one bucket: they share it under a lease.
+        self.lease: Lease | None = None
+        target = config.publish.s3
+        if target is None:
+            self.publisher = Publisher(config, self.ledger, dry_run)
+        else:
+            s3 = client(target)
+            key = lease_key(target.prefix, config.sitemap.index)
+            self.lease = Lease(s3, target.bucket, key, target.lease_ttl)
+            store = S3Store(target, s3)
+            self.publisher = Publisher(config, self.ledger, dry_run, store, self.lease)
         self.readers: dict[str, Reader] = {}
         self._readers_lock = threading.Lock()
         self._closed = False
@@ -68,7 +81,40 @@ class Engine:
             self._closed = True
             for reader in self.readers.values():
                 reader.close()
+        if self.lease is not None:
+            self.lease.release()
         self.ledger.close()
+
+    def acquire(self, wait: float) -> None:
+        """Take the publisher lease within `wait` seconds (none: nothing to take), then
+        adopt the published lastmods. Raises PublishError when another daemon keeps it."""
+        if self.lease is None:
+            return
+        deadline = time.monotonic() + wait
+        while not self.lease.tick():
+            if time.monotonic() > deadline:
+                raise PublishError(
+                    f"another sitemapd publishes to {self.publisher.store.where} "
+                    "(its lease is being renewed)"
+                )
+            time.sleep(min(1.0, self.lease.ttl / 4))
+        self.adopt()
+
+    def adopt(self) -> int:
+        """Give URLs whose content matches what the target's manifests list the lastmods
+        published there (unless the last publish was this ledger's); return how many
+        moved. Raises PublishError."""
+        store = self.publisher.store
+        store.prepare(write=False)
+        index = self.config.sitemap.index
+        record = self.ledger.published(index)
+        if record is not None and store.intact(index, record):
+            return 0  # the index out there is our own: our lastmods are the published ones
+        shards = [name for name in store.names() if self.publisher.names.is_shard(name)]
+        moved = manifest.adopt(self.ledger, store.manifest_rows(shards))
+        if moved:
+            log.info("kept the published lastmod of %d URLs", moved)
+        return moved
 
     def robots_rules(self) -> RobotsRules:
         """Return the site's robots.txt rules (allowing all when none is configured)."""
@@ -214,8 +260,11 @@ class Engine:
         ]
         complete: list[str] = []
         unreadable: dict[str, dict[str, str]] = {}
+        partition = self.config.site.partition
         for scan in scans:
             scan.items = _set_aside(scan.items, unreadable)
+            if partition is not None:
+                scan.items = owned(scan.items, partition)
         guard = self._guard(scans, confirm_removal)
         changes = self._apply(
             scans, complete, failed, strict, robots_rules, now, not reconciling, guard, progress
@@ -238,6 +287,9 @@ class Engine:
             )
             changes = changes.merged(later)
         quiet = not (changes.changed or changes.moved or rescan or refresh)
+        # A standby keeps its ledger current and publishes once it holds the lease.
+        if not quiet and self.lease is not None and not self.publisher.dry_run:
+            quiet = not self.lease.keep()
         report = PublishReport() if quiet else self.publisher.publish(now)
         seconds = time.perf_counter() - started
         log.log(

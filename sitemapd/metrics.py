@@ -45,6 +45,7 @@ class Metrics:
         healthy: Callable[[], bool],
         depth: Callable[[], int],
         notifications_waiting: Callable[[], int] = lambda: 0,
+        role: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.registry = CollectorRegistry()
         self.registry.register(_LedgerCollector(ledger_path))
@@ -87,6 +88,11 @@ class Metrics:
             "IndexNow and WebSub requests queued or being retried",
             registry=self.registry,
         ).set_function(lambda: float(notifications_waiting()))
+        Gauge(
+            "sitemapd_publisher",
+            "1 while this daemon publishes (holds the lease or needs none), 0 as a standby",
+            registry=self.registry,
+        ).set_function(lambda: float(role() != "standby"))
         self.notifications = Counter(
             "sitemapd_notifications",
             "IndexNow and WebSub requests finished, by kind and outcome",

@@ -1,9 +1,11 @@
-"""The publisher: the only code that touches the output directory.
+"""The publisher: the only code that writes published files, through a store (the
+local output directory or an S3-compatible bucket).
 
-Every file is written whole to a temp file in the same folder, fsynced, renamed over the
-old one, and the folder fsynced, so readers only ever see complete documents. Shards go
-out before the index that names them; a shard file is removed only after an index that no
-longer names it is in place. Files whose bytes did not change are not rewritten.
+Every file is stored whole, so readers only ever see complete documents. Shards go out
+before the index that names them; a shard is removed only after an index that no longer
+names it is in place. Files whose bytes did not change are not written again. Behind a
+lease (several daemons, one target), every write waits for the lease and the index write
+renews it first.
 """
 
 from __future__ import annotations
@@ -11,17 +13,14 @@ from __future__ import annotations
 import gzip
 import hashlib
 import logging
-import os
 import re
-import secrets
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import islice
-from pathlib import Path
+from typing import Protocol
 
-from . import robots, w3c
-from .config import Config
+from . import manifest, robots, w3c
+from .config import Config, Partition, partition_name
 from .errors import PublishError
 from .feedwindow import feed_pages
 from .ledger import Ledger
@@ -31,10 +30,9 @@ from .render.extensions import without_alternates
 from .render.feeds import FeedPage, atom, rss
 from .render.news import NewsItem, news_files, news_language, news_urlset
 from .render.sitemap import sitemap_index, urlset
+from .store import LocalStore, Store
 
 log = logging.getLogger(__name__)
-
-_TEMP_PREFIX = ".sitemapd-tmp-"
 
 
 @dataclass
@@ -44,80 +42,6 @@ class PublishReport:
     written: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     bytes_written: int = 0
-
-
-def atomic_write(path: Path, data: bytes, mode: int | None = None) -> os.stat_result:
-    """Replace `path` with `data` so that no reader ever sees a partial file; return the
-    new file's status. Raises PublishError.
-
-    `mode` keeps an existing file's permissions; new files get 0o666 minus the umask. A
-    symlink at `path` is replaced, never followed.
-    """
-    try:
-        fd, temp = _create_temp(path)
-    except OSError as exc:
-        raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
-    try:
-        try:
-            if mode is not None:
-                os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-            written = os.fstat(fd)
-        finally:
-            os.close(fd)
-        # rename() replaces whatever is at `path`, a symlink included, and follows nothing.
-        os.replace(temp, path)
-        _fsync_dir(path.parent)
-    except OSError as exc:
-        temp.unlink(missing_ok=True)
-        raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
-    return written
-
-
-def _create_temp(path: Path) -> tuple[int, Path]:
-    """Create a new, empty temp file beside `path`; return its descriptor and path.
-
-    Anyone else who can write to the folder could plant a symlink at a name they can
-    guess: the name is random and the file is created exclusively, never through a link.
-    """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    while True:
-        # The pid last: _remove_leftover_temps keeps a running sitemapd's temps.
-        temp = path.with_name(f"{_TEMP_PREFIX}{path.name}-{secrets.token_hex(8)}-{os.getpid()}")
-        try:
-            return os.open(temp, flags, 0o666), temp
-        except FileExistsError:
-            continue
-
-
-def _remove_leftover_temps(folder: Path) -> None:
-    """Remove temp files that a crashed sitemapd left in `folder` (never a live one's)."""
-    for path in folder.glob(_TEMP_PREFIX + "*"):
-        pid = path.name.rpartition("-")[2]
-        if pid.isdigit() and int(pid) != os.getpid() and _running(int(pid)):
-            continue
-        path.unlink(missing_ok=True)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class OutputNames:
@@ -131,6 +55,8 @@ class OutputNames:
         self._shard_file = re.compile(rf"{re.escape(self._stem)}-(\d+)\.xml(\.gz)?\Z")
         # Files whose later pages or parts are numbered from 2: news files, feeds.
         self._paged = [name for name in _paged_names(config) if name]
+        feed = config.feed
+        self._feeds = [(feed.atom, "atom"), (feed.rss, "rss")] if feed is not None else []
         self._news = config.news is not None
         self.key_file = (
             config.indexnow.key + ".txt"
@@ -160,6 +86,18 @@ class OutputNames:
         """True when `name` is a news file or feed page after the first (`-N.xml`)."""
         return any((part_number(first, name) or 1) > 1 for first in self._paged)
 
+    def content_type(self, name: str) -> str:
+        """Return the Content-Type `name` is served with (a .gz file is gzip itself, with
+        no Content-Encoding: crawlers fetch the compressed sitemap as it is)."""
+        if name.endswith(".gz"):
+            return "application/gzip"
+        if name == self.key_file:
+            return "text/plain; charset=utf-8"
+        for first, kind in self._feeds:
+            if part_number(first, name) is not None:
+                return f"application/{kind}+xml; charset=utf-8"
+        return "application/xml; charset=utf-8"
+
     def is_shard(self, name: str) -> bool:
         """True when `name` is a shard file of this site, compressed or not."""
         return self._shard_file.match(name) is not None
@@ -168,6 +106,20 @@ class OutputNames:
     def index_url(self) -> str:
         """Return the public URL of the sitemap index."""
         return self.output_url + self.index
+
+
+def partition_index_urls(config: Config) -> list[str]:
+    """Return the public URLs of the site's sitemap indexes: one per partition."""
+    names = OutputNames(config)
+    partition = config.site.partition
+    if partition is None:
+        return [names.index_url]
+    mine = partition_name("", partition.label)
+    stem = names.index.removesuffix(mine)
+    return [
+        names.output_url + stem + partition_name("", Partition(n, partition.count).label)
+        for n in range(1, partition.count + 1)
+    ]
 
 
 def _paged_names(config: Config) -> list[str]:
@@ -183,11 +135,34 @@ def _paged_names(config: Config) -> list[str]:
 _EPOCH = "1970-01-01T00:00:00+00:00"
 
 
-class Publisher:
-    """Writes the ledger's sitemaps into the output directory, touching only what changed."""
+class Fence(Protocol):
+    """The lease a publisher sharing a target with others writes under."""
 
-    def __init__(self, config: Config, ledger: Ledger, dry_run: bool = False) -> None:
+    @property
+    def held(self) -> bool:
+        """True while this daemon may write to the target."""
+
+    def keep(self) -> bool:
+        """Renew the lease if held; return True when held. Raises PublishError."""
+
+    def fence(self) -> None:
+        """Renew the lease before the index write; raises PublishError when lost."""
+
+
+class Publisher:
+    """Writes the ledger's sitemaps into a store, touching only what changed."""
+
+    def __init__(
+        self,
+        config: Config,
+        ledger: Ledger,
+        dry_run: bool = False,
+        store: Store | None = None,
+        lease: Fence | None = None,
+    ) -> None:
         self.config = config
+        self.store: Store = store or LocalStore(config.site.output_dir, config.site.robots_txt)
+        self.lease = lease
         # Reports and records what it would write and remove, touching no file.
         self.dry_run = dry_run
         # What each feed file was last rendered from (see _publish_feeds).
@@ -205,19 +180,19 @@ class Publisher:
         IndexNow key; only then are files that are no longer named removed.
         """
         report = PublishReport()
-        if not self.dry_run:
-            try:
-                self.out.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise PublishError(f"cannot create output directory {self.out} ({exc})") from exc
-            _remove_leftover_temps(self.out)
+        self._check_lease()
+        self.store.prepare(write=not self.dry_run)
         written: dict[str, tuple[str, int, int]] = {}
         dirty = {shard_id for shard_id, _ in self.ledger.shards_to_render()}
         index_rows = self.ledger.index_rows()
         for shard_id, _ in index_rows:
             name = self.names.shard(shard_id)
             if shard_id in dirty or not self._intact(name):
-                self._write(name, self._shard(shard_id), written, report)
+                data = self._shard(shard_id)
+                if self.lease is not None and not self.dry_run:
+                    # Before the shard: a taker adopts lastmods of matching fingerprints.
+                    self.store.put_manifest(name, manifest.shard_manifest(self.ledger, shard_id))
+                self._write(name, data, written, report)
         listed: list[tuple[str, str | None]] = [
             (self.names.shard(shard_id), lastmod) for shard_id, lastmod in index_rows
         ]
@@ -225,6 +200,8 @@ class Publisher:
         if not listed:
             log.warning("no URL is live: publishing an empty sitemap index")
         index = sitemap_index((self.site.output_url + name, lastmod) for name, lastmod in listed)
+        if self.lease is not None and not self.dry_run:
+            self.lease.fence()
         self._write(self.sitemap.index, index.encode(), written, report)
         current = {name for name, _ in listed} | {self.sitemap.index}
         if self.config.news is not None:
@@ -240,17 +217,15 @@ class Publisher:
         # this index, and anything published under names no longer in use (a renamed index
         # and its shards, news files and feed pages no longer needed).
         retired = [name for name in self.ledger.published_names() if name not in current]
-        for path in sorted(self.out.iterdir()) if self.out.is_dir() else ():
+        for name in self.store.names():
             # Numbered files are swept even when the ledger has no record of them (a lost
             # state folder, a crash before the record): left, they would be served stale.
-            numbered = self.names.is_shard(path.name) or self.names.is_later_part(path.name)
-            stale = numbered and path.name not in current
-            if stale or path.name in retired:
-                if not self.dry_run:
-                    path.unlink(missing_ok=True)
-                report.removed.append(path.name)
+            numbered = self.names.is_shard(name) or self.names.is_later_part(name)
+            if (numbered and name not in current) or name in retired:
+                report.removed.append(name)
         if report.removed and not self.dry_run:
-            _fsync_dir(self.out)
+            self._check_lease()
+            self.store.remove(report.removed)
         self.ledger.record_publish(written, dirty, self.ledger.empty_shards(), retired, at=now)
         return report
 
@@ -346,18 +321,16 @@ class Publisher:
         return names
 
     def _intact(self, name: str, record: tuple[str, int, int | None] | None = None) -> bool:
-        """True when `name` is on disk exactly as published (same size and mtime)."""
+        """True when `name` is stored exactly as published."""
         record = record or self.ledger.published(name)
-        try:
-            # A symlink planted at the name is never as published: it gets replaced.
-            st = (self.out / name).lstat()
-        except FileNotFoundError:
-            return False
-        return (
-            record is not None
-            and stat.S_ISREG(st.st_mode)
-            and (st.st_size, st.st_mtime_ns) == record[1:]
-        )
+        return record is not None and self.store.intact(name, record)
+
+    def _check_lease(self) -> None:
+        """Raise PublishError unless this daemon may write to the target now (a long
+        publish renews the lease on the way)."""
+        lease = self.lease
+        if lease is not None and not self.dry_run and not (lease.held or lease.keep()):
+            raise PublishError(f"not the publisher of {self.store.where}: standing by")
 
     def _write(
         self,
@@ -374,42 +347,36 @@ class Publisher:
         if name.endswith(".gz"):
             # mtime=0 and no file name in the header: the same sitemap gives the same bytes.
             data = gzip.compress(text, compresslevel=self.sitemap.gzip_level, mtime=0)
-        mtime_ns = 0 if self.dry_run else atomic_write(self.out / name, data).st_mtime_ns
-        written[name] = (digest, len(data), mtime_ns)
+        stamp, wrote = (0, True) if self.dry_run else self._put(name, data)
+        written[name] = (digest, len(data), stamp)
+        if not wrote:
+            # Stored already, byte for byte (as after a restart): only the record was missing.
+            return
         report.written.append(name)
         report.bytes_written += len(data)
         log.debug("wrote %s (%d bytes)", name, len(data))
 
+    def _put(self, name: str, data: bytes) -> tuple[int, bool]:
+        """Store `name` under the lease; return its stamp and whether it was written."""
+        self._check_lease()
+        return self.store.put(name, data, self.names.content_type(name))
+
     def _update_robots_txt(self, report: PublishReport) -> None:
-        if self.site.robots_txt is None:
-            return
-        # Edit the file a symlink points to, keeping its permissions.
-        path = self.site.robots_txt.resolve()
-        try:
-            current = path.read_bytes()
-            mode: int | None = stat.S_IMODE(path.stat().st_mode)
-        except FileNotFoundError:
-            current, mode = b"", None
-        except OSError as exc:
-            raise PublishError(f"cannot read {path} ({exc.strerror})") from exc
+        """Give robots.txt (on disk or in the bucket) the `Sitemap:` line of our index."""
         retired = self.ledger.cursor("robots_sitemap_line")
-        updated = robots.with_sitemap_line(current, self.names.index_url, retired)
-        if updated != current and self.dry_run:
-            report.written.append(str(path))
-        elif updated != current:
-            try:
-                _remove_leftover_temps(path.parent)
-                atomic_write(path, updated, mode)
-            except (OSError, PublishError) as exc:
-                # The sitemaps are out; a read-only robots.txt must not stop them.
-                log.warning(
-                    "cannot add the Sitemap: line to %s (%s): make its folder writable "
-                    "(systemd: ReadWritePaths=) or add the line by hand",
-                    path,
-                    exc,
-                )
-                return
-            report.written.append(str(path))
-            report.bytes_written += len(updated)
-        if retired != self.names.index_url:
-            self.ledger.set_cursor("robots_sitemap_line", self.names.index_url)
+        url = self.names.index_url
+
+        def edit(current: bytes) -> bytes:
+            return robots.with_sitemap_line(current, url, retired)
+
+        if not self.dry_run:
+            self._check_lease()
+        edited = self.store.edit_robots(edit, self.dry_run)
+        if edited is None:
+            return
+        where, updated = edited
+        if updated is not None:
+            report.written.append(where)
+            report.bytes_written += 0 if self.dry_run else len(updated)
+        if retired != url and not self.dry_run:
+            self.ledger.set_cursor("robots_sitemap_line", url)

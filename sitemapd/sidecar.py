@@ -105,6 +105,7 @@ class _Server(ThreadingHTTPServer):
     # Told of every file a GET received in full (name, status, User-Agent): crawler
     # fetches of feeds.
     on_served: Callable[[str, int, str], None]
+    role: Callable[[], str | None]
 
     def __init__(self, address: tuple[str, int], max_connections: int) -> None:
         self.max_connections = max_connections
@@ -221,7 +222,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         if path == "/healthz":
             problems = self.server.problems()
-            body = ("unhealthy: " + "; ".join(problems) if problems else "ok") + "\n"
+            role = self.server.role()
+            healthy = f"ok: {role}" if role else "ok"
+            body = ("unhealthy: " + "; ".join(problems) if problems else healthy) + "\n"
             status = HTTPStatus.SERVICE_UNAVAILABLE if problems else HTTPStatus.OK
             self._send_bytes(status, body.encode(), "text/plain; charset=utf-8", head)
         elif path == "/metrics":
@@ -336,6 +339,7 @@ class Sidecar:
         metrics: Metrics,
         ledger_path: Path,
         on_served: Callable[[str, int, str], None] = lambda name, status, agent: None,
+        role: Callable[[], str | None] = lambda: None,
     ) -> None:
         host, port = parse_listen(listen)
         self.server = (_Server6 if ":" in host else _Server)((host, port), connection_cap())
@@ -345,6 +349,8 @@ class Sidecar:
         self.server.metrics = metrics
         self.server.is_published = _PublishedFiles(ledger_path)
         self.server.on_served = on_served
+        # "publisher" or "standby" when daemons share a target; None otherwise.
+        self.server.role = role
         self.thread = threading.Thread(
             target=self.server.serve_forever, name="sitemapd-http", daemon=True
         )

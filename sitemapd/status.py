@@ -133,6 +133,8 @@ def daemon_health(state_dir: Path) -> dict[str, Any]:
     found: dict[str, Any] = {
         "pid": None,
         "held_by": holder,
+        # "publisher" or "standby" when daemons share a target.
+        "role": None,
         "healthy": None,
         "problems": [],
         "last_error": None,
@@ -211,7 +213,8 @@ def _daemon_line(daemon: dict[str, Any]) -> str:
         held = f" (state folder held by pid {daemon['held_by']})" if daemon["held_by"] else ""
         return f"not running{held}"
     health = "healthy" if daemon["healthy"] else "UNHEALTHY: " + "; ".join(daemon["problems"])
-    line = f"pid {daemon['pid']}, {health}"
+    role = f"{daemon['role']}, " if daemon.get("role") else ""
+    line = f"pid {daemon['pid']}, {role}{health}"
     if daemon["last_error"]:
         line += f"\nlast error:   {daemon['last_error_at']} {daemon['last_error']}"
     return line

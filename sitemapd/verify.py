@@ -2,7 +2,9 @@
 
 Checks: well-formed documents of the right kind, the protocol's limits, URL rules,
 lastmod format, index lastmod equal to the newest member of each shard, no URL in two
-shards, no stray shard files, and the robots.txt `Sitemap:` line.
+shards, no stray shard files, and the robots.txt `Sitemap:` line. A partition's URLs
+must be its own; given every partition's configuration, no URL may be in two. An S3
+target is read from the bucket.
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
+import tempfile
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from lxml import etree
@@ -17,8 +22,10 @@ from lxml import etree
 from . import robots, status, w3c
 from .config import MAX_NEWS_AGE, Config
 from .errors import InvalidURL, SitemapdError
+from .partition import partition_of
 from .publish import OutputNames
 from .render.news import MAX_NEWS_ITEMS, NEWS_NS
+from .s3store import S3Store
 from .sitemapfile import NS, CountingReader, entries, open_sitemap, root_tag
 from .urls import URLPolicy
 
@@ -30,8 +37,68 @@ NOTE = "note: "
 NEWS = f"{{{NEWS_NS}}}"
 
 
-def verify(config: Config) -> list[str]:
-    """Return every problem found in the published sitemaps (empty when all is well)."""
+def verify_all(config: Config, others: Sequence[Config] = ()) -> list[str]:
+    """Return every problem in the published sitemaps of `config` and of the `others`,
+    the other partitions of the same site: together, no URL may be listed twice."""
+    seen: set[bytes] = set()
+    problems: list[str] = []
+    configs = [config, *others]
+    for each in configs:
+        problems += _verify_target(each, seen)
+    if others:
+        problems += _partition_problems(configs)
+    return problems
+
+
+def _partition_problems(configs: list[Config]) -> list[str]:
+    """Return what keeps `configs` from being all the partitions of one site, once each."""
+    found = [c.site.partition for c in configs]
+    counts = {p.count for p in found if p is not None}
+    if None in found or len(counts) != 1:
+        return ["the configurations given are not partitions i/K of one K"]
+    (count,) = counts
+    numbers = sorted(p.number for p in found if p is not None)
+    if numbers != list(range(1, count + 1)):
+        return [f"partitions given: {numbers}; a site of {count} partitions needs each once"]
+    return []
+
+
+def _verify_target(config: Config, seen: set[bytes]) -> list[str]:
+    """Return the problems of one target: read from the bucket into a temp folder first."""
+    target = config.publish.s3
+    if target is None:
+        return verify(config, seen)
+    with tempfile.TemporaryDirectory(prefix="sitemapd-verify-") as folder:
+        local = Path(folder)
+        robots_txt = _download(config, local)
+        site = replace(config.site, output_dir=local, robots_txt=robots_txt)
+        return [
+            line.replace(folder + "/", target.url)
+            for line in verify(replace(config, site=site), seen)
+        ]
+
+
+def _download(config: Config, folder: Path) -> Path | None:
+    """Copy the published files of `config`'s bucket into `folder`; return where its
+    robots.txt went (None when it keeps none). Raises PublishError."""
+    target = config.publish.s3
+    assert target is not None
+    store = S3Store(target)
+    store.prepare(write=False)
+    names = OutputNames(config)
+    for name in store.names():
+        if names.is_output(name):
+            (folder / name).write_bytes(store.read(store.key(name)))
+    if target.robots_key is None:
+        return None
+    robots_txt = folder / ".robots.txt"
+    robots_txt.write_bytes(store.read(target.robots_key))
+    return robots_txt
+
+
+def verify(config: Config, seen: set[bytes] | None = None) -> list[str]:
+    """Return every problem found in the sitemaps published in output_dir (empty when all
+    is well); `seen` carries the URLs of other partitions already checked."""
     site, limits = config.site, config.sitemap
     index = site.output_dir / limits.index
     if not index.is_file():
@@ -46,7 +113,7 @@ def verify(config: Config) -> list[str]:
         return [str(exc)]
     if not shards:
         problems.append(f"{index}: names no sitemap (no URL is live)")
-    seen: set[bytes] = set()
+    seen = set() if seen is None else seen
     named = set()
     names = OutputNames(config)
     for entry in shards:
@@ -109,6 +176,11 @@ def _verify_shard(
                             notes,
                             NOTE,
                         )
+                partition = config.site.partition
+                if partition is not None:
+                    owner = partition_of(entry.loc, partition.count)
+                    if owner != partition.number:
+                        problem(f"{entry.loc} belongs to partition {owner}/{partition.count}")
                 digest = hashlib.blake2b(entry.loc.encode(), digest_size=12).digest()
                 if digest in seen:
                     problem(f"{entry.loc} appears in more than one place")

@@ -1,0 +1,56 @@
+"""The publish manifest: each published URL's fingerprint and lastmod, so that a
+publisher taking over a target keeps every lastmod its predecessor published.
+
+Daemons watching copies of the same content see the same fingerprints but may have
+first seen a URL at different times; the lastmod of a URL whose fingerprint matches the
+manifest is the published one, and a takeover moves none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .ledger import LIVE, Ledger
+
+# What identifies a URL's content across machines: its fingerprint, or for a source that
+# gives no content, its own timestamp.
+_FINGERPRINT = "coalesce(content_hash, source_time, '')"
+
+
+def shard_manifest(ledger: Ledger, shard_id: int) -> list[tuple[str, str, str]]:
+    """Return `(loc, fingerprint, lastmod)` of the live URLs in shard `shard_id`."""
+    return ledger.conn.execute(
+        f"SELECT loc, {_FINGERPRINT}, lastmod FROM urls WHERE shard = ? AND status = ? ORDER BY id",
+        (shard_id, LIVE),
+    ).fetchall()
+
+
+def adopt(ledger: Ledger, rows: Iterable[tuple[str, str, str]]) -> int:
+    """Give each live URL whose fingerprint matches a `(loc, fingerprint, lastmod)` row
+    that lastmod, re-dating and marking dirty the shards touched; return how many moved."""
+    conn = ledger.conn
+    with ledger.transaction():
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS adopted (loc TEXT PRIMARY KEY, fp, lastmod)")
+        conn.execute("DELETE FROM temp.adopted")
+        conn.executemany("INSERT OR REPLACE INTO temp.adopted VALUES (?, ?, ?)", rows)
+        shards = [
+            shard
+            for (shard,) in conn.execute(
+                f"SELECT DISTINCT u.shard FROM urls u JOIN temp.adopted a ON a.loc = u.loc "
+                f"WHERE u.status = ? AND {_FINGERPRINT} = a.fp AND u.lastmod != a.lastmod",
+                (LIVE,),
+            )
+        ]
+        moved = conn.execute(
+            f"UPDATE urls SET lastmod = (SELECT lastmod FROM temp.adopted a WHERE a.loc = "
+            f"urls.loc) WHERE status = ? AND EXISTS (SELECT 1 FROM temp.adopted a WHERE "
+            f"a.loc = urls.loc AND a.fp = {_FINGERPRINT} AND a.lastmod != urls.lastmod)",
+            (LIVE,),
+        ).rowcount
+        conn.executemany(
+            "UPDATE shards SET dirty = 1, lastmod = coalesce((SELECT max(lastmod) FROM urls "
+            "WHERE shard = shards.id AND status = ?), lastmod) WHERE id = ?",
+            [(LIVE, shard) for shard in shards if shard is not None],
+        )
+        conn.execute("DELETE FROM temp.adopted")
+    return int(moved)
