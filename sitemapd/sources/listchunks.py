@@ -170,7 +170,7 @@ class LineParser:
             return self._rejected(url, f"line {number}: bad datetime {stamp!r}")
 
     def _rejected(self, item: str, reason: str) -> Rejected:
-        # Not logged here: parsing may run in a worker process; the reader logs.
+        # Logged by the reader, when it yields it.
         return Rejected(self.source, item[:_SHOWN], reason)
 
 
