@@ -211,21 +211,20 @@ class Reading:
         A page that would keep less than a paragraph keeps all: on a page that says
         little, what many pages say alike is still what it says.
         """
-        kept = [text for key, text in self.texts if key is None or key not in memory]
-        if sum(len(text) for text in kept) < MIN_KEPT:
+        known = memory.known  # the dict itself: this runs for every page of a scan
+        kept = [text for key, text in self.texts if key is None or key not in known]
+        if sum(map(len, kept)) < MIN_KEPT:
             return [text for _, text in self.texts]
         return kept
 
     def digest(self, memory: TemplateMemory) -> str:
         """Return the fingerprint: the parts and the main content less `memory`."""
-        digest = hashlib.blake2b(digest_size=16)
-        for label, text in self.parts:
-            digest.update(f"{label}\x1f{text}\x1e".encode("utf-8", "surrogatepass"))
-        digest.update(b"\x1d")
-        for text in self.kept(memory):
-            # Without spaces: a space added or dropped between tags is no change.
-            digest.update(text.replace(" ", "").encode("utf-8", "surrogatepass") + b"\x1e")
-        return digest.hexdigest()
+        # Each part is "label\x1ftext\x1e", then "\x1d", then each text kept "text\x1e"
+        # without spaces (a space added or dropped between tags is no change).
+        parts = "".join(f"{label}\x1f{text}\x1e" for label, text in self.parts)
+        kept = "".join(text + "\x1e" for text in self.kept(memory)).replace(" ", "")
+        material = f"{parts}\x1d{kept}".encode("utf-8", "surrogatepass")
+        return hashlib.blake2b(material, digest_size=16).hexdigest()
 
 
 def read_html(

@@ -79,9 +79,12 @@ def walk(
     """Yield `(relative path, entry)` of every candidate file below `under`, sorted."""
     include, exclude = compile_globs(source.include), compile_globs(source.exclude)
     skipped = skipped_below(source.root, skip)
-    stack = [(under + "/" if under else "", str(source.root / under))]
+    start = str(source.root / under)
+    # Each folder with its real path: a folder that is no symlink is its parent's real
+    # path and its name, with no system call for each of its path's components.
+    stack = [(under + "/" if under else "", start, os.path.realpath(start))]
     while stack:
-        prefix, folder = stack.pop()
+        prefix, folder, real = stack.pop()
         try:
             with os.scandir(folder) as listing:
                 entries = sorted(listing, key=lambda e: e.name, reverse=True)
@@ -100,8 +103,9 @@ def walk(
             relpath = prefix + entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if os.path.realpath(entry.path) not in skipped:
-                        stack.append((relpath + "/", entry.path))
+                    inner = f"{real}/{entry.name}" if real != "/" else f"/{entry.name}"
+                    if inner not in skipped:
+                        stack.append((relpath + "/", entry.path, inner))
                 elif (
                     entry.is_file()
                     and include.match(relpath)
