@@ -416,7 +416,7 @@ def test_worker_processes_read_a_first_scan_as_one_process_does(tmp_path: Path) 
     (tmp_path / "every").mkdir()
     one, every = Site(tmp_path / "one"), Site(tmp_path / "every")
     for n, style in enumerate(STYLES):
-        new_site(style, 300, seed=n + 11).write(one.root / style)
+        new_site(style, 150, seed=n + 11).write(one.root / style)
     shutil.copytree(one.root, every.root, dirs_exist_ok=True)
     for path in [*one.root.rglob("*.html"), *every.root.rglob("*.html")]:
         os.utime(path, (1_700_000_000, 1_700_000_000))
@@ -427,10 +427,10 @@ def test_worker_processes_read_a_first_scan_as_one_process_does(tmp_path: Path) 
         text=True,
         timeout=300,
     )
-    assert "1200 new" in single.stdout, single.stderr
-    assert "1200 new" in every.build().stdout
+    assert "600 new" in single.stdout, single.stderr
+    assert "600 new" in every.build().stdout
     pages, memory = ledger_pages(one)
-    assert len(pages) == 1200
+    assert len(pages) == 600
     assert memory
     assert (pages, memory) == ledger_pages(every)
     written = {name: data for name, (_, _, data) in snapshot(one.out).items()}
