@@ -2,12 +2,16 @@
 
 An HTML page is parsed once for both its facts (title, canonical, robots, article data)
 and its significant-change fingerprint; other files are fingerprinted by their bytes.
+`load` does all of it from the path, in whichever process reads it.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from typing import NamedTuple
 
+from . import w3c
 from .content import PageFacts, ld_articles, read_page
 from .fingerprint import (
     Reading,
@@ -18,6 +22,7 @@ from .fingerprint import (
     read_html,
     without_ignored,
 )
+from .ledger import KnownFile
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 
@@ -83,3 +88,77 @@ def read_file(
         return PageRead(settings, facts, Reading([], [], fallback=True), None)
     reading = read_html(tree, ld_articles(text), settings, explain=explain)
     return PageRead(settings, facts, reading, None)
+
+
+class Job(NamedTuple):
+    """A file to read: where it is, and what the ledger knows of it (None: a new file)."""
+
+    relpath: str
+    path: str
+    known: KnownFile | None
+    # Read and parse even when the bytes are those the ledger has (what is read changed).
+    reread: bool
+
+
+class Loaded(NamedTuple):
+    """A file as read from disk: its key, time and bytes hash, and what it says."""
+
+    file_key: str
+    source_time: str
+    # The hash of the file's bytes.
+    raw: str
+    # The bytes, kept only when the fingerprint by the stored settings needs them.
+    data: bytes | None
+    # None when the bytes are those the ledger has: nothing to parse.
+    read: PageRead | None
+
+
+def file_key(stat: os.stat_result) -> str:
+    """Return the key that tells whether a file changed without reading it."""
+    return f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ino}"
+
+
+def load(job: Job, settings: Settings, images_selector: str | None = None) -> Loaded | OSError:
+    """Return what the file of `job` holds now, or the error reading it raised."""
+    try:
+        stat, data = read_bytes(job.path)
+    except OSError as exc:
+        return exc
+    key, source_time = file_key(stat), w3c.format_epoch(stat.st_mtime)
+    raw = bytes_digest(data)
+    known = job.known
+    if (
+        known is not None
+        and not job.reread
+        and known.bytes_hash == raw
+        and known.fp_settings == settings_for(job.relpath, settings).key
+    ):
+        # Touched or copied with the same bytes: nothing to parse.
+        return Loaded(key, source_time, raw, None, None)
+    read = read_file(job.relpath, data, settings, images_selector)
+    # The stored fingerprint was taken by other settings: comparing needs the bytes.
+    keep = (
+        known is not None
+        and known.content_hash is not None
+        and known.bytes_hash != raw
+        and known.fp_settings != read.settings.key
+    )
+    return Loaded(key, source_time, raw, data if keep else None, read)
+
+
+def read_bytes(path: str) -> tuple[os.stat_result, bytes]:
+    """Return the status and bytes of the file at `path`, in four system calls for most
+    files: this runs for every page of a first scan."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        stat = os.fstat(fd)
+        # One byte more than its size: a file that grew meanwhile is read to its end.
+        data = os.read(fd, stat.st_size + 1)
+        if len(data) > stat.st_size:
+            chunks = [data]
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            data = b"".join(chunks)
+    finally:
+        os.close(fd)
+    return stat, data

@@ -21,6 +21,8 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _PATH_SAFE = "!$&'()*+,;=:@/~-._"
 _QUERY_SAFE = _PATH_SAFE + "?"
 _SEGMENT_SAFE = "!$&'()*+,;=:@~-._"
+# A path segment that `quote` leaves as it is: most file names.
+_PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9!$&'()*+,;=:@~\-._]*")
 # Any character a canonical URL cannot hold after its origin.
 _NOT_CANONICAL = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]")
 _DOT_SEGMENT = re.compile(r"(?:^|/)(?:\.|%2[eE]){1,2}(?:/|$)")
@@ -133,7 +135,10 @@ class URLPolicy:
             segments[-1] = ""
         elif strip_html and leaf.endswith((".html", ".htm")):
             segments[-1] = leaf.rsplit(".", 1)[0]
-        path = "/".join(quote(os.fsencode(s), safe=_SEGMENT_SAFE) for s in segments)
+        path = "/".join(
+            s if _PLAIN_SEGMENT.fullmatch(s) else quote(os.fsencode(s), safe=_SEGMENT_SAFE)
+            for s in segments
+        )
         return self.normalise(self.origin.root.rstrip("/") + prefix + path)
 
 

@@ -8,6 +8,7 @@ false moves and missed moves as rates, both zero on these templates.
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import shutil
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import feedparser
 import pytest
-from conftest import Site
+from conftest import Site, snapshot
 from daemon_harness import start
 from endpoints import Endpoint
 from sitegen import STYLES, new_site
@@ -391,6 +392,49 @@ def test_real_docs_generators(site: Site, tmp_path: Path, kind: str) -> None:
     _generate(kind, tmp_path / "src", site.root, docs, "A renamed guide")
     summary(site)
     assert moved(site, before) == {"page7"}
+
+
+def ledger_pages(site: Site) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """Return what the ledger holds of every page, and the source's template memory."""
+    conn = sqlite3.connect(site.state / "ledger.sqlite3")
+    try:
+        return conn.execute(
+            "SELECT loc, status, reason, title, lastmod, content_hash, bytes_hash, "
+            "fp_settings, fp_fallback, substr(file_key, 1, instr(file_key, ':')) "
+            "FROM urls ORDER BY loc"
+        ).fetchall(), conn.execute(
+            "SELECT value FROM cursors WHERE name LIKE 'template:%'"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def test_worker_processes_read_a_first_scan_as_one_process_does(tmp_path: Path) -> None:
+    # Enough pages for several batches, all read by worker processes on a machine of two
+    # cores or more, of templates whose boxes the template memory learns across batches.
+    (tmp_path / "one").mkdir()
+    (tmp_path / "every").mkdir()
+    one, every = Site(tmp_path / "one"), Site(tmp_path / "every")
+    for n, style in enumerate(STYLES):
+        new_site(style, 150, seed=n + 11).write(one.root / style)
+    shutil.copytree(one.root, every.root, dirs_exist_ok=True)
+    for path in [*one.root.rglob("*.html"), *every.root.rglob("*.html")]:
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+    # On one core (as `taskset` makes it) every page is read in the process itself.
+    single = subprocess.run(
+        ["taskset", "-c", "0", sys.executable, "-m", "sitemapd", "build", "-c", str(one.config)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "600 new" in single.stdout, single.stderr
+    assert "600 new" in every.build().stdout
+    pages, memory = ledger_pages(one)
+    assert len(pages) == 600
+    assert memory
+    assert (pages, memory) == ledger_pages(every)
+    written = {name: data for name, (_, _, data) in snapshot(one.out).items()}
+    assert written == {name: data for name, (_, _, data) in snapshot(every.out).items()}
 
 
 def test_a_sandbox_without_worker_processes_reads_on_one_core(

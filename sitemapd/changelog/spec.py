@@ -26,6 +26,9 @@ _UPSERT_OPS = frozenset({"upsert", "insert", "update"})
 # Epoch seconds beyond this (year 3000) are milliseconds or nanoseconds, not seconds.
 _MAX_EPOCH = 32_503_680_000
 _FALSE_TEXT = frozenset({"", "0", "f", "false", "n", "no", "off"})
+# A tuple, not a union: isinstance() with `bytes | bytearray` builds the union each call,
+# and this runs for several columns of every row.
+_BLOBS = (bytes, bytearray, memoryview)
 _PASSWORD_PARAM = re.compile(r"(?i)(password\s*=\s*)('[^']*'|[^&\s]*)")
 
 
@@ -211,7 +214,7 @@ def _when(value: object) -> str | None:
 def _not_text(value: object) -> str | None:
     """Return what `value` is when it cannot be spelled into a URL (a BLOB, a float that
     is no number), or None: its Python repr would be published as the URL."""
-    if isinstance(value, bytes | bytearray | memoryview):
+    if isinstance(value, _BLOBS):
         return "a BLOB"
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)
@@ -230,7 +233,7 @@ def _meta_time(value: object) -> str | None:
 def _digest(value: object) -> str | None:
     if value is None:
         return None
-    if isinstance(value, bytes | bytearray | memoryview):
+    if isinstance(value, _BLOBS):
         return bytes(value).hex()
     return str(value)
 
@@ -240,7 +243,7 @@ def _text(value: object) -> str | None:
         return None
     if isinstance(value, datetime | date):
         return _meta_time(value)
-    if isinstance(value, bytes | bytearray | memoryview):
+    if isinstance(value, _BLOBS):
         return bytes(value).decode("utf-8", "replace")
     return str(value)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 from itertools import islice
 
 from ..changelog import ChangeRow, Reader
@@ -48,17 +50,29 @@ def reconcile(source: ChangelogSource, ctx: Context, reader: Reader) -> Scan:
 
 
 def _changes(source: ChangelogSource, ctx: Context, reader: Reader, result: Scan) -> Iterator[Item]:
-    name = cursor_name(source)
+    name, limit = cursor_name(source), source.batch_size
     cursor = ctx.ledger.cursor(name)
-    for _ in range(_READS_PER_SCAN):
-        rows, after = reader.read(cursor, source.batch_size)
-        for row in rows:
-            yield _item(source, ctx, row)
-        if after is not None and after != cursor:
-            yield Checkpoint(name, after)
-            cursor = after
-        if len(rows) < source.batch_size:
-            return
+    rows, after = reader.read(cursor, limit)
+    # While the rows of one read are applied, the next read runs (the database works in
+    # a process of its own): a backlog drains at the pace of the slower of the two.
+    # Leaving the block waits for a read under way: the reader is never used twice at once.
+    with ThreadPoolExecutor(1, thread_name_prefix=f"read:{source.name}") as ahead:
+        for reads in range(1, _READS_PER_SCAN + 1):
+            full = len(rows) == limit
+            following = (
+                ahead.submit(reader.read, after, limit)
+                if full and reads < _READS_PER_SCAN
+                else None
+            )
+            for row in rows:
+                yield _item(source, ctx, row)
+            if after is not None and after != cursor:
+                yield Checkpoint(name, after)
+                cursor = after
+            if not full:
+                return
+            if following is not None:
+                rows, after = following.result()
     result.more = True
 
 
@@ -87,28 +101,48 @@ def _item(source: ChangelogSource, ctx: Context, row: ChangeRow) -> Item:
         return rejected(source.name, row.url[:200], str(exc))
     if row.deleted:
         return Gone(loc, source.name)
-    published = row.meta.get("published")
-    meta = with_defaults(
-        ArticleMeta(
-            published=published,
-            language=row.meta.get("language"),
-            news_title=row.meta.get("news_title") or row.meta.get("title"),
-            article=published is not None,
-            alternates=(),
-            images=(),
-        ),
-        source.articles,
-        source.language,
-    )
+    meta = row.meta
+    title = meta.get("title")
     return Observation(
         loc=loc,
         source=source.name,
         content_hash=row.content_hash,
         # Every row is a change: one without a time is one happening now.
         source_time=row.changed_at or ctx.now,
-        title=row.meta.get("title"),
-        meta=meta,
-        extra=ctx.extra(meta),
+        title=title,
+        meta=_meta(
+            meta.get("published"),
+            meta.get("language"),
+            meta.get("news_title") or title,
+            source.articles,
+            source.language,
+        ),
+        # A change log names no alternates or images: its entries have no extra elements.
+        extra="",
+    )
+
+
+@lru_cache(maxsize=1024)
+def _meta(
+    published: str | None,
+    language: str | None,
+    news_title: str | None,
+    articles: str,
+    default_language: str | None,
+) -> ArticleMeta:
+    """Return the article data of a row: made once for the rows that share it (often
+    all of a backlog's), as it is immutable."""
+    return with_defaults(
+        ArticleMeta(
+            published=published,
+            language=language,
+            news_title=news_title,
+            article=published is not None,
+            alternates=(),
+            images=(),
+        ),
+        articles,
+        default_language,
     )
 
 

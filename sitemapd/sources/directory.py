@@ -9,27 +9,31 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from itertools import chain, islice
 from pathlib import Path
 
-from .. import w3c
 from ..config import DirectorySource
 from ..content import FACTS_VERSION, article_meta, exclusion
 from ..errors import InvalidURL, SourceError
-from ..fingerprint import FINGERPRINT_VERSION, Settings, TemplateMemory, bytes_digest
+from ..fingerprint import FINGERPRINT_VERSION, Settings, TemplateMemory
 from ..ledger import KnownFile
 from ..observation import TRANSIENT, Checkpoint, Gone, Item, Observation, Seen, Unreadable
-from ..pages import PageRead, read_file, settings_for
+from ..pages import Job, Loaded, load, read_file, settings_for
+from ..pages import file_key as file_key  # where the URL-list source has it from
 from .base import Context, Scan, log, rejected, skipped_below, with_defaults
 from .globs import compile_globs
 
 _BATCH = 500
-# Batches with this many files to parse are parsed by worker processes, one per core.
+# Batches with this many files to read are read by worker processes, one per core, in
+# tasks of _TASK files, _AHEAD batches ahead of the one being applied.
 _PARALLEL = 64
+_TASK = 16
+_AHEAD = 2
 _WORKERS = len(os.sched_getaffinity(0))
 
 
@@ -69,20 +73,18 @@ def observe(source: DirectorySource, ctx: Context, relpaths: set[str]) -> Scan:
     return Scan(source.name, _observe_paths(source, ctx, relpaths), complete=False)
 
 
-def file_key(stat: os.stat_result) -> str:
-    """Return the key that tells whether a file changed without reading it."""
-    return f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ino}"
-
-
 def walk(
     source: DirectorySource, skip: tuple[str, ...], under: str = ""
 ) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """Yield `(relative path, entry)` of every candidate file below `under`, sorted."""
     include, exclude = compile_globs(source.include), compile_globs(source.exclude)
     skipped = skipped_below(source.root, skip)
-    stack = [(under + "/" if under else "", str(source.root / under))]
+    start = str(source.root / under)
+    # Each folder with its real path: a folder that is no symlink is its parent's real
+    # path and its name, with no system call for each of its path's components.
+    stack = [(under + "/" if under else "", start, os.path.realpath(start))]
     while stack:
-        prefix, folder = stack.pop()
+        prefix, folder, real = stack.pop()
         try:
             with os.scandir(folder) as listing:
                 entries = sorted(listing, key=lambda e: e.name, reverse=True)
@@ -101,8 +103,9 @@ def walk(
             relpath = prefix + entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if os.path.realpath(entry.path) not in skipped:
-                        stack.append((relpath + "/", entry.path))
+                    inner = f"{real}/{entry.name}" if real != "/" else f"/{entry.name}"
+                    if inner not in skipped:
+                        stack.append((relpath + "/", entry.path, inner))
                 elif (
                     entry.is_file()
                     and include.match(relpath)
@@ -169,42 +172,30 @@ def _items(
     reader = _Reader(source, ctx)
     try:
         yield from reader.specs()
-        yield from _batches(source, ctx, files, reread, reader)
+        # Batches go to the worker processes ahead of the one being finished: they read
+        # and parse the next pages while this process applies those they read.
+        ahead: deque[_Batch] = deque()
+        while batch := list(islice(files, _BATCH)):
+            ahead.append(reader.start(batch, reread))
+            if len(ahead) > _AHEAD:
+                yield from reader.finish(ahead.popleft())
+        while ahead:
+            yield from reader.finish(ahead.popleft())
     finally:
         reader.close()
 
 
-def _batches(
-    source: DirectorySource,
-    ctx: Context,
-    files: Iterator[tuple[str, os.DirEntry[str] | Path]],
-    reread: bool,
-    reader: _Reader,
-) -> Iterator[Item]:
-    while batch := list(islice(files, _BATCH)):
-        located: list[tuple[str, str, os.DirEntry[str] | Path]] = []
-        for relpath, entry in batch:
-            try:
-                loc = ctx.policy.for_file(
-                    source.url_prefix, relpath, source.strip_html, source.index_files
-                )
-            except InvalidURL as exc:
-                yield rejected(source.name, _printable(relpath), str(exc))
-                continue
-            located.append((loc, relpath, entry))
-        known = ctx.ledger.known_files(source.name, [loc for loc, _, _ in located])
-        pages: list[_Page] = []
-        for loc, relpath, entry in located:
-            for item in reader.read(loc, relpath, entry, known.get(loc), reread):
-                if isinstance(item, _Page):
-                    pages.append(item)
-                    # Parsed a few at a time: a batch's pages are not all held as bytes.
-                    if len(pages) % _PARALLEL == 0:
-                        reader.parse(pages[-_PARALLEL:])
-                else:
-                    yield item
-        reader.parse(pages[len(pages) - len(pages) % _PARALLEL :])
-        yield from reader.finish(pages)
+@dataclass
+class _Batch:
+    """Files on their way: what needed no read, and the reads of the others."""
+
+    # Rejected paths and unchanged files, in order.
+    items: list[Item]
+    # (loc, relpath, what the ledger knows) of each file read, in the order of `jobs`.
+    files: list[tuple[str, str, KnownFile | None]]
+    jobs: list[Job]
+    # The reads handed to the worker processes, or None: read in this process at finish.
+    reads: list[Future[list[Loaded | OSError]]] | None
 
 
 @dataclass
@@ -213,13 +204,8 @@ class _Page:
 
     loc: str
     relpath: str
-    stat: os.stat_result
-    # The hash of the file's bytes, and the bytes until they are parsed (kept after only
-    # when the old settings' measure needs them).
-    raw: str
-    data: bytes | None
     known: KnownFile | None
-    read: PageRead | None = None
+    loaded: Loaded
 
 
 class _Reader:
@@ -248,103 +234,119 @@ class _Reader:
             settings = settings_for(relpath, self.settings)
             yield Checkpoint(f"fingerprint:{settings.key}", settings.spec())
 
-    def read(
-        self,
-        loc: str,
-        relpath: str,
-        entry: os.DirEntry[str] | Path,
-        known: KnownFile | None,
-        reread: bool,
-    ) -> Iterator[Item | _Page]:
-        """Yield what the file says now: a Seen, nothing (deleted), a Rejected, or a
-        _Page to fingerprint once the batch is read."""
+    def start(self, batch: list[tuple[str, os.DirEntry[str] | Path]], reread: bool) -> _Batch:
+        """Return `batch` on its way: unchanged files are Seen, the others are being read."""
         name = self.source.name
-        try:
-            stat = entry.stat()
-            key = file_key(stat)
-            if known is not None and key == known.file_key and not reread:
-                yield Seen(loc, name)
-                return
-            with open(entry, "rb") as handle:
-                data = handle.read()
-        except FileNotFoundError:
-            return  # deleted since the listing: absent from this scan, hence gone
-        except OSError as exc:
-            if exc.errno in TRANSIENT:
-                yield Unreadable(name, relpath, exc.strerror or str(exc))
+        items: list[Item] = []
+        located: list[tuple[str, str, os.DirEntry[str] | Path]] = []
+        for relpath, entry in batch:
+            try:
+                loc = self.ctx.policy.for_file(
+                    self.source.url_prefix, relpath, self.source.strip_html, self.source.index_files
+                )
+            except InvalidURL as exc:
+                items.append(rejected(name, _printable(relpath), str(exc)))
+                continue
+            located.append((loc, relpath, entry))
+        known = self.ctx.ledger.known_files(name, [loc for loc, _, _ in located])
+        files: list[tuple[str, str, KnownFile | None]] = []
+        jobs: list[Job] = []
+        for loc, relpath, entry in located:
+            old = known.get(loc)
+            if old is not None and not reread:
+                try:
+                    if file_key(entry.stat()) == old.file_key:
+                        items.append(Seen(loc, name))
+                        continue
+                except OSError as exc:
+                    items.extend(self._failed(loc, relpath, old, exc))
+                    continue
+            files.append((loc, relpath, old))
+            jobs.append(Job(relpath, os.fspath(entry), old, reread))
+        return _Batch(items, files, jobs, self._submit(jobs))
+
+    def finish(self, batch: _Batch) -> Iterator[Item]:
+        """Yield the observations of `batch`, after learning its template."""
+        yield from batch.items
+        pages: list[_Page] = []
+        for (loc, relpath, known), loaded in zip(batch.files, self._loaded(batch), strict=True):
+            if isinstance(loaded, OSError):
+                yield from self._failed(loc, relpath, known, loaded)
+            elif loaded.read is None:
+                yield Seen(loc, self.source.name, loaded.file_key)
             else:
-                yield rejected(name, _printable(relpath), f"unreadable ({exc.strerror})")
-            if known is not None:
-                # A read error is not a deletion: the published URL stays until it is readable.
-                yield Seen(loc, name)
-            return
-        raw = bytes_digest(data)
-        if (
-            known is not None
-            and not reread
-            and known.bytes_hash == raw
-            and known.fp_settings == settings_for(relpath, self.settings).key
-        ):
-            # Touched or copied with the same bytes: nothing to parse.
-            yield Seen(loc, name, key)
-            return
-        yield _Page(loc, relpath, stat, raw, data, known)
-
-    def parse(self, pages: list[_Page]) -> None:
-        """Read what `pages` say, letting go of their bytes where nothing else needs them."""
-        jobs = [(p.relpath, p.data or b"", self.settings, self.images) for p in pages]
-        for page, read in zip(pages, self._read_all(jobs), strict=True):
-            page.read = read
-            known = page.known
-            if (
-                known is None
-                or known.content_hash is None
-                or known.bytes_hash == page.raw
-                or known.fp_settings == read.settings.key
-            ):
-                page.data = None
-
-    def finish(self, pages: list[_Page]) -> Iterator[Item]:
-        """Yield the observations of a batch's parsed `pages`, after learning its template."""
+                pages.append(_Page(loc, relpath, known, loaded))
         before = len(self.memory.known)
         self.memory.learn(
-            [p.read.reading.shapes() for p in pages if p.read and p.read.reading is not None]
+            [
+                p.loaded.read.reading.shapes()
+                for p in pages
+                if p.loaded.read is not None and p.loaded.read.reading is not None
+            ]
         )
         if len(self.memory.known) != before:
             yield Checkpoint(self.memory_cursor, self.memory.dump())
         for page in pages:
             yield self._observation(page)
 
-    def _read_all(self, jobs: list[tuple[str, bytes, Settings, str | None]]) -> list[PageRead]:
-        """Return what each file of a batch says, read on every core for large batches."""
-        if self.parallel and (self.pool is not None or len(jobs) >= _PARALLEL):
-            # A first scan or a site-wide deploy: parse on every core while the ledger
-            # takes what is read.
+    def _failed(
+        self, loc: str, relpath: str, known: KnownFile | None, exc: OSError
+    ) -> Iterator[Item]:
+        """Yield what a file whose read raised `exc` is now."""
+        if isinstance(exc, FileNotFoundError):
+            return  # deleted since the listing: absent from this scan, hence gone
+        name = self.source.name
+        if exc.errno in TRANSIENT:
+            yield Unreadable(name, relpath, exc.strerror or str(exc))
+        else:
+            yield rejected(name, _printable(relpath), f"unreadable ({exc.strerror})")
+        if known is not None:
+            # A read error is not a deletion: the published URL stays until it is readable.
+            yield Seen(loc, name)
+
+    def _submit(self, jobs: list[Job]) -> list[Future[list[Loaded | OSError]]] | None:
+        """Hand `jobs` to the worker processes, one per core, for large batches (a first
+        scan, a site-wide deploy); return None when they are read here."""
+        if not (self.parallel and (self.pool is not None or len(jobs) >= _PARALLEL)):
+            return None
+        try:
+            if self.pool is None:
+                context = multiprocessing.get_context("forkserver")
+                self.pool = ProcessPoolExecutor(_WORKERS, mp_context=context)
+            return [
+                self.pool.submit(_load_all, jobs[n : n + _TASK], self.settings, self.images)
+                for n in range(0, len(jobs), _TASK)
+            ]
+        except (OSError, BrokenProcessPool) as exc:
+            self._one_process(exc)
+            return None
+
+    def _loaded(self, batch: _Batch) -> list[Loaded | OSError]:
+        """Return the reads of `batch`'s jobs, in order."""
+        if batch.reads is not None:
             try:
-                if self.pool is None:
-                    context = multiprocessing.get_context("forkserver")
-                    self.pool = ProcessPoolExecutor(_WORKERS, mp_context=context)
-                return list(self.pool.map(_read_job, jobs, chunksize=8))
-            except (OSError, BrokenProcessPool) as exc:
-                # A sandbox without the sockets or processes a pool needs: one core it is.
-                log.warning("%s: reading pages in one process (%s)", self.source.name, exc)
-                self.close()
-                self.parallel = False
-        return [_read_job(job) for job in jobs]
+                return [loaded for future in batch.reads for loaded in future.result()]
+            except (OSError, BrokenProcessPool, CancelledError) as exc:
+                self._one_process(exc)
+        return _load_all(batch.jobs, self.settings, self.images)
+
+    def _one_process(self, exc: BaseException) -> None:
+        # A sandbox without the sockets or processes a pool needs: one core it is.
+        log.warning("%s: reading pages in one process (%s)", self.source.name, exc)
+        self.close()
+        self.parallel = False
 
     def _observation(self, page: _Page) -> Observation:
-        read, source, ctx = page.read, self.source, self.ctx
+        loaded, source, ctx = page.loaded, self.source, self.ctx
+        read = loaded.read
         assert read is not None
-        content_hash = read.digest(self.memory)
-        raw = page.raw
-        source_time = w3c.format_epoch(page.stat.st_mtime)
         common = {
-            "content_hash": content_hash,
-            "source_time": source_time,
-            "file_key": file_key(page.stat),
-            "bytes_hash": raw,
+            "content_hash": read.digest(self.memory),
+            "source_time": loaded.source_time,
+            "file_key": loaded.file_key,
+            "bytes_hash": loaded.raw,
             "fp_settings": read.settings.key,
-            "old_measure": self._old_measure(page, raw),
+            "old_measure": self._old_measure(page),
             "fallback": read.fallback,
         }
         if read.facts is None:
@@ -365,23 +367,23 @@ class _Reader:
             **common,  # type: ignore[arg-type]
         )
 
-    def _old_measure(self, page: _Page, raw: str) -> str | None:
+    def _old_measure(self, page: _Page) -> str | None:
         """Return the page's fingerprint by the settings of the stored one, when other.
 
         The same bytes are no change by any measure. Settings of an older sitemapd cannot
         be rebuilt: a page whose bytes changed since then counts as changed.
         """
-        known = page.known
+        known, loaded = page.known, page.loaded
         if known is None or known.content_hash is None:
             return None
-        if known.bytes_hash == raw:
+        if known.bytes_hash == loaded.raw:
             return known.content_hash
-        if page.data is None:  # `parse` kept the bytes of pages fingerprinted otherwise
+        if loaded.data is None:  # `load` kept the bytes of pages fingerprinted otherwise
             return None
         old = self._old_settings(known.fp_settings)
         if old is None:
             return ""
-        return read_file(page.relpath, page.data, old).digest(self.memory)
+        return read_file(page.relpath, loaded.data, old).digest(self.memory)
 
     def _old_settings(self, key: str | None) -> Settings | None:
         if key is None:
@@ -392,9 +394,11 @@ class _Reader:
         return old if old is not None and old.version == FINGERPRINT_VERSION else None
 
 
-def _read_job(job: tuple[str, bytes, Settings, str | None]) -> PageRead:
-    """Return what one file says: `read_file` as a picklable job for worker processes."""
-    return read_file(*job)
+def _load_all(
+    jobs: list[Job], settings: Settings, images_selector: str | None
+) -> list[Loaded | OSError]:
+    """Return what the files of `jobs` hold: a task for the worker processes."""
+    return [load(job, settings, images_selector) for job in jobs]
 
 
 def fingerprint_settings(source: DirectorySource) -> Settings:
