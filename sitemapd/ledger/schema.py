@@ -201,7 +201,9 @@ def _migrate_v6(db: Database) -> None:
         "CREATE TABLE list_chunk_urls (source_id INTEGER NOT NULL, digest BLOB NOT NULL, "
         "ids BLOB NOT NULL, PRIMARY KEY (source_id, digest)) WITHOUT ROWID"
     )
-    # Counted after every build: kept small by holding only the rows they count.
+    # Asked after every build, and of every shard rendered: kept small by holding only the
+    # rows they are about.
+    db.conn.execute("CREATE INDEX urls_extra ON urls (shard) WHERE extra IS NOT NULL")
     db.conn.execute("CREATE INDEX urls_seeded ON urls (source_id) WHERE status = 'seeded'")
     db.conn.execute("CREATE INDEX urls_excluded ON urls (source_id) WHERE status = 'excluded'")
     db.conn.execute(
