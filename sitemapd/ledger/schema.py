@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,11 +53,11 @@ class UrlRow:
 
     def insert_params(self) -> tuple[Any, ...]:
         """Return the values `INSERT_URL` binds: every column but `id`."""
-        return tuple(getattr(self, name) for name in _COLUMNS[1:])
+        return _INSERTED(self)
 
     def update_params(self) -> tuple[Any, ...]:
         """Return the values `UPDATE_URL` binds: every column but `id` and `loc`, then `id`."""
-        return (*(getattr(self, name) for name in _COLUMNS[2:]), self.id)
+        return _UPDATED(self)
 
     @property
     def bare(self) -> bool:
@@ -67,11 +68,15 @@ class UrlRow:
             and self.content_hash is None
             and self.title is None
             and self.file_key is None
-            and not any(getattr(self, name) for name in _COLUMNS[15:])
+            and not any(_FACTS(self))
         )
 
 
-_COLUMNS = UrlRow.__slots__
+_COLUMNS: tuple[str, ...] = UrlRow.__slots__
+# Attribute getters run in C: these are called for every row a build writes.
+_INSERTED = attrgetter(*_COLUMNS[1:])
+_UPDATED = attrgetter(*_COLUMNS[2:], "id")
+_FACTS = attrgetter(*_COLUMNS[15:])
 
 
 # The statements of whole rows, from the one list of columns above.
