@@ -14,7 +14,7 @@ import gzip
 import hashlib
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Protocol
@@ -29,7 +29,7 @@ from .parts import part_name, part_number, part_url
 from .render.extensions import without_alternates
 from .render.feeds import FeedPage, atom, rss
 from .render.news import NewsItem, news_files, news_language, news_urlset
-from .render.sitemap import sitemap_index, urlset
+from .render.sitemap import plain_urlset, sitemap_index, urlset
 from .store import LocalStore, Store
 
 log = logging.getLogger(__name__)
@@ -233,18 +233,23 @@ class Publisher:
         """Return a shard's document, without alternates that left the sitemaps. Rows
         stream from the ledger and are encoded a thousand entries at a time: a full shard's
         rows, its text and its bytes are never all held at once."""
-        extended = self.ledger.shard_has_extras(shard_id)
+        entries = self._entries(shard_id)
+        return b"".join(
+            "".join(batch).encode() for batch in iter(lambda: list(islice(entries, 1000)), [])
+        )
+
+    def _entries(self, shard_id: int) -> Iterator[str]:
+        """Yield the text of a shard, without alternates that left the sitemaps."""
+        if not self.ledger.shard_has_extras(shard_id):
+            return plain_urlset(self.ledger.shard_plain_rows(shard_id))
         rows: Iterable[tuple[str, str, str | None]] = self.ledger.shard_rows(shard_id)
-        unlisted = self.ledger.unlisted_alternates(shard_id) if extended else set()
+        unlisted = self.ledger.unlisted_alternates(shard_id)
         if unlisted:
             rows = (
                 (loc, lastmod, extra and without_alternates(extra, unlisted))
                 for loc, lastmod, extra in rows
             )
-        entries = urlset(rows, extended)
-        return b"".join(
-            "".join(batch).encode() for batch in iter(lambda: list(islice(entries, 1000)), [])
-        )
+        return urlset(rows, extended=True)
 
     def _publish_news(
         self, now: str, written: dict[str, tuple[str, int, int]], report: PublishReport

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
+from ..render.sitemap import ESCAPED_LOC_SQL
 from .model import PUBLISHED_CURSOR
 from .schema import LIVE
 from .transaction import Transactions
@@ -23,6 +24,13 @@ class RenderQueries(Transactions):
         """Yield `(loc, lastmod, extra elements)` of the shard's members in stable order."""
         yield from self.conn.execute(
             "SELECT loc, lastmod, extra FROM urls WHERE shard = ? ORDER BY id", (shard_id,)
+        )
+
+    def shard_plain_rows(self, shard_id: int) -> Iterator[tuple[str, str]]:
+        """Yield `(loc escaped for XML, lastmod)` of the shard's members in stable order."""
+        yield from self.conn.execute(
+            f"SELECT {ESCAPED_LOC_SQL}, lastmod FROM urls WHERE shard = ? ORDER BY id",
+            (shard_id,),
         )
 
     def shard_has_extras(self, shard_id: int) -> bool:

@@ -8,6 +8,7 @@ in W3C form.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import starmap
 
 from ..urls import xml_escape
 
@@ -64,6 +65,22 @@ def urlset(rows: Iterable[tuple[str, str, str | None]], extended: bool = False) 
         if "&" in loc or "'" in loc:
             loc = xml_escape(loc)
         yield f"<url><loc>{loc}</loc><lastmod>{lastmod}</lastmod>{extra or ''}</url>\n"
+    yield URLSET_TAIL
+
+
+# A loc escaped for XML by SQLite, as `xml_escape` does: for `plain_urlset` rows.
+ESCAPED_LOC_SQL = (
+    "CASE WHEN instr(loc, '&') OR instr(loc, '''') "
+    "THEN replace(replace(loc, '&', '&amp;'), '''', '&apos;') ELSE loc END"
+)
+_PLAIN_ENTRY = "<url><loc>{}</loc><lastmod>{}</lastmod></url>\n"
+
+
+def plain_urlset(rows: Iterable[tuple[str, str]]) -> Iterator[str]:
+    """Yield the text of a `<urlset>` of `(escaped loc, lastmod)` rows with no extra
+    elements: what `urlset` gives for them, formatted in C (a shard is 50,000 rows)."""
+    yield URLSET_HEAD
+    yield from starmap(_PLAIN_ENTRY.format, rows)
     yield URLSET_TAIL
 
 
