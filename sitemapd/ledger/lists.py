@@ -126,6 +126,8 @@ class ListLoad:
         self.conn = run.conn
         # source name -> its chunks in this read: (pos, digest, first line, rejects, parsed)
         self.read: dict[str, list[tuple[int, bytes, int, int, bool]]] = {}
+        # Lists applied by `finish`: (read whole, digests known before, digests now).
+        self.finished: dict[str, tuple[bool, Counter[bytes], Counter[bytes]]] = {}
 
     @property
     def sources(self) -> set[str]:
@@ -241,7 +243,6 @@ class ListLoad:
 
     def finish(self, complete: Collection[str]) -> None:
         """Apply what each list read in full (`complete`) changed; `record` follows."""
-        self.finished: dict[str, tuple[bool, Counter[bytes], Counter[bytes]]] = {}
         for source, chunks in self.read.items():
             if source in complete:
                 self._finish_source(source, chunks)
