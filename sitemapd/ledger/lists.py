@@ -16,11 +16,12 @@ URL of theirs is listed elsewhere) and a full read give the same ledger.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from array import array
 from collections import Counter
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..observation import Gone, ListChunk, Observation, Seen
 from ..render.sitemap import ENTRY_OVERHEAD, entry_size
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("sitemapd.ledger")
 
 _BATCH = 2000
+_T = TypeVar("_T")
 # The row of `urls` as a list line would leave it: anything else is a difference.
 _AS_LISTED = (
     "u.source_id = ? AND u.status IN ('live', 'excluded') AND u.page_reason IS NULL "
@@ -43,10 +45,26 @@ _AS_LISTED = (
 )
 
 
-def _ids(blob: bytes) -> array[int]:
-    ids = array("q")
-    ids.frombytes(blob)
+def _listed_ids(conn: sqlite3.Connection, source_id: int, digests: Iterable[bytes]) -> set[int]:
+    """Return the ids of the URLs that the chunks `digests` of a list list."""
+    ids: set[int] = set()
+    for digest in digests:
+        row = conn.execute(
+            "SELECT ids FROM list_chunk_urls WHERE source_id = ? AND digest = ?",
+            (source_id, digest),
+        ).fetchone()
+        if row is not None:
+            listed = array("q")
+            listed.frombytes(row[0])
+            ids.update(listed)
     return ids
+
+
+def _batches(values: Collection[_T]) -> Iterator[list[_T]]:
+    """Yield `values` in lists of at most 500: SQLite binds up to 999 parameters."""
+    ordered = list(values)
+    for start in range(0, len(ordered), 500):
+        yield ordered[start : start + 500]
 
 
 class ListQueries(Transactions):
@@ -77,21 +95,9 @@ class ListQueries(Transactions):
         source_id = self._source_id(source)
         if source_id is None:
             return bool(locs or removed)
-        gone_with: set[int] = set()
-        for digest in removed:
-            row = (
-                self._read()
-                .execute(
-                    "SELECT ids FROM list_chunk_urls WHERE source_id = ? AND digest = ?",
-                    (source_id, digest),
-                )
-                .fetchone()
-            )
-            gone_with.update(_ids(row[0]) if row else ())
+        gone_with = _listed_ids(self._read(), source_id, removed)
         present: set[int] = set()
-        unique = list(set(locs))
-        for start in range(0, len(unique), 500):
-            batch = unique[start : start + 500]
+        for batch in _batches(set(locs)):
             present.update(
                 url_id
                 for (url_id,) in self._read().execute(
@@ -102,9 +108,7 @@ class ListQueries(Transactions):
             )
         if present - gone_with:
             return True
-        involved = list(present | gone_with)
-        for start in range(0, len(involved), 500):
-            ids = involved[start : start + 500]
+        for ids in _batches(present | gone_with):
             if (
                 self._read()
                 .execute(
@@ -319,17 +323,8 @@ class ListLoad:
                 (source_id, LIVE, EXCLUDED),
             ).fetchall()
         else:
-            ids: set[int] = set()
-            for digest in removed:
-                row = self.conn.execute(
-                    "SELECT ids FROM list_chunk_urls WHERE source_id = ? AND digest = ?",
-                    (source_id, digest),
-                ).fetchone()
-                ids.update(_ids(row[0]) if row else ())
             rows = []
-            listed = sorted(ids)
-            for start in range(0, len(listed), 500):
-                batch = listed[start : start + 500]
+            for batch in _batches(sorted(_listed_ids(self.conn, source_id, removed))):
                 rows += self.conn.execute(
                     f"SELECT loc FROM urls WHERE id IN ({','.join('?' * len(batch))}) "
                     "AND loc NOT IN (SELECT loc FROM temp.list_winners)",
