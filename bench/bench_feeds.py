@@ -29,7 +29,8 @@ from urllib.parse import parse_qs
 
 from bench_daemon import Daemon
 
-from sitemapd.render.feeds import FeedEntry, FeedPage, atom, rss
+from sitemapd.render.feedpage import FeedEntry, FeedPage
+from sitemapd.render.feeds import atom, rss
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "work" / "feeds"

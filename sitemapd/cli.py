@@ -26,16 +26,14 @@ from . import (
     status,
     w3c,
 )
-from .changelog.ddl import ddl
 from .engine import Engine
 from .errors import ConfigError, LockError, SitemapdError
-from .explain import explain
-from .importer import ImportTally, read_sitemaps
 from .lock import StateLock
 from .publish import OutputNames, partition_index_urls
-from .verify import NOTE, verify_all
 from .words import count
 
+# A command imports the modules only it uses in its body: each start-up pays for its own
+# command alone (a deploy hook's `build` of URL lists loads no HTML parser, no HTTP client).
 F = TypeVar("F", bound=Callable[..., Any])
 
 config_option = click.option(
@@ -248,6 +246,8 @@ def run(config_path: Path, dry_run: bool, as_json: bool) -> None:
 @_errors_exit
 def import_(config_path: Path, files: tuple[Path, ...]) -> None:
     """Seed lastmods from existing sitemaps or indexes (.xml or .xml.gz)."""
+    from .importer import ImportTally, read_sitemaps
+
     cfg = config.load(config_path)
     tally, now = ImportTally(), w3c.now()
     with _locked_engine(cfg) as engine:
@@ -347,6 +347,8 @@ def status_(config_path: Path, as_json: bool) -> None:
 def verify_(config_path: Path, partitions: tuple[Path, ...]) -> None:
     """Re-read the published files and check them; exit 1 listing any problem."""
     cfg = config.load(config_path)
+    from .verify import NOTE, verify_all
+
     found = verify_all(cfg, [config.load(path) for path in partitions])
     for line in found:
         click.echo(line)
@@ -377,6 +379,8 @@ def explain_(config_path: Path, target: str) -> None:
 
     TARGET is a page's URL or its file under a directory source's root.
     """
+    from .explain import explain
+
     click.echo(explain(config.load(config_path), target), nl=False)
 
 
@@ -396,4 +400,6 @@ def check_config(config_path: Path) -> None:
 @click.option("--channel", default="sitemapd", show_default=True, help="NOTIFY channel.")
 def changelog_sql(kind: str, table: str, channel: str) -> None:
     """Print the change table, index and trigger template a CMS installs for sitemapd."""
+    from .changelog.ddl import ddl
+
     click.echo(ddl(kind, table, channel), nl=False)

@@ -17,7 +17,6 @@ from urllib.parse import unquote, urlsplit
 
 from .changelog.spec import ChangelogSpec
 from .errors import ConfigError
-from .fingerprint import MODES, compile_selector
 from .listen import parse_listen
 from .parts import part_name
 from .urls import Origin
@@ -877,12 +876,13 @@ def _directory(table: _Table, base: Path) -> SourceConfig:
         language=_source_language(table),
         articles=table.choice("articles", "auto", ARTICLES),
         content_selector=_selector(table),
-        fingerprint=table.choice("fingerprint", "content", MODES),
+        fingerprint=table.choice("fingerprint", "content", FINGERPRINT_MODES),
         follow_symlinks=table.flag("follow_symlinks", False),
     )
 
 
 ARTICLES = ("auto", "all", "none")
+FINGERPRINT_MODES = ("content", "page")
 
 
 def _source_language(table: _Table) -> str | None:
@@ -897,6 +897,9 @@ def _source_language(table: _Table) -> str | None:
 def _selector(table: _Table) -> str | None:
     selector = table.text("content_selector", "")
     if selector:
+        # lxml and cssselect load here only: a site of URL lists starts without them.
+        from .fingerprint import compile_selector
+
         try:
             compile_selector(selector)
         except ValueError as exc:

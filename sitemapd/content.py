@@ -20,6 +20,7 @@ from lxml import etree
 from . import w3c
 from .errors import ConfigError, InvalidURL
 from .fingerprint import compile_selector, image_source, parse_html
+from .observation import ArticleMeta
 from .render.extensions import HREFLANG
 from .render.news import news_language
 from .urls import Origin, URLPolicy
@@ -264,20 +265,6 @@ def _same_page(canonical: str, loc: str) -> bool:
         if canonical.endswith("/" + suffix) and canonical[: -len(suffix)] == loc:
             return True
     return canonical in (loc + ".html", loc + ".htm")
-
-
-@dataclass(frozen=True, slots=True)
-class ArticleMeta:
-    """A page's news, hreflang and image data, normalised for rendering."""
-
-    published: str | None
-    language: str | None
-    news_title: str | None
-    article: bool
-    # (hreflang, canonical URL), sorted by hreflang with x-default last.
-    alternates: tuple[tuple[str, str], ...]
-    # Absolute http(s) URLs on any host (images often live on a CDN).
-    images: tuple[str, ...]
 
 
 def article_meta(

@@ -27,7 +27,7 @@ from . import w3c
 from .config import FeedConfig
 from .ledger import BASELINE_CURSOR, FeedPageRange, Ledger
 from .parts import part_number
-from .render.feeds import FeedEntry
+from .render.feedpage import FeedEntry
 
 log = logging.getLogger(__name__)
 

@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import errno
-from typing import TYPE_CHECKING, NamedTuple
+import os
+from dataclasses import dataclass
+from typing import NamedTuple
 
-if TYPE_CHECKING:
-    from .content import ArticleMeta
+
+@dataclass(frozen=True, slots=True)
+class ArticleMeta:
+    """A page's news, hreflang and image data, normalised for rendering."""
+
+    published: str | None
+    language: str | None
+    news_title: str | None
+    article: bool
+    # (hreflang, canonical URL), sorted by hreflang with x-default last.
+    alternates: tuple[tuple[str, str], ...]
+    # Absolute http(s) URLs on any host (images often live on a CDN).
+    images: tuple[str, ...]
 
 
 class Observation(NamedTuple):
@@ -102,3 +115,8 @@ class Checkpoint(NamedTuple):
 
 
 Item = Observation | Seen | Gone | Rejected | Unreadable | Checkpoint | ListChunk
+
+
+def file_key(stat: os.stat_result) -> str:
+    """Return an `Observation.file_key`: what tells whether a file changed without reading it."""
+    return f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ino}"

@@ -16,10 +16,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .config import Config
 from .ledger import BASELINE_CURSOR, PUBLISHED_CURSOR, Ledger
-from .notify import Outcome, indexnow, websub
+
+if TYPE_CHECKING:
+    from .notify import Outcome
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,9 @@ def pending(ledger: Ledger, config: Config) -> list[Delivery]:
     settings = config.indexnow
     published = int(ledger.cursor(PUBLISHED_CURSOR) or 0)
     if settings is not None:
+        # The HTTP client loads only for a site that notifies: a `build` starts faster.
+        from .notify import indexnow
+
         start = ledger.cursor(INDEXNOW)
         if start is None:
             # Announcing a whole site at once would only exhaust the quota: IndexNow
@@ -84,6 +90,8 @@ def pending(ledger: Ledger, config: Config) -> list[Delivery]:
 
 def send(delivery: Delivery, config: Config, timeout: float) -> Outcome:
     """Make the request of `delivery`; never raises for network or HTTP errors."""
+    from .notify import indexnow, websub
+
     if delivery.kind == WEBSUB:
         return websub.publish(delivery.target, delivery.urls[0], timeout)
     assert config.indexnow is not None

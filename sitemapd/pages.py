@@ -23,6 +23,7 @@ from .fingerprint import (
     without_ignored,
 )
 from .ledger import KnownFile
+from .observation import file_key
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 
@@ -111,11 +112,6 @@ class Loaded(NamedTuple):
     data: bytes | None
     # None when the bytes are those the ledger has: nothing to parse.
     read: PageRead | None
-
-
-def file_key(stat: os.stat_result) -> str:
-    """Return the key that tells whether a file changed without reading it."""
-    return f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ino}"
 
 
 def load(job: Job, settings: Settings, images_selector: str | None = None) -> Loaded | OSError:

@@ -17,20 +17,21 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from . import manifest, robots, w3c
 from .config import Config, Partition, partition_name
 from .errors import PublishError
 from .feedwindow import feed_pages
 from .ledger import Ledger
-from .notify import indexnow
 from .parts import part_name, part_number, part_url
 from .render.extensions import without_alternates
-from .render.feeds import FeedPage, atom, rss
 from .render.news import NewsItem, news_files, news_language, news_urlset
 from .render.sitemap import plain_urlset, sitemap_index, urlset
 from .store import LocalStore, Store
+
+if TYPE_CHECKING:
+    from .render.feedpage import FeedPage
 
 log = logging.getLogger(__name__)
 
@@ -210,6 +211,8 @@ class Publisher:
         # robots.txt names the new index before any retired file goes.
         self._update_robots_txt(report)
         if self.names.key_file is not None and self.config.indexnow is not None:
+            from .notify import indexnow  # with its HTTP client: only for a site that notifies
+
             name, data = indexnow.key_file(self.config.indexnow.key)
             self._write(name, data, written, report)
             current.add(name)
@@ -230,18 +233,14 @@ class Publisher:
         return report
 
     def _shard(self, shard_id: int) -> bytes:
-        """Return a shard's document, without alternates that left the sitemaps. Rows
-        stream from the ledger and are encoded a thousand entries at a time: a full shard's
-        rows, its text and its bytes are never all held at once."""
-        entries = self._entries(shard_id)
-        return b"".join(
-            "".join(batch).encode() for batch in iter(lambda: list(islice(entries, 1000)), [])
-        )
+        """Return a shard's document, without alternates that left the sitemaps."""
+        return b"".join(text.encode() for text in self._texts(shard_id))
 
-    def _entries(self, shard_id: int) -> Iterator[str]:
-        """Yield the text of a shard, without alternates that left the sitemaps."""
+    def _texts(self, shard_id: int) -> Iterator[str]:
+        """Yield the text of a shard in pieces of at most a thousand entries: a full shard's
+        rows, its text and its bytes are never all held at once."""
         if not self.ledger.shard_has_extras(shard_id):
-            return plain_urlset(self.ledger.shard_plain_rows(shard_id))
+            return plain_urlset(self.ledger.shard_plain_entries(shard_id))
         rows: Iterable[tuple[str, str, str | None]] = self.ledger.shard_rows(shard_id)
         unlisted = self.ledger.unlisted_alternates(shard_id)
         if unlisted:
@@ -249,7 +248,8 @@ class Publisher:
                 (loc, lastmod, extra and without_alternates(extra, unlisted))
                 for loc, lastmod, extra in rows
             )
-        return urlset(rows, extended=True)
+        entries = urlset(rows, extended=True)
+        return ("".join(batch) for batch in iter(lambda: list(islice(entries, 1000)), []))
 
     def _publish_news(
         self, now: str, written: dict[str, tuple[str, int, int]], report: PublishReport
@@ -291,6 +291,10 @@ class Publisher:
         feed = self.config.feed
         if feed is None:
             return set()
+        # feedgen and lxml load for a site with feeds only: a `build` starts faster.
+        from .render.feedpage import FeedPage
+        from .render.feeds import atom, rss
+
         crawlers = [name for name, _ in self.config.crawlers]
         pages = feed_pages(self.ledger, feed, crawlers, now)
         fallback = self.ledger.newest_lastmod() or _EPOCH

@@ -7,17 +7,14 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from lxml import etree
-
 from .changelog import open_reader
 from .config import ChangelogSource, Config
 from .errors import SitemapdError
 from .lock import StateLock
 from .publish import OutputNames
 from .removals import holds
-from .render.feeds import ATOM_NS
-from .render.sitemap import envelope_size
-from .sitemapfile import NS as SITEMAP_NS
+from .render.feedpage import ATOM_NS
+from .render.sitemap import SITEMAP_NS, envelope_size
 from .sources.changelog import cursor_name
 from .words import count
 
@@ -227,7 +224,7 @@ def _published_counts(config: Config, names: OutputNames) -> dict[str, int | Non
     news = feed = None
     if config.news is not None and out.is_dir():
         files = [path for path in out.iterdir() if names.is_news(path.name)]
-        news = sum(_count(path, f"{SITEMAP_NS}url") for path in files)
+        news = sum(_count(path, f"{{{SITEMAP_NS}}}url") for path in files)
     if config.feed is not None and (out / config.feed.atom).is_file():
         feed = _count(out / config.feed.atom, f"{{{ATOM_NS}}}entry")
     return {"news_items": news, "feed_entries": feed}
@@ -235,6 +232,8 @@ def _published_counts(config: Config, names: OutputNames) -> dict[str, int | Non
 
 def _count(path: Path, tag: str) -> int:
     """Return how many `tag` elements the XML file at `path` holds (0 when unreadable)."""
+    from lxml import etree  # loaded for `status` only, not for the `build` that uses this module
+
     try:
         return sum(1 for _ in etree.iterparse(str(path), tag=tag, no_network=True))
     except (OSError, etree.XMLSyntaxError):

@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from sitemapd.render.feeds import FeedEntry, FeedPage, atom, rss, xml_text
+from sitemapd.render.feedpage import FeedEntry, FeedPage, xml_text
+from sitemapd.render.feeds import atom, rss
 
 ATOM_RNG = SCHEMAS / "atom.rng"
 A = "{http://www.w3.org/2005/Atom}"

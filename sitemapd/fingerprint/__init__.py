@@ -36,7 +36,6 @@ from .template import TemplateMemory, shape
 
 __all__ = [
     "FINGERPRINT_VERSION",
-    "MODES",
     "Reading",
     "Settings",
     "TemplateMemory",
@@ -50,7 +49,6 @@ __all__ = [
 
 # Bumped whenever a change to this package can give an unchanged page another digest.
 FINGERPRINT_VERSION = 1
-MODES = ("content", "page")
 # Characters of main text below which the site's template is not left out.
 MIN_KEPT = 140
 # Plain elements: lxml.html's element classes cost a Python lookup per element.

@@ -4,11 +4,14 @@ news articles, and which files were published."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from operator import itemgetter
 
-from ..render.sitemap import ESCAPED_LOC_SQL
+from ..render.sitemap import PLAIN_ENTRY_SQL
 from .model import PUBLISHED_CURSOR
 from .schema import LIVE
 from .transaction import Transactions
+
+_FIRST = itemgetter(0)
 
 
 class RenderQueries(Transactions):
@@ -26,12 +29,14 @@ class RenderQueries(Transactions):
             "SELECT loc, lastmod, extra FROM urls WHERE shard = ? ORDER BY id", (shard_id,)
         )
 
-    def shard_plain_rows(self, shard_id: int) -> Iterator[tuple[str, str]]:
-        """Yield `(loc escaped for XML, lastmod)` of the shard's members in stable order."""
-        yield from self.conn.execute(
-            f"SELECT {ESCAPED_LOC_SQL}, lastmod FROM urls WHERE shard = ? ORDER BY id",
-            (shard_id,),
+    def shard_plain_entries(self, shard_id: int, batch: int = 1000) -> Iterator[str]:
+        """Yield the `<url>` elements (PLAIN_ENTRY_SQL) of the shard's members in stable
+        order, joined `batch` rows at a time."""
+        cursor = self.conn.execute(
+            f"SELECT {PLAIN_ENTRY_SQL} FROM urls WHERE shard = ? ORDER BY id", (shard_id,)
         )
+        while rows := cursor.fetchmany(batch):
+            yield "".join(map(_FIRST, rows))
 
     def shard_has_extras(self, shard_id: int) -> bool:
         """True when a member of the shard carries alternates or images."""

@@ -8,9 +8,6 @@ bytes on any day and after any upgrade.
 from __future__ import annotations
 
 import functools
-import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,39 +16,11 @@ from feedgen.ext.base import BaseEntryExtension, BaseExtension
 from feedgen.feed import FeedGenerator
 from lxml import etree
 
-ATOM_NS = "http://www.w3.org/2005/Atom"
+from .feedpage import ATOM_NS, FeedEntry, FeedPage, xml_text
+
 ATOM_TYPE = "application/atom+xml"
 RSS_TYPE = "application/rss+xml"
 GENERATOR = "sitemapd"
-
-# Characters XML 1.0 forbids in any document; lxml refuses text containing them.
-_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-@dataclass(frozen=True, slots=True)
-class FeedEntry:
-    """One URL's latest change: `loc` is both its link and its stable id."""
-
-    loc: str
-    title: str | None
-    updated: str
-
-
-@dataclass(frozen=True, slots=True)
-class FeedPage:
-    """One feed file: its own links, RFC 5005 paging links, and entries newest first."""
-
-    title: str
-    self_url: str
-    site_url: str
-    entries: Sequence[FeedEntry]
-    updated: str
-    hubs: tuple[str, ...] = ()
-    first_url: str | None = None
-    next_url: str | None = None
-    previous_url: str | None = None
-    last_url: str | None = None
-    subtitle: str | None = None
 
 
 def atom(page: FeedPage) -> bytes:
@@ -78,11 +47,6 @@ def rss(page: FeedPage) -> bytes:
         item.pubDate(_utc(entry.updated))
         _fill(item, entry)
     return bytes(generator.rss_str(pretty=True))
-
-
-def xml_text(value: str) -> str:
-    """Return `value` without the characters XML 1.0 cannot carry."""
-    return _XML_ILLEGAL.sub("", value)
 
 
 def _links(page: FeedPage) -> list[tuple[str, str]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ..changelog import Reader
 from ..config import ContentSource, DirectorySource, UrlListSource
-from . import changelog, directory, urllist
 from .base import Context, Scan
 
 __all__ = ["Context", "Scan", "observe", "scan"]
@@ -13,14 +12,24 @@ __all__ = ["Context", "Scan", "observe", "scan"]
 def scan(source: ContentSource, ctx: Context, reader: Reader | None = None) -> Scan:
     """Return a one-shot scan of `source`: in full, or after its cursor for a change log
     (read through `reader`)."""
+    # Each kind loads on first use: a `build` of URL lists starts without the HTML parsers
+    # the directory source needs.
     if isinstance(source, DirectorySource):
+        from . import directory
+
         return directory.scan(source, ctx)
     if isinstance(source, UrlListSource):
+        from . import urllist
+
         return urllist.scan(source, ctx.policy, ctx.ledger)
     assert reader is not None
+    from . import changelog
+
     return changelog.scan(source, ctx, reader)
 
 
 def observe(source: DirectorySource, ctx: Context, relpaths: set[str]) -> Scan:
     """Return a scan of what changed at `relpaths` under a directory source."""
+    from . import directory
+
     return directory.observe(source, ctx, relpaths)

@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..content import ArticleMeta
 from ..ledger import Ledger
-from ..observation import Item, Rejected
+from ..observation import ArticleMeta, Item, Rejected
 from ..render.extensions import url_extras
 from ..urls import URLPolicy
 

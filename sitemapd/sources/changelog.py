@@ -16,9 +16,8 @@ from itertools import islice
 
 from ..changelog import ChangeRow, Reader
 from ..config import ChangelogSource
-from ..content import ArticleMeta
 from ..errors import InvalidURL
-from ..observation import Checkpoint, Gone, Item, Observation, Seen
+from ..observation import ArticleMeta, Checkpoint, Gone, Item, Observation, Seen
 from .base import Context, Scan, rejected, with_defaults
 
 # Reads per scan: one scan is one transaction and one publish, so a backlog drains in

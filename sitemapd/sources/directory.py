@@ -22,9 +22,17 @@ from ..content import FACTS_VERSION, article_meta, exclusion
 from ..errors import InvalidURL, SourceError
 from ..fingerprint import FINGERPRINT_VERSION, Settings, TemplateMemory
 from ..ledger import KnownFile
-from ..observation import TRANSIENT, Checkpoint, Gone, Item, Observation, Seen, Unreadable
+from ..observation import (
+    TRANSIENT,
+    Checkpoint,
+    Gone,
+    Item,
+    Observation,
+    Seen,
+    Unreadable,
+    file_key,
+)
 from ..pages import Job, Loaded, load, read_file, settings_for
-from ..pages import file_key as file_key  # where the URL-list source has it from
 from .base import Context, Scan, log, rejected, skipped_below, with_defaults
 from .globs import compile_globs
 

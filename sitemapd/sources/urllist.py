@@ -18,10 +18,9 @@ from typing import BinaryIO
 from ..config import UrlListSource
 from ..errors import SourceError
 from ..ledger import Ledger
-from ..observation import Item, ListChunk
+from ..observation import Item, ListChunk, file_key
 from ..urls import URLPolicy
 from .base import Scan, log, reported
-from .directory import file_key
 from .listchunks import LineParser, cut
 
 
