@@ -15,6 +15,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Protocol
@@ -28,7 +29,7 @@ from .parts import part_name, part_number, part_url
 from .render.extensions import without_alternates
 from .render.news import NewsItem, news_files, news_language, news_urlset
 from .render.sitemap import plain_urlset, sitemap_index, urlset
-from .store import LocalStore, Store
+from .store import LocalStore, Record, Store
 
 if TYPE_CHECKING:
     from .render.feedpage import FeedPage
@@ -186,14 +187,7 @@ class Publisher:
         written: dict[str, tuple[str, int, int]] = {}
         dirty = {shard_id for shard_id, _ in self.ledger.shards_to_render()}
         index_rows = self.ledger.index_rows()
-        for shard_id, _ in index_rows:
-            name = self.names.shard(shard_id)
-            if shard_id in dirty or not self._intact(name):
-                data = self._shard(shard_id)
-                if self.lease is not None and not self.dry_run:
-                    # Before the shard: a taker adopts lastmods of matching fingerprints.
-                    self.store.put_manifest(name, manifest.shard_manifest(self.ledger, shard_id))
-                self._write(name, data, written, report)
+        self._publish_shards([shard_id for shard_id, _ in index_rows], dirty, written, report)
         listed: list[tuple[str, str | None]] = [
             (self.names.shard(shard_id), lastmod) for shard_id, lastmod in index_rows
         ]
@@ -231,6 +225,33 @@ class Publisher:
             self.store.remove(report.removed)
         self.ledger.record_publish(written, dirty, self.ledger.empty_shards(), retired, at=now)
         return report
+
+    def _publish_shards(
+        self,
+        shards: list[int],
+        dirty: set[int],
+        written: dict[str, tuple[str, int, int]],
+        report: PublishReport,
+    ) -> None:
+        """Write the `dirty` shards and those not stored as published, in order. Each is
+        stored on a thread while the next one renders: both wait mostly in SQLite, hashing
+        and the disk, outside the GIL."""
+        with ThreadPoolExecutor(1, thread_name_prefix="sitemapd-store") as storing:
+            stored: Future[None] | None = None
+            for shard_id in shards:
+                name = self.names.shard(shard_id)
+                record = self.ledger.published(name)
+                if shard_id in dirty or not self._intact(name, record):
+                    data = self._shard(shard_id)
+                    rows = None
+                    if self.lease is not None and not self.dry_run:
+                        # Before the shard: a taker adopts lastmods of matching fingerprints.
+                        rows = manifest.shard_manifest(self.ledger, shard_id)
+                    if stored is not None:
+                        stored.result()
+                    stored = storing.submit(self._store, name, data, record, rows, written, report)
+            if stored is not None:
+                stored.result()
 
     def _shard(self, shard_id: int) -> bytes:
         """Return a shard's document, without alternates that left the sitemaps."""
@@ -329,7 +350,7 @@ class Publisher:
                 self._feeds_rendered[name] = page
         return names
 
-    def _intact(self, name: str, record: tuple[str, int, int | None] | None = None) -> bool:
+    def _intact(self, name: str, record: Record | None = None) -> bool:
         """True when `name` is stored exactly as published."""
         record = record or self.ledger.published(name)
         return record is not None and self.store.intact(name, record)
@@ -348,14 +369,29 @@ class Publisher:
         written: dict[str, tuple[str, int, int]],
         report: PublishReport,
     ) -> None:
+        self._store(name, text, self.ledger.published(name), None, written, report)
+
+    def _store(
+        self,
+        name: str,
+        text: bytes,
+        record: Record | None,
+        manifest_rows: list[tuple[str, str, str]] | None,
+        written: dict[str, tuple[str, int, int]],
+        report: PublishReport,
+    ) -> None:
+        """Store `text` as `name` unless it is stored as published (`record`), after its
+        manifest; record it in `written` and `report`. Touches no ledger: may run on a
+        thread of its own."""
         digest = hashlib.sha256(text).hexdigest()
-        record = self.ledger.published(name)
-        if record is not None and record[0] == digest and self._intact(name, record):
+        if record is not None and record[0] == digest and self.store.intact(name, record):
             return
         data = text
         if name.endswith(".gz"):
             # mtime=0 and no file name in the header: the same sitemap gives the same bytes.
             data = gzip.compress(text, compresslevel=self.sitemap.gzip_level, mtime=0)
+        if manifest_rows is not None:
+            self.store.put_manifest(name, manifest_rows)
         stamp, wrote = (0, True) if self.dry_run else self._put(name, data)
         written[name] = (digest, len(data), stamp)
         if not wrote:
