@@ -27,7 +27,7 @@ from ..shards import Limits
 from .apply import Apply
 from .crawls import CrawlRecords
 from .journal import JournalQueries
-from .lists import ListQueries
+from .lists import KnownChunk, ListQueries
 from .model import (
     ALLOW_ALL,
     BASELINE_CURSOR,
@@ -60,6 +60,7 @@ __all__ = [
     "UPDATED",
     "ChangeSet",
     "FeedPageRange",
+    "KnownChunk",
     "KnownFile",
     "Ledger",
     "RobotsRules",

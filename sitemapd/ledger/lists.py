@@ -21,7 +21,7 @@ from array import array
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator
 from itertools import islice
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ..observation import Gone, ListChunk, Observation, Seen
 from ..render.sitemap import ENTRY_OVERHEAD, entry_size
@@ -67,6 +67,14 @@ def _batches(values: Collection[_T]) -> Iterator[list[_T]]:
         yield ordered[start : start + 500]
 
 
+class KnownChunk(NamedTuple):
+    """A chunk of a list as the ledger recorded it."""
+
+    digest: bytes
+    rejects: int  # lines refused
+    lines: int | None  # line ends it holds; None for the last chunk (not recorded)
+
+
 class ListQueries(Transactions):
     """What a list source asks before reading: the chunks known, and whether new lines
     name URLs that other chunks list too."""
@@ -75,17 +83,17 @@ class ListQueries(Transactions):
         row = self._read().execute("SELECT id FROM sources WHERE name = ?", (source,)).fetchone()
         return None if row is None else int(row[0])
 
-    def list_chunks(self, source: str) -> list[tuple[bytes, int]]:
-        """Return `(digest, rejected lines)` of the list's chunks at its last read, in order."""
-        return (
-            self._read()
-            .execute(
-                "SELECT c.digest, c.rejects FROM list_chunks c "
+    def list_chunks(self, source: str) -> list[KnownChunk]:
+        """Return the list's chunks at its last read, in order."""
+        return [
+            KnownChunk(*row)
+            for row in self._read().execute(
+                "SELECT c.digest, c.rejects, "
+                "lead(c.first_line) OVER (ORDER BY c.pos) - c.first_line FROM list_chunks c "
                 "JOIN sources s ON s.id = c.source_id WHERE s.name = ? ORDER BY c.pos",
                 (source,),
             )
-            .fetchall()
-        )
+        ]
 
     def list_conflicts(
         self, source: str, locs: Collection[str], removed: Collection[bytes]

@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 from ..config import UrlListSource
 from ..errors import SourceError
-from ..ledger import Ledger
+from ..ledger import KnownChunk, Ledger
 from ..observation import Item, ListChunk, file_key
 from ..urls import URLPolicy
 from .base import Scan, log, reported
@@ -82,19 +82,20 @@ def _changed_chunks(
     parser: LineParser,
     ledger: Ledger,
     handle: BinaryIO,
-    known: list[tuple[bytes, int]],
+    known: list[KnownChunk],
 ) -> list[Item] | None:
     """Return the items of a re-read that parses only the chunks the ledger does not
     know (and those holding rejected lines, whose line numbers may have moved); None
     when the whole file must be read."""
-    digests = Counter(digest for digest, _ in known)
-    rejecting = {digest for digest, rejects in known if rejects}
+    digests = Counter(chunk.digest for chunk in known)
+    rejecting = {chunk.digest for chunk in known if chunk.rejects}
+    counts = {chunk.digest: chunk.lines for chunk in known if chunk.lines is not None}
     size = os.fstat(handle.fileno()).st_size
     items: list[Item] = []
     new_locs: list[str] = []
     present: set[bytes] = set()
     new_bytes = 0
-    for chunk in cut(handle):
+    for chunk in cut(handle, counts):
         present.add(chunk.digest)
         is_new = chunk.digest not in digests
         if is_new:
