@@ -73,7 +73,8 @@ def _errors_exit(command: F) -> F:
 def _locked_engine(cfg: config.Config) -> Iterator[Engine]:
     """Yield the site's Engine while holding the state-directory lock."""
     with StateLock(cfg.site.state_dir):
-        engine = Engine(cfg)
+        # No sidecar or metrics endpoint reads the ledger of a command meanwhile.
+        engine = Engine(cfg, alone=True)
         try:
             yield engine
         finally:

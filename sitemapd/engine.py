@@ -53,13 +53,19 @@ class BuildResult:
 class Engine:
     """One site's ledger and publisher, opened for the lifetime of a build or daemon."""
 
-    def __init__(self, config: Config, ledger_path: Path | None = None, dry_run: bool = False):
+    def __init__(
+        self,
+        config: Config,
+        ledger_path: Path | None = None,
+        dry_run: bool = False,
+        alone: bool = False,
+    ):
         """Open the site's ledger (or the copy at `ledger_path`); a `dry_run` engine
-        writes no output file."""
+        writes no output file; `alone`: see Ledger."""
         self.config = config
         self.policy = URLPolicy(config.site.origin)
         limits = Limits(config.sitemap.max_urls, config.sitemap.max_bytes)
-        self.ledger = Ledger(ledger_path or config.ledger_path, limits)
+        self.ledger = Ledger(ledger_path or config.ledger_path, limits, alone)
         # Several daemons may publish to one bucket: they share it under a lease.
         self.lease: Lease | None = None
         target = config.publish.s3

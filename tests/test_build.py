@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -306,3 +307,32 @@ def test_import_without_lastmods_keeps_the_files_own_time(site: Site) -> None:
     site.cli("import", str(old))
     site.build()
     assert set(site.urls().values()) == {"2024-05-05T05:05:05+00:00"}
+
+
+def test_a_first_build_leaves_a_wal_ledger_and_builds_beside_a_reader(site: Site) -> None:
+    """A first build loads the empty ledger through a rollback journal and returns it to
+    WAL; with another process reading the ledger it stays in WAL and builds all the same."""
+    site.build()  # no page yet: an empty ledger
+    ledger = site.state / "ledger.sqlite3"
+    reader = sqlite3.connect(f"{ledger.as_uri()}?mode=ro", uri=True)
+    try:
+        assert reader.execute("SELECT count(*) FROM urls").fetchone() == (0,)
+        for n in range(30):
+            site.write(f"p{n}.html", page(f"Page {n}"))
+        started = time.monotonic()
+        site.build()
+        assert time.monotonic() - started < 4  # no wait for the reader to let go
+    finally:
+        reader.close()
+    urls = {f"https://example.com/p{n}.html" for n in range(30)}
+    assert set(published(site.out)) == urls
+
+    shutil.rmtree(site.out)
+    shutil.rmtree(site.state)
+    site.build()
+    conn = sqlite3.connect(ledger)
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert not (site.state / "ledger.sqlite3-journal").exists()
+    conn.close()
+    assert set(published(site.out)) == urls

@@ -11,10 +11,11 @@ change), `lists` (URL lists read by content-defined chunks), `rendering`, `journ
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,8 @@ from .schema import EXCLUDED, GONE, LIVE, SEEDED, URL_COLUMNS, migrate
 log = logging.getLogger(__name__)
 # SQLite's default: the commit that takes the WAL past this many pages copies it back.
 _AUTOCHECKPOINT = 1000
+# How long a write waits for another connection's lock.
+_BUSY_MS = 5000
 
 __all__ = [
     "ALLOW_ALL",
@@ -80,9 +83,13 @@ def is_published(conn: sqlite3.Connection, name: str) -> bool:
 class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
     """The URL ledger in one SQLite file. Not thread-safe: one writer at a time."""
 
-    def __init__(self, path: Path, limits: Limits) -> None:
+    def __init__(self, path: Path, limits: Limits, alone: bool = False) -> None:
+        """Open (creating and migrating) the ledger at `path`. `alone`: no other process
+        reads it while this one loads an empty ledger (a `build`, not the daemon, whose
+        sidecar and metrics read it meanwhile)."""
         self.path = path
         self.limits = limits
+        self.alone = alone
         if path.is_file() and path.stat().st_size == 0:
             # SQLite would take it for a new database: every lastmod would start over.
             raise LedgerError(
@@ -97,7 +104,7 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
             # which the next scan observes again.
             self.conn.execute("PRAGMA synchronous = NORMAL")
             self._settings()
-            self.conn.execute("PRAGMA busy_timeout = 5000")
+            self.conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
             migrate(self.conn, path)
             self._checkpointer: threading.Thread | None = None
         except sqlite3.Error as exc:
@@ -225,7 +232,7 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         """
         guard = guard or RemovalGuard()
         try:
-            with self.transaction():
+            with self._first_load_journal(), self.transaction():
                 run = Apply(self, robots, now or w3c.now(), guard)
                 run.start(complete)
                 run.consume(items)
@@ -242,6 +249,36 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         if run.bulk:
             self._checkpoint_behind()
         return run.changes
+
+    @contextlib.contextmanager
+    def _first_load_journal(self) -> Iterator[None]:
+        """Load an empty ledger with a rollback journal when it is `alone`: the rows then
+        go straight into the database file, where WAL would write them twice (the WAL,
+        then the checkpoint) and look each page up in a WAL-index as large as the site."""
+        if not self.alone or self.conn.execute("SELECT 1 FROM urls LIMIT 1").fetchone():
+            yield
+            return
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        # Leaving WAL needs every other connection closed: when one is open, stay, at once.
+        self.conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            (mode,) = self.conn.execute("PRAGMA journal_mode = DELETE").fetchone()
+        except sqlite3.OperationalError:
+            mode = "wal"
+        finally:
+            self.conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
+        if str(mode).lower() != "delete":
+            yield
+            return
+        # A crash leaves a hot journal that the next open rolls back: the empty ledger.
+        self.conn.execute("PRAGMA synchronous = FULL")
+        try:
+            yield
+        finally:
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
 
     def _settings(self) -> None:
         """Set the writer's cache, sort threads and checkpoints (a first build changes them)."""
