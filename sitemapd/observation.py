@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -94,6 +95,53 @@ class ListChunk(NamedTuple):
     rejects: int = 0
 
 
+class Changes(NamedTuple):
+    """A change log's rows of one read that name URLs, in order, column by column: the
+    unit in which change logs are applied, so that a backlog drains without an object
+    per row. Row `i` deletes `locs[i]` when `deleted[i]`, else upserts it with the
+    other columns' values."""
+
+    source: str
+    locs: list[str]
+    deleted: list[bool]
+    content_hashes: list[str | None]
+    # Canonical W3C: the row's change time, or the time of the run when it has none.
+    source_times: list[str]
+    titles: list[str | None]
+    metas: list[ArticleMeta]
+
+    @property
+    def upserts(self) -> int:
+        """Return how many rows upsert their URL."""
+        return len(self.locs) - sum(self.deleted)
+
+    def items(self) -> Iterator[Observation | Gone]:
+        """Yield each row as the Observation or Gone it stands for."""
+        source = self.source
+        for loc, deleted, content_hash, source_time, title, meta in zip(
+            self.locs,
+            self.deleted,
+            self.content_hashes,
+            self.source_times,
+            self.titles,
+            self.metas,
+            strict=True,
+        ):
+            if deleted:
+                yield Gone(loc, source)
+            else:
+                # A change log names no alternates or images: its entries have no extras.
+                yield Observation(loc, source, content_hash, source_time, title, meta=meta)
+
+    def only(self, keep: Callable[[str], bool]) -> Changes:
+        """Return the rows whose URL `keep` holds true of, in order."""
+        rows = [row for row in zip(*self[1:], strict=True) if keep(row[0])]
+        if not rows:
+            return Changes(self.source, [], [], [], [], [], [])
+        locs, deleted, hashes, times, titles, metas = map(list, zip(*rows, strict=True))
+        return Changes(self.source, locs, deleted, hashes, times, titles, metas)
+
+
 class Checkpoint(NamedTuple):
     """A source's cursor after the items before it: stored in the same transaction."""
 
@@ -101,4 +149,4 @@ class Checkpoint(NamedTuple):
     value: str
 
 
-Item = Observation | Seen | Gone | Rejected | Unreadable | Checkpoint | ListChunk
+Item = Observation | Seen | Gone | Rejected | Unreadable | Checkpoint | ListChunk | Changes

@@ -13,10 +13,20 @@ from collections.abc import Collection, Iterable
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
-from ..observation import Checkpoint, Gone, Item, ListChunk, Observation, Rejected, Seen
+from ..observation import (
+    Changes,
+    Checkpoint,
+    Gone,
+    Item,
+    ListChunk,
+    Observation,
+    Rejected,
+    Seen,
+)
 from ..removals import RemovalGuard, decide
 from ..render.sitemap import entry_size
 from ..shards import Shards
+from .changes import load_changes
 from .lists import ListLoad
 from .model import BASELINE_CURSOR, NEW, ROBOTS_REASON, UPDATED, ChangeSet, RobotsRules
 from .schema import (
@@ -291,17 +301,21 @@ class Apply:
     def consume(self, items: Iterable[Item]) -> None:
         batch: list[Item] = []
         for item in items:
-            if isinstance(item, ListChunk):
+            if isinstance(item, ListChunk) or (self.bulk and isinstance(item, Changes)):
                 # Loaded or staged as it comes (a list's lines are never all held), after
                 # what came before it.
                 self._consume_batch(batch)
                 batch = []
-                self.lists.take(item)
+                if isinstance(item, ListChunk):
+                    self.lists.take(item)
+                else:
+                    load_changes(self, item)
                 continue
-            batch.append(item)
-            if len(batch) == _CHUNK:
-                self._consume_batch(batch)
-                batch = []
+            for one in item.items() if isinstance(item, Changes) else (item,):
+                batch.append(one)
+                if len(batch) == _CHUNK:
+                    self._consume_batch(batch)
+                    batch = []
         self._consume_batch(batch)
 
     def _consume_batch(self, batch: list[Item]) -> None:
