@@ -18,7 +18,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.datetime import DateLoader, TimestampLoader, TimestamptzLoader
 
 from ..errors import SourceError
-from .spec import MAX_BACKLOG, ChangelogSpec, ChangeRow, Shape, redact, source_error
+from .spec import MAX_BACKLOG, ChangelogSpec, ChangeRows, Shape, redact, source_error
 
 CONNECT_TIMEOUT = 10
 
@@ -68,7 +68,7 @@ class PostgresReader:
         self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
         self._listener: psycopg.Connection[tuple[Any, ...]] | None = None
 
-    def read(self, cursor: str | None, limit: int) -> tuple[list[ChangeRow], str | None]:
+    def read(self, cursor: str | None, limit: int) -> tuple[ChangeRows, str | None]:
         """Return up to `limit` settled rows after `cursor` and the cursor after them.
 
         Raises SourceError when the database cannot be reached or the query fails.
@@ -85,10 +85,9 @@ class PostgresReader:
             self._drop_conn()
             raise source_error(self._spec.dsn, "cannot read", exc) from exc
         if not rows:
-            return [], cursor
-        row = self._shape.row
+            return ChangeRows.of([]), cursor
         last = rows[-1]
-        return [row(values) for values in rows], f"{last[0]}:{last[1]}"
+        return self._shape.rows(rows), f"{last[0]}:{last[1]}"
 
     def wait(self, timeout: float) -> bool:
         """Return True when a NOTIFY arrives within `timeout` s, False when none does.

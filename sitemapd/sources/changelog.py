@@ -12,9 +12,9 @@ import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from itertools import islice
+from itertools import islice, repeat
 
-from ..changelog import ChangeRow, Reader
+from ..changelog import ChangeRow, ChangeRows, Reader
 from ..config import ChangelogSource
 from ..content import ArticleMeta
 from ..errors import InvalidURL
@@ -92,10 +92,12 @@ def _loc(source: ChangelogSource, ctx: Context, url: str) -> str:
 
 
 def _read_items(
-    source: ChangelogSource, ctx: Context, rows: list[ChangeRow]
+    source: ChangelogSource, ctx: Context, rows: ChangeRows
 ) -> Iterator[Rejected | Changes]:
     """Yield the rows of one read in order: those that cannot be applied as Rejected
     items, the others as Changes (one, unless rejected rows come between)."""
+    if not rows:
+        return
     locs = _plain_locs(ctx, rows)
     if locs is not None:
         yield _changes_of(source, ctx, rows, locs)
@@ -109,20 +111,20 @@ def _read_items(
             found.append(located)
             continue
         if kept:
-            yield _changes_of(source, ctx, kept, found)
+            yield _changes_of(source, ctx, ChangeRows.of(kept), found)
             kept, found = [], []
         yield located
     if kept:
-        yield _changes_of(source, ctx, kept, found)
+        yield _changes_of(source, ctx, ChangeRows.of(kept), found)
 
 
-def _plain_locs(ctx: Context, rows: list[ChangeRow]) -> list[str] | None:
+def _plain_locs(ctx: Context, rows: ChangeRows) -> list[str] | None:
     """Return the canonical URL of every row, found for the whole read at once: the
     common case, paths on the site or URLs already canonical. None when a row needs a
     closer look (a problem, a URL to normalise)."""
-    if not rows or any(row.problem for row in rows):
+    if any(rows.problems):
         return None
-    urls = [row.url for row in rows]
+    urls = rows.urls
     lines = "\n" + "\n".join(urls)
     # Every URL a path ("/news/a"), none scheme-relative ("//host/a"), none with a line
     # break that would make the count wrong: each becomes the site root + the path.
@@ -143,35 +145,33 @@ def _located(source: ChangelogSource, ctx: Context, row: ChangeRow) -> str | Rej
 
 
 def _changes_of(
-    source: ChangelogSource, ctx: Context, rows: list[ChangeRow], locs: list[str]
+    source: ChangelogSource, ctx: Context, rows: ChangeRows, locs: list[str]
 ) -> Changes:
     """Return `rows` (none with a problem), whose URLs are `locs`, as a Changes item."""
-    _, deleted, changed_at, hashes, metas, _, _ = zip(*rows, strict=True)
-    now = ctx.now
-    if any(metas):
-        titles = [meta.get("title") for meta in metas]
-        articles = [
-            _meta(
-                meta.get("published"),
-                meta.get("language"),
-                meta.get("news_title") or meta.get("title"),
-                source.articles,
-                source.language,
-            )
-            for meta in metas
-        ]
-    else:
-        titles = [None] * len(rows)
-        articles = [_meta(None, None, None, source.articles, source.language)] * len(rows)
+    nothing: list[str | None] = [None] * len(rows)
+    meta = rows.meta
+    titles = meta.get("title", nothing)
+    news_titles = titles
+    if "news_title" in meta:
+        news_titles = [own or title for own, title in zip(meta["news_title"], titles, strict=True)]
     return Changes(
         source.name,
         locs,
-        list(deleted),
-        list(hashes),
+        rows.deleted,
+        rows.content_hashes,
         # Every row is a change: one without a time is one happening now.
-        [changed or now for changed in changed_at],
+        [changed or ctx.now for changed in rows.changed_at],
         titles,
-        articles,
+        list(
+            map(
+                _meta,
+                meta.get("published", nothing),
+                meta.get("language", nothing),
+                news_titles,
+                repeat(source.articles),
+                repeat(source.language),
+            )
+        ),
     )
 
 
