@@ -135,11 +135,16 @@ class Changes(NamedTuple):
 
     def only(self, keep: Callable[[str], bool]) -> Changes:
         """Return the rows whose URL `keep` holds true of, in order."""
-        rows = [row for row in zip(*self[1:], strict=True) if keep(row[0])]
-        if not rows:
-            return Changes(self.source, [], [], [], [], [], [])
-        locs, deleted, hashes, times, titles, metas = map(list, zip(*rows, strict=True))
-        return Changes(self.source, locs, deleted, hashes, times, titles, metas)
+        kept = [at for at, loc in enumerate(self.locs) if keep(loc)]
+        return Changes(
+            self.source,
+            [self.locs[at] for at in kept],
+            [self.deleted[at] for at in kept],
+            [self.content_hashes[at] for at in kept],
+            [self.source_times[at] for at in kept],
+            [self.titles[at] for at in kept],
+            [self.metas[at] for at in kept],
+        )
 
 
 class Checkpoint(NamedTuple):

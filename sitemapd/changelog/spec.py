@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from functools import lru_cache
-from typing import NamedTuple, overload
+from operator import itemgetter
+from typing import Any, NamedTuple, overload
 from urllib.parse import unquote, urlsplit
 
 from .. import w3c
@@ -214,7 +215,11 @@ class Shape:
         else None. Raises ValueError or TypeError for a value that needs one too."""
         if self._template is not None or not fetched:
             return None
-        columns = list(zip(*fetched, strict=True))
+        # Column by column, not zip(*fetched): that would hold an iterator per row, enough
+        # of them to set off the garbage collector's full passes again and again.
+        columns: list[list[Any]] = [
+            list(map(itemgetter(at), fetched)) for at in range(len(self.columns))
+        ]
         urls = columns[self._url]
         if set(map(type, urls)) != {str}:
             return None
@@ -241,16 +246,20 @@ class Shape:
             list(map(str, columns[self._id])),
         )
 
-    def _deleted_column(self, columns: list[tuple[object, ...]]) -> list[bool] | None:
+    def _deleted_column(self, columns: list[list[Any]]) -> list[bool] | None:
         """Return whether each row deletes its URL, None when an op is not known. Raises
         TypeError for a value that cannot be a dict key."""
-        count = len(columns[0])
-        ops = columns[self._op] if self._op >= 0 else (None,) * count
-        flags = columns[self._deleted] if self._deleted >= 0 else (None,) * count
-        op, deleted = (0 if self._op >= 0 else -1), (1 if self._deleted >= 0 else -1)
-        # Each distinct (op, flag) is judged once: a backlog has a handful.
-        keys = list(zip(ops, flags, strict=True))
-        verdicts = {key: _deleted(key, op, deleted) for key in set(keys)}
+        # Each distinct op, flag or pair of them is judged once: a backlog has a handful.
+        keys: list[Any]
+        if self._op >= 0 and self._deleted >= 0:
+            keys = list(zip(columns[self._op], columns[self._deleted], strict=True))
+            verdicts = {key: _deleted(key, 0, 1) for key in set(keys)}
+        elif self._op >= 0 or self._deleted >= 0:
+            keys = columns[max(self._op, self._deleted)]
+            where = (0, -1) if self._op >= 0 else (-1, 0)
+            verdicts = {key: _deleted((key,), *where) for key in set(keys)}
+        else:
+            return [False] * len(columns[0])
         if any(problem for _, problem in verdicts.values()):
             return None
         return [verdicts[key][0] for key in keys]

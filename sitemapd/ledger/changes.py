@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from itertools import compress, groupby, pairwise
-from operator import ne
+from operator import itemgetter, ne
 from typing import TYPE_CHECKING, Any
 
 from ..observation import Changes
@@ -97,7 +97,7 @@ def _values(changes: Changes, start: int, end: int, live: bool, now: str) -> dic
             _facts(meta, content_hash is not None or title is not None, live)
             for meta, content_hash, title in zip(metas, hashes, titles, strict=True)
         ]
-    language, news_title, article = (list(column) for column in zip(*facts, strict=True))
+    language, news_title, article = (list(map(itemgetter(at), facts)) for at in range(3))
     published: list[str | None] = [None] * count
     stated: list[int | None] = [None] * count
     if live and 1 in article:
@@ -155,14 +155,14 @@ def _write(
             zip(*bound.values(), locs, sizes, strict=True),
         )
         return
-    insert = (
-        f"INSERT INTO urls ({shared}, {', '.join(columns)}, loc, entry_bytes) "
-        f"SELECT {literals}, {'?, ' * len(columns)}value, {entry_size_sql('value')} "
-        "FROM json_each(?)"
-    )
     for start, end in pairwise([0, *sorted(cuts), count]):
-        row = [values[start] for values in columns.values()]
-        conn.execute(insert, [*row, json.dumps(locs[start:end])])
+        stretch = json.dumps(locs[start:end])
+        size = entry_size_sql("value", escaped="&" in stretch or "'" in stretch)
+        conn.execute(
+            f"INSERT INTO urls ({shared}, {', '.join(columns)}, loc, entry_bytes) "
+            f"SELECT {literals}, {'?, ' * len(columns)}value, {size} FROM json_each(?)",
+            [*(values[start] for values in columns.values()), stretch],
+        )
 
 
 def _into(source_id: int, now: str, shard: int | None) -> tuple[str, str]:

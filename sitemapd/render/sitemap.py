@@ -63,9 +63,12 @@ def entry_sizes(locs: Sequence[str]) -> list[int]:
     return [ENTRY_OVERHEAD + n for n in map(len, locs)]
 
 
-def entry_size_sql(loc: str) -> str:
+def entry_size_sql(loc: str, escaped: bool = True) -> str:
     """Return the SQL expression of `entry_size` of the URL that SQL `loc` gives (all
-    canonical URLs are ASCII: characters count as bytes)."""
+    canonical URLs are ASCII: characters count as bytes); without `escaped`, of one that
+    holds no `&` or `'`, which SQLite works out in half the time."""
+    if not escaped:
+        return f"{ENTRY_OVERHEAD} + length({loc})"
     return (
         f"{ENTRY_OVERHEAD} + length({loc}) + 4 * (length({loc}) - length(replace({loc}, '&', '')))"
         f" + 5 * (length({loc}) - length(replace({loc}, '''', '')))"
