@@ -149,19 +149,27 @@ class PostgresReader:
         self._drop_conn()
         self._drop_listener()
 
-    @staticmethod
     def _fetch(
-        conn: psycopg.Connection[tuple[Any, ...]], query: sql.Composed, params: tuple[Any, ...]
+        self,
+        conn: psycopg.Connection[tuple[Any, ...]],
+        query: sql.Composed,
+        params: tuple[Any, ...],
     ) -> list[tuple[Any, ...]]:
         """Return the rows of `query`; a time Python cannot hold comes back as its text."""
-        try:
-            return conn.execute(query, params).fetchall()
-        except psycopg.DataError:
-            # Rare: read the batch again through the slower loaders that keep such values.
-            cursor = conn.cursor()
-            for name, loader in _LENIENT_LOADERS.items():
-                cursor.adapters.register_loader(name, loader)
-            return cursor.execute(query, params).fetchall()
+        with conn.transaction():
+            if self._spec.query is None:
+                # A change table filled since it was last analysed (a bulk import) looks
+                # small to the planner, which then sorts every waiting row for each read
+                # instead of walking the (txid, id) index up to the limit.
+                conn.execute("SET LOCAL enable_sort = off")
+            try:
+                return conn.execute(query, params).fetchall()
+            except psycopg.DataError:
+                # Rare: read the batch again through the slower loaders that keep such values.
+                cursor = conn.cursor()
+                for name, loader in _LENIENT_LOADERS.items():
+                    cursor.adapters.register_loader(name, loader)
+                return cursor.execute(query, params).fetchall()
 
     def _connect(self) -> psycopg.Connection[tuple[Any, ...]]:
         return psycopg.connect(**self._params, autocommit=True)
