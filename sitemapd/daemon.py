@@ -7,6 +7,7 @@ the watchers' health but never write; the main thread handles signals.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -16,8 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-
-from apscheduler.schedulers.background import BackgroundScheduler
+from typing import TYPE_CHECKING
 
 from . import config as config_module
 from . import outbox, removals, w3c
@@ -38,6 +38,9 @@ from .store import atomic_write
 from .systemd import Notifier
 from .watch import Watcher
 from .words import count
+
+if TYPE_CHECKING:
+    from apscheduler.schedulers.background import BackgroundScheduler
 
 log = logging.getLogger(__name__)
 
@@ -195,9 +198,6 @@ class Daemon:
                 self._served,
                 self.role,
             )
-        self.scheduler = BackgroundScheduler(
-            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 30}
-        )
         self.writer = threading.Thread(target=self._write_loop, name="sitemapd-writer")
         self._live = 0
         # Sources whose last read failed, with why, and how often in a row.
@@ -224,6 +224,17 @@ class Daemon:
         # Why the last lease renewal or take failed (the store unreachable), until one works.
         self.lease_error: str | None = None
         self._leasing = threading.Thread(target=self._lease_loop, name="sitemapd-lease")
+
+    @functools.cached_property
+    def scheduler(self) -> BackgroundScheduler:
+        """Return the scheduler of reconciles, polls and health checks, made on first use:
+        importing it reads every installed package's entry points, which the first
+        publish need not wait for."""
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        return BackgroundScheduler(
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 30}
+        )
 
     # Lifecycle ---------------------------------------------------------------------
 
@@ -565,7 +576,7 @@ class Daemon:
         """Stop watching, finish and publish the pending batch, close the ledger."""
         log.info("stopping")
         self.notifier.send(STOPPING=1, STATUS="stopping: publishing the pending batch")
-        if self.scheduler.running:
+        if "scheduler" in vars(self) and self.scheduler.running:
             self.scheduler.shutdown(wait=True)
         self._stop_watchers()
         self.stopping.set()

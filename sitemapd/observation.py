@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -107,6 +108,58 @@ class ListChunk(NamedTuple):
     rejects: int = 0
 
 
+class Changes(NamedTuple):
+    """A change log's rows of one read that name URLs, in order, column by column: the
+    unit in which change logs are applied, so that a backlog drains without an object
+    per row. Row `i` deletes `locs[i]` when `deleted[i]`, else upserts it with the
+    other columns' values."""
+
+    source: str
+    locs: list[str]
+    deleted: list[bool]
+    content_hashes: list[str | None]
+    # Canonical W3C: the row's change time, or the time of the run when it has none.
+    source_times: list[str]
+    titles: list[str | None]
+    metas: list[ArticleMeta]
+
+    @property
+    def upserts(self) -> int:
+        """Return how many rows upsert their URL."""
+        return len(self.locs) - sum(self.deleted)
+
+    def items(self) -> Iterator[Observation | Gone]:
+        """Yield each row as the Observation or Gone it stands for."""
+        source = self.source
+        for loc, deleted, content_hash, source_time, title, meta in zip(
+            self.locs,
+            self.deleted,
+            self.content_hashes,
+            self.source_times,
+            self.titles,
+            self.metas,
+            strict=True,
+        ):
+            if deleted:
+                yield Gone(loc, source)
+            else:
+                # A change log names no alternates or images: its entries have no extras.
+                yield Observation(loc, source, content_hash, source_time, title, meta=meta)
+
+    def only(self, keep: Callable[[str], bool]) -> Changes:
+        """Return the rows whose URL `keep` holds true of, in order."""
+        kept = [at for at, loc in enumerate(self.locs) if keep(loc)]
+        return Changes(
+            self.source,
+            [self.locs[at] for at in kept],
+            [self.deleted[at] for at in kept],
+            [self.content_hashes[at] for at in kept],
+            [self.source_times[at] for at in kept],
+            [self.titles[at] for at in kept],
+            [self.metas[at] for at in kept],
+        )
+
+
 class Checkpoint(NamedTuple):
     """A source's cursor after the items before it: stored in the same transaction."""
 
@@ -114,7 +167,7 @@ class Checkpoint(NamedTuple):
     value: str
 
 
-Item = Observation | Seen | Gone | Rejected | Unreadable | Checkpoint | ListChunk
+Item = Observation | Seen | Gone | Rejected | Unreadable | Checkpoint | ListChunk | Changes
 
 
 def file_key(stat: os.stat_result) -> str:

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Iterator
 
 from .config import Partition
-from .observation import Gone, Item, ListChunk, Observation, Seen
+from .observation import Changes, Gone, Item, ListChunk, Observation, Seen
 
 
 def partition_of(loc: str, count: int) -> int:
@@ -32,4 +32,6 @@ def owned(items: Iterator[Item], partition: Partition) -> Iterator[Item]:
             # The chunk stays (its digest is the file's); its lines are this partition's.
             lines = [line for line in item.lines if partition_of(line[0], count) == number]
             item = item._replace(lines=lines)
+        elif isinstance(item, Changes):
+            item = item.only(lambda loc: partition_of(loc, count) == number)
         yield item

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from .config import Config, DirectorySource
 from .errors import Interrupted
-from .observation import Item, ListChunk, Observation, Seen
+from .observation import Changes, Item, ListChunk, Observation, Seen
 from .sources.globs import compile_globs
 
 log = logging.getLogger(__name__)
@@ -46,8 +46,13 @@ class Progress:
         for item in items:
             if self.stop is not None and self.stop.is_set():
                 raise Interrupted(f"stopped after reading {self.pages} pages; nothing applied")
-            counted = len(item.lines or ()) if isinstance(item, ListChunk) else 1
-            if counted and isinstance(item, Observation | Seen | ListChunk):
+            if isinstance(item, ListChunk):
+                counted = len(item.lines or ())
+            elif isinstance(item, Changes):
+                counted = item.upserts
+            else:
+                counted = int(isinstance(item, Observation | Seen))
+            if counted:
                 self.pages += counted
                 now = time.monotonic()
                 if now - last >= self.every:

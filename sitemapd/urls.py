@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
@@ -27,6 +28,10 @@ _PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9!$&'()*+,;=:@~\-._]*")
 _NOT_CANONICAL = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]")
 _DOT_SEGMENT = re.compile(r"(?:^|/)(?:\.|%2[eE]){1,2}(?:/|$)")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+# What `_NOT_CANONICAL` allows, as bytes, and the line break that separates URLs.
+_CANONICAL_BYTES = bytes(
+    c for c in range(128) if chr(c) == "\n" or not _NOT_CANONICAL.match(chr(c))
+)
 # A host once IDNA-encoded: a DNS name (underscores occur in the wild) or an IP address.
 _HOST = re.compile(r"[A-Za-z0-9_.-]+|[0-9A-Fa-f:.]+")
 
@@ -105,6 +110,25 @@ class URLPolicy:
             if ("/." not in path and "%2" not in path) or not _DOT_SEGMENT.search(path):
                 return _checked_length(url)
         return self._normalise_slow(url.strip())
+
+    def canonical(self, urls: Sequence[str]) -> bool:
+        """True when `normalise` would return every URL of `urls` as it is: the common
+        case, checked for all of them at once. False when any needs a closer look."""
+        text = "\n".join(urls)
+        return not (
+            not urls
+            or not text.isascii()
+            # A line break inside a URL would make the counts below wrong; it is never
+            # canonical anyway.
+            or text.count("\n") != len(urls) - 1
+            or ("\n" + text).count("\n" + self._root) != len(urls)
+            or text.encode().translate(None, _CANONICAL_BYTES)
+            or ("%" in text and _BAD_ESCAPE.search(text))
+            # normalise() looks closer at these too; here any of them anywhere will do.
+            or "/." in text
+            or "%2" in text
+            or max(map(len, urls)) > MAX_URL_LENGTH
+        )
 
     def _normalise_slow(self, url: str) -> str:
         if not url:

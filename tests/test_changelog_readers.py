@@ -7,14 +7,18 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from datetime import date, datetime
 from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pg import PASSWORD, Postgres, free_port
 
 from sitemapd.changelog import ChangelogSpec, ChangeRow, Reader, open_reader
 from sitemapd.changelog.ddl import ddl
+from sitemapd.changelog.spec import Shape
 from sitemapd.errors import ConfigError, SourceError
 
 ARTICLES_PG = (
@@ -328,7 +332,7 @@ def test_sqlite_ddl_triggers_fill_the_change_table(
         cms.execute("UPDATE articles SET title = 'Two' WHERE slug = 'two'")
         cms.execute("DELETE FROM articles WHERE slug = 'uno'")
     more, cursor = reader.read(cursor, 10)
-    assert [(row.url, row.deleted) for row in rows + more] == [
+    assert [(row.url, row.deleted) for row in [*rows, *more]] == [
         ("/news/one", False),
         ("/news/two", False),
         ("/news/one", True),
@@ -463,6 +467,60 @@ def test_generic_gaps_are_read_again_within_the_window(
 
 
 # --- errors and DDL -------------------------------------------------------------------------
+
+
+# Values as databases give them: of the usual kinds, or now and then one that is not.
+_USUAL = {
+    "url": st.sampled_from(["/news/a", " /news/b ", "https://example.com/c", "/d?x=1&y='2'"]),
+    "op": st.sampled_from(["upsert", "insert", "update", "delete", " DELETE ", "Deleted"]),
+    "gone": st.sampled_from([True, False, 0, 1, "yes", "no", " F ", ""]),
+    "changed_at": st.sampled_from(
+        ["2024-03-01T12:00:00+02:00", "2024-03-01 10:00:00", None, 1_700_000_000]
+    ),
+    "text": st.sampled_from([None, "A story", "", b"caf\xc3\xa9", 42, datetime(2024, 3, 1, 9)]),
+}
+_ODD = {
+    "url": st.sampled_from(["", "   ", None, b"/blob", float("nan"), 7]),
+    "op": st.sampled_from([None, "x"]),
+    "gone": st.sampled_from([None, b"\x01"]),
+    "changed_at": st.sampled_from(
+        ["soon", -5, 10**15, True, 1.5, datetime(2024, 3, 1), date(2024, 3, 1)]
+    ),
+    "text": st.sampled_from(["2024-13-01"]),
+}
+_COLUMNS = ("url", "op", "gone", "changed_at", "digest", "title", "published")
+_SHAPES = [
+    ChangelogSpec("sqlite:///x.db"),
+    ChangelogSpec(
+        "sqlite:///x.db",
+        op_column=None,
+        deleted_column="gone",
+        hash_column="digest",
+        meta_columns=(("title", "title"), ("published", "published"), ("language", "title")),
+    ),
+    ChangelogSpec(
+        "sqlite:///x.db", deleted_column="gone", meta_columns=(("news_title", "published"),)
+    ),
+]
+
+
+def _value(column: str, odd: bool) -> st.SearchStrategy[object]:
+    kind = column if column in _USUAL else "text"
+    return st.one_of(_USUAL[kind], _ODD[kind]) if odd else _USUAL[kind]
+
+
+@given(st.sampled_from(_SHAPES), st.booleans(), st.data())
+def test_rows_of_a_read_are_each_row_as_mapped_alone(
+    spec: ChangelogSpec, odd: bool, data: st.DataObject
+) -> None:
+    """A read mapped a column at a time gives what mapping each row alone gives."""
+    shape = Shape(spec, (spec.id_column,))
+    rows = data.draw(st.lists(st.fixed_dictionaries({c: _value(c, odd) for c in _COLUMNS})))
+    fetched = [
+        tuple(n if column == "id" else row[column] for column in shape.columns)
+        for n, row in enumerate(rows, 1)
+    ]
+    assert shape.rows(fetched) == [shape.row(values) for values in fetched]
 
 
 def test_open_reader_errors(tmp_path: Path, reader_of: list[Reader]) -> None:

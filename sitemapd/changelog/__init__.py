@@ -10,15 +10,15 @@ from collections.abc import Iterator
 from typing import Protocol
 
 from ..errors import SourceError
-from .spec import ChangelogSpec, ChangeRow, redact
+from .spec import ChangelogSpec, ChangeRow, ChangeRows, redact
 
-__all__ = ["ChangeRow", "ChangelogSpec", "Reader", "notifies", "open_reader"]
+__all__ = ["ChangeRow", "ChangeRows", "ChangelogSpec", "Reader", "notifies", "open_reader"]
 
 
 class Reader(Protocol):
     """A cursor over one change log."""
 
-    def read(self, cursor: str | None, limit: int) -> tuple[list[ChangeRow], str | None]:
+    def read(self, cursor: str | None, limit: int) -> tuple[ChangeRows, str | None]:
         """Return up to `limit` rows after `cursor` in cursor order and the cursor after them.
 
         The cursor comes back unchanged when nothing is new. Raises SourceError when the

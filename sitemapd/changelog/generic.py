@@ -18,7 +18,7 @@ from sqlalchemy.sql import FromClause, Select
 from sqlalchemy.sql.expression import ColumnClause
 
 from ..errors import SourceError
-from .spec import MAX_BACKLOG, ChangelogSpec, ChangeRow, Shape, redact, source_error
+from .spec import MAX_BACKLOG, ChangelogSpec, ChangeRows, Shape, redact, source_error
 
 
 class GenericReader:
@@ -49,7 +49,7 @@ class GenericReader:
         self._select = select(*(source.c[name] for name in self._shape.columns))
         self._source = source
 
-    def read(self, cursor: str | None, limit: int) -> tuple[list[ChangeRow], str | None]:
+    def read(self, cursor: str | None, limit: int) -> tuple[ChangeRows, str | None]:
         """Return up to `limit` new rows (late ones in the window first) and the next cursor.
 
         Raises SourceError when the database cannot be reached or the query fails.
@@ -68,7 +68,7 @@ class GenericReader:
         except SQLAlchemyError as exc:
             raise source_error(self._spec.dsn, "cannot read", exc) from exc
         if not late and not fresh:
-            return [], cursor
+            return ChangeRows.of([]), cursor
         gaps -= {int(values[0]) for values in late}
         # On the first read, ids from 1 below the first row may still be in flight too.
         previous = 0 if top is None else top
@@ -77,8 +77,7 @@ class GenericReader:
             gaps.update(range(max(previous + 1, key - self._spec.overlap + 1), key))
             previous = key
         top = previous
-        row = self._shape.row
-        return [row(values) for values in late + fresh], self._format(top, gaps)
+        return self._shape.rows(late + fresh), self._format(top, gaps)
 
     def wait(self, timeout: float) -> bool:
         """Return False at once: no notifications through SQLAlchemy."""

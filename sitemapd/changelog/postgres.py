@@ -18,7 +18,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.datetime import DateLoader, TimestampLoader, TimestamptzLoader
 
 from ..errors import SourceError
-from .spec import MAX_BACKLOG, ChangelogSpec, ChangeRow, Shape, redact, source_error
+from .spec import MAX_BACKLOG, ChangelogSpec, ChangeRows, Shape, redact, source_error
 
 CONNECT_TIMEOUT = 10
 
@@ -68,7 +68,7 @@ class PostgresReader:
         self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
         self._listener: psycopg.Connection[tuple[Any, ...]] | None = None
 
-    def read(self, cursor: str | None, limit: int) -> tuple[list[ChangeRow], str | None]:
+    def read(self, cursor: str | None, limit: int) -> tuple[ChangeRows, str | None]:
         """Return up to `limit` settled rows after `cursor` and the cursor after them.
 
         Raises SourceError when the database cannot be reached or the query fails.
@@ -85,10 +85,9 @@ class PostgresReader:
             self._drop_conn()
             raise source_error(self._spec.dsn, "cannot read", exc) from exc
         if not rows:
-            return [], cursor
-        row = self._shape.row
+            return ChangeRows.of([]), cursor
         last = rows[-1]
-        return [row(values) for values in rows], f"{last[0]}:{last[1]}"
+        return self._shape.rows(rows), f"{last[0]}:{last[1]}"
 
     def wait(self, timeout: float) -> bool:
         """Return True when a NOTIFY arrives within `timeout` s, False when none does.
@@ -150,19 +149,27 @@ class PostgresReader:
         self._drop_conn()
         self._drop_listener()
 
-    @staticmethod
     def _fetch(
-        conn: psycopg.Connection[tuple[Any, ...]], query: sql.Composed, params: tuple[Any, ...]
+        self,
+        conn: psycopg.Connection[tuple[Any, ...]],
+        query: sql.Composed,
+        params: tuple[Any, ...],
     ) -> list[tuple[Any, ...]]:
         """Return the rows of `query`; a time Python cannot hold comes back as its text."""
-        try:
-            return conn.execute(query, params).fetchall()
-        except psycopg.DataError:
-            # Rare: read the batch again through the slower loaders that keep such values.
-            cursor = conn.cursor()
-            for name, loader in _LENIENT_LOADERS.items():
-                cursor.adapters.register_loader(name, loader)
-            return cursor.execute(query, params).fetchall()
+        with conn.transaction():
+            if self._spec.query is None:
+                # A change table filled since it was last analysed (a bulk import) looks
+                # small to the planner, which then sorts every waiting row for each read
+                # instead of walking the (txid, id) index up to the limit.
+                conn.execute("SET LOCAL enable_sort = off")
+            try:
+                return conn.execute(query, params).fetchall()
+            except psycopg.DataError:
+                # Rare: read the batch again through the slower loaders that keep such values.
+                cursor = conn.cursor()
+                for name, loader in _LENIENT_LOADERS.items():
+                    cursor.adapters.register_loader(name, loader)
+                return cursor.execute(query, params).fetchall()
 
     def _connect(self) -> psycopg.Connection[tuple[Any, ...]]:
         return psycopg.connect(**self._params, autocommit=True)

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from functools import lru_cache
-from typing import NamedTuple
+from operator import itemgetter
+from typing import Any, NamedTuple, overload
 from urllib.parse import unquote, urlsplit
 
 from .. import w3c
@@ -62,6 +63,82 @@ class ChangeRow(NamedTuple):
     meta: dict[str, str]
     problem: str | None = None
     row_id: str = ""
+
+
+class ChangeRows(Sequence[ChangeRow]):
+    """The rows of one read column by column, so that a backlog's rows need no object
+    each; indexing gives a row as a ChangeRow, and a read equals the list of its rows."""
+
+    __slots__ = ("changed_at", "content_hashes", "deleted", "ids", "meta", "problems", "urls")
+    __hash__ = None  # type: ignore[assignment]  # a mutable collection, like a list
+
+    def __init__(
+        self,
+        urls: list[str],
+        deleted: list[bool],
+        changed_at: list[str | None],
+        content_hashes: list[str | None],
+        meta: dict[str, list[str | None]],
+        problems: list[str | None],
+        ids: list[str],
+    ) -> None:
+        """Hold the columns of a read: `meta` maps a field to its column, None where a
+        row has no value."""
+        self.urls = urls
+        self.deleted = deleted
+        self.changed_at = changed_at
+        self.content_hashes = content_hashes
+        self.meta = meta
+        self.problems = problems
+        self.ids = ids
+
+    @classmethod
+    def of(cls, rows: Sequence[ChangeRow]) -> ChangeRows:
+        """Return `rows` column by column."""
+        fields = dict.fromkeys(field for row in rows for field in row.meta)
+        return cls(
+            [row.url for row in rows],
+            [row.deleted for row in rows],
+            [row.changed_at for row in rows],
+            [row.content_hash for row in rows],
+            {field: [row.meta.get(field) for row in rows] for field in fields},
+            [row.problem for row in rows],
+            [row.row_id for row in rows],
+        )
+
+    def __len__(self) -> int:
+        return len(self.urls)
+
+    @overload
+    def __getitem__(self, at: int) -> ChangeRow: ...
+
+    @overload
+    def __getitem__(self, at: slice) -> ChangeRows: ...
+
+    def __getitem__(self, at: int | slice) -> ChangeRow | ChangeRows:
+        """Return row `at` as a ChangeRow, or the rows of a slice."""
+        if isinstance(at, slice):
+            return ChangeRows.of([self[n] for n in range(len(self))[at]])
+        meta = {
+            field: value for field, column in self.meta.items() if (value := column[at]) is not None
+        }
+        return ChangeRow(
+            self.urls[at],
+            self.deleted[at],
+            self.changed_at[at],
+            self.content_hashes[at],
+            meta,
+            self.problems[at],
+            self.ids[at],
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ChangeRows | list):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"ChangeRows({list(self)!r})"
 
 
 class Shape:
@@ -123,6 +200,69 @@ class Shape:
             problem or op_problem,
             str(values[self._id]),
         )
+
+    def rows(self, fetched: Sequence[Sequence[object]]) -> ChangeRows:
+        """Return the rows of a read, each as `row` maps it: a column at a time when
+        every row is of the usual kind (its URL text, its op known, its times times)."""
+        try:
+            usual = self._usual_rows(fetched)
+        except (ValueError, TypeError):  # a value that is no time, an unhashable op
+            usual = None
+        return ChangeRows.of([self.row(values) for values in fetched]) if usual is None else usual
+
+    def _usual_rows(self, fetched: Sequence[Sequence[object]]) -> ChangeRows | None:
+        """Return `rows(fetched)` when no row has a problem and none needs a closer look,
+        else None. Raises ValueError or TypeError for a value that needs one too."""
+        if self._template is not None or not fetched:
+            return None
+        # Column by column, not zip(*fetched): that would hold an iterator per row, enough
+        # of them to set off the garbage collector's full passes again and again.
+        columns: list[list[Any]] = [
+            list(map(itemgetter(at), fetched)) for at in range(len(self.columns))
+        ]
+        urls = columns[self._url]
+        if set(map(type, urls)) != {str}:
+            return None
+        stripped = list(map(str.strip, urls))
+        if not all(stripped):
+            return None
+        deleted = self._deleted_column(columns)
+        if deleted is None:
+            return None
+        # Before the metadata, whose bad times are logged: a fallback would log them again.
+        times = list(map(_when, columns[self._changed_at]))
+        meta: dict[str, list[str | None]] = {}
+        for field, index in self._meta:
+            convert = _meta_time if field in TIME_FIELDS else _text
+            meta[field] = list(map(convert, columns[index]))
+        nothing: list[None] = [None] * len(fetched)
+        return ChangeRows(
+            stripped,
+            deleted,
+            times,
+            list(map(_digest, columns[self._hash])) if self._hash >= 0 else list(nothing),
+            meta,
+            list(nothing),
+            list(map(str, columns[self._id])),
+        )
+
+    def _deleted_column(self, columns: list[list[Any]]) -> list[bool] | None:
+        """Return whether each row deletes its URL, None when an op is not known. Raises
+        TypeError for a value that cannot be a dict key."""
+        # Each distinct op, flag or pair of them is judged once: a backlog has a handful.
+        keys: list[Any]
+        if self._op >= 0 and self._deleted >= 0:
+            keys = list(zip(columns[self._op], columns[self._deleted], strict=True))
+            verdicts = {key: _deleted(key, 0, 1) for key in set(keys)}
+        elif self._op >= 0 or self._deleted >= 0:
+            keys = columns[max(self._op, self._deleted)]
+            where = (0, -1) if self._op >= 0 else (-1, 0)
+            verdicts = {key: _deleted((key,), *where) for key in set(keys)}
+        else:
+            return [False] * len(columns[0])
+        if any(problem for _, problem in verdicts.values()):
+            return None
+        return [verdicts[key][0] for key in keys]
 
     def _build_url(self, values: Sequence[object]) -> tuple[str, str | None]:
         """Return the row's URL, or "" and why there is none."""

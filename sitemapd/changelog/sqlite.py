@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from urllib.parse import quote
 
 from ..errors import SourceError
-from .spec import MAX_BACKLOG, ChangelogSpec, ChangeRow, Shape, source_error
+from .spec import MAX_BACKLOG, ChangelogSpec, ChangeRows, Shape, source_error
 
 # How long a read waits for a writer's lock before it reports the database busy.
 BUSY_TIMEOUT = 5.0
@@ -42,7 +42,7 @@ class SqliteReader:
         # a new file over it, and the old connection would read the old one for ever.
         self._file: tuple[int, int] | None = None
 
-    def read(self, cursor: str | None, limit: int) -> tuple[list[ChangeRow], str | None]:
+    def read(self, cursor: str | None, limit: int) -> tuple[ChangeRows, str | None]:
         """Return up to `limit` rows after `cursor` and the cursor after them.
 
         Raises SourceError when the file is missing or the query fails.
@@ -58,9 +58,8 @@ class SqliteReader:
             self.close()
             raise source_error(self._spec.dsn, "cannot read", exc) from exc
         if not rows:
-            return [], cursor
-        row = self._shape.row
-        return [row(values) for values in rows], str(rows[-1][0])
+            return ChangeRows.of([]), cursor
+        return self._shape.rows(rows), str(rows[-1][0])
 
     def wait(self, timeout: float) -> bool:
         """Return False at once: SQLite has no change notifications."""

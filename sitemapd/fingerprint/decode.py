@@ -11,8 +11,6 @@ from __future__ import annotations
 import codecs
 import re
 
-from charset_normalizer import from_bytes
-
 _BOMS = (
     (codecs.BOM_UTF8, "utf-8"),
     (codecs.BOM_UTF16_LE, "utf-16-le"),
@@ -57,6 +55,10 @@ def decode_html(data: bytes) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         pass
+    # Imported here, by the rare page that is not UTF-8 and does not say what it is: a
+    # tenth of start-up otherwise.
+    from charset_normalizer import from_bytes
+
     best = from_bytes(data[:_PRESCAN]).best()
     return data.decode(best.encoding if best is not None else "cp1252", "replace")
 

@@ -13,10 +13,20 @@ from collections.abc import Collection, Iterable
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
-from ..observation import Checkpoint, Gone, Item, ListChunk, Observation, Rejected, Seen
+from ..observation import (
+    Changes,
+    Checkpoint,
+    Gone,
+    Item,
+    ListChunk,
+    Observation,
+    Rejected,
+    Seen,
+)
 from ..removals import RemovalGuard, decide
 from ..render.sitemap import entry_size
 from ..shards import Shards
+from .changes import load_changes
 from .lists import ListLoad
 from .model import BASELINE_CURSOR, NEW, ROBOTS_REASON, UPDATED, ChangeSet, RobotsRules
 from .schema import (
@@ -30,7 +40,7 @@ from .schema import (
     URL_COLUMNS,
     UrlRow,
     create_url_indexes,
-    drop_url_indexes,
+    drop_loc_index,
 )
 
 if TYPE_CHECKING:
@@ -112,6 +122,9 @@ class Apply:
         self.first_seq = ledger.last_seq()
         # Bulk runs: loc -> the last row id inserted before a Gone for it.
         self.bulk_gone: dict[str, int] = {}
+        # Bulk runs: whether a row with alternates was inserted (only observations of
+        # pages have them), for `_finish_bulk` to record.
+        self.bulk_alternates = False
         self.lists = ListLoad(self)
 
     def source_id(self, name: str) -> int:
@@ -268,7 +281,7 @@ class Apply:
         # An empty ledger takes a bulk path: no lookups, indexes built once at the end.
         self.bulk = self.conn.execute("SELECT 1 FROM urls LIMIT 1").fetchone() is None
         if self.bulk:
-            drop_url_indexes(self.conn)
+            drop_loc_index(self.conn)
             # The commit leaves the WAL to `Ledger._checkpoint_behind`.
             self.conn.execute("PRAGMA wal_autocheckpoint = 0")
         else:
@@ -291,17 +304,21 @@ class Apply:
     def consume(self, items: Iterable[Item]) -> None:
         batch: list[Item] = []
         for item in items:
-            if isinstance(item, ListChunk):
+            if isinstance(item, ListChunk) or (self.bulk and isinstance(item, Changes)):
                 # Loaded or staged as it comes (a list's lines are never all held), after
                 # what came before it.
                 self._consume_batch(batch)
                 batch = []
-                self.lists.take(item)
+                if isinstance(item, ListChunk):
+                    self.lists.take(item)
+                else:
+                    load_changes(self, item)
                 continue
-            batch.append(item)
-            if len(batch) == _CHUNK:
-                self._consume_batch(batch)
-                batch = []
+            for one in item.items() if isinstance(item, Changes) else (item,):
+                batch.append(one)
+                if len(batch) == _CHUNK:
+                    self._consume_batch(batch)
+                    batch = []
         self._consume_batch(batch)
 
     def _consume_batch(self, batch: list[Item]) -> None:
@@ -333,11 +350,17 @@ class Apply:
             if isinstance(item, Observation):
                 run.append(item)
             elif isinstance(item, Gone):
-                self._insert([self._new_row(o) for o in run])
+                self._insert_new(run)
                 run = []
                 (last,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
                 self.bulk_gone[item.loc] = last
-        self._insert([self._new_row(o) for o in run])
+        self._insert_new(run)
+
+    def _insert_new(self, observations: list[Observation]) -> None:
+        """Insert rows for URLs `observations` see for the first time, in their order."""
+        rows = [self._new_row(obs) for obs in observations]
+        self.bulk_alternates = self.bulk_alternates or any(row.alternates for row in rows)
+        self._insert(rows)
 
     def _insert(self, rows: list[UrlRow]) -> None:
         """Insert rows made by `_new_row`, in their order: of a URL given twice to the
@@ -555,10 +578,11 @@ class Apply:
             "SELECT ?, coalesce(max(seq), 0) FROM journal",
             (BASELINE_CURSOR,),
         )
-        self.links = dict(
-            self.conn.execute("SELECT id, alternates FROM urls WHERE alternates IS NOT NULL")
-        )
-        self._save_links()
+        if self.bulk_alternates:
+            self.links = dict(
+                self.conn.execute("SELECT id, alternates FROM urls WHERE alternates IS NOT NULL")
+            )
+            self._save_links()
         self.lists.finish_bulk(repeated)
 
     def _recount_shards(self) -> None:

@@ -24,7 +24,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ..observation import Gone, ListChunk, Observation, Seen
-from ..render.sitemap import ENTRY_OVERHEAD, entry_size
+from ..render.sitemap import entry_size, entry_sizes
 from .model import ROBOTS_REASON
 from .schema import EXCLUDED, LIVE
 from .transaction import Transactions
@@ -197,11 +197,7 @@ class ListLoad:
 
     def _insert_live(self, source_id: int, lines: list[tuple[str, str]]) -> None:
         locs, stamps = zip(*lines, strict=True)
-        joined = "".join(locs)
-        if "&" in joined or "'" in joined:
-            sizes = [entry_size(loc) for loc in locs]
-        else:
-            sizes = [ENTRY_OVERHEAD + n for n in map(len, locs)]
+        sizes = entry_sizes(locs)
         rows = list(zip(locs, stamps, sizes, strict=True))
         self.run.changes.new += len(rows)
         now = self.run.now

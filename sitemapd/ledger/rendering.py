@@ -44,8 +44,12 @@ class RenderQueries(Transactions):
 
     def shard_has_extras(self, shard_id: int) -> bool:
         """True when a member of the shard carries alternates or images."""
+        # Named: without statistics (a first build) SQLite takes urls_shard instead and
+        # reads every member of the shard.
         row = self.conn.execute(
-            "SELECT 1 FROM urls WHERE shard = ? AND extra IS NOT NULL LIMIT 1", (shard_id,)
+            "SELECT 1 FROM urls INDEXED BY urls_extra WHERE shard = ? AND extra IS NOT NULL "
+            "LIMIT 1",
+            (shard_id,),
         ).fetchone()
         return row is not None
 

@@ -12,12 +12,12 @@ import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from itertools import islice
+from itertools import islice, repeat
 
-from ..changelog import ChangeRow, Reader
+from ..changelog import ChangeRow, ChangeRows, Reader
 from ..config import ChangelogSource
 from ..errors import InvalidURL
-from ..observation import ArticleMeta, Checkpoint, Gone, Item, Observation, Seen
+from ..observation import ArticleMeta, Changes, Checkpoint, Item, Observation, Rejected, Seen
 from .base import Context, Scan, rejected, with_defaults
 
 # Reads per scan: one scan is one transaction and one publish, so a backlog drains in
@@ -63,8 +63,7 @@ def _changes(source: ChangelogSource, ctx: Context, reader: Reader, result: Scan
                 if full and reads < _READS_PER_SCAN
                 else None
             )
-            for row in rows:
-                yield _item(source, ctx, row)
+            yield from _read_items(source, ctx, rows)
             if after is not None and after != cursor:
                 yield Checkpoint(name, after)
                 cursor = after
@@ -91,33 +90,87 @@ def _loc(source: ChangelogSource, ctx: Context, url: str) -> str:
     return ctx.policy.normalise(ctx.policy.origin.root + url.removeprefix("/"))
 
 
-def _item(source: ChangelogSource, ctx: Context, row: ChangeRow) -> Item:
+def _read_items(
+    source: ChangelogSource, ctx: Context, rows: ChangeRows
+) -> Iterator[Rejected | Changes]:
+    """Yield the rows of one read in order: those that cannot be applied as Rejected
+    items, the others as Changes (one, unless rejected rows come between)."""
+    if not rows:
+        return
+    locs = _plain_locs(ctx, rows)
+    if locs is not None:
+        yield _changes_of(source, ctx, rows, locs)
+        return
+    kept: list[ChangeRow] = []
+    found: list[str] = []
+    for row in rows:
+        located = _located(source, ctx, row)
+        if isinstance(located, str):
+            kept.append(row)
+            found.append(located)
+            continue
+        if kept:
+            yield _changes_of(source, ctx, ChangeRows.of(kept), found)
+            kept, found = [], []
+        yield located
+    if kept:
+        yield _changes_of(source, ctx, ChangeRows.of(kept), found)
+
+
+def _plain_locs(ctx: Context, rows: ChangeRows) -> list[str] | None:
+    """Return the canonical URL of every row, found for the whole read at once: the
+    common case, paths on the site or URLs already canonical. None when a row needs a
+    closer look (a problem, a URL to normalise)."""
+    if any(rows.problems):
+        return None
+    urls = rows.urls
+    lines = "\n" + "\n".join(urls)
+    # Every URL a path ("/news/a"), none scheme-relative ("//host/a"), none with a line
+    # break that would make the count wrong: each becomes the site root + the path.
+    if lines.count("\n") == lines.count("\n/") == len(urls) and "\n//" not in lines:
+        root = ctx.policy.origin.root
+        urls = [root + url[1:] for url in urls]
+    return urls if ctx.policy.canonical(urls) else None
+
+
+def _located(source: ChangelogSource, ctx: Context, row: ChangeRow) -> str | Rejected:
+    """Return the canonical URL of `row`, or the Rejected item saying why it has none."""
     if row.problem:
         return rejected(source.name, f"row {row.row_id}"[:200], row.problem)
     try:
-        loc = _loc(source, ctx, row.url)
+        return _loc(source, ctx, row.url)
     except InvalidURL as exc:
         return rejected(source.name, row.url[:200], str(exc))
-    if row.deleted:
-        return Gone(loc, source.name)
-    meta = row.meta
-    title = meta.get("title")
-    return Observation(
-        loc=loc,
-        source=source.name,
-        content_hash=row.content_hash,
+
+
+def _changes_of(
+    source: ChangelogSource, ctx: Context, rows: ChangeRows, locs: list[str]
+) -> Changes:
+    """Return `rows` (none with a problem), whose URLs are `locs`, as a Changes item."""
+    nothing: list[str | None] = [None] * len(rows)
+    meta = rows.meta
+    titles = meta.get("title", nothing)
+    news_titles = titles
+    if "news_title" in meta:
+        news_titles = [own or title for own, title in zip(meta["news_title"], titles, strict=True)]
+    return Changes(
+        source.name,
+        locs,
+        rows.deleted,
+        rows.content_hashes,
         # Every row is a change: one without a time is one happening now.
-        source_time=row.changed_at or ctx.now,
-        title=title,
-        meta=_meta(
-            meta.get("published"),
-            meta.get("language"),
-            meta.get("news_title") or title,
-            source.articles,
-            source.language,
+        [changed or ctx.now for changed in rows.changed_at],
+        titles,
+        list(
+            map(
+                _meta,
+                meta.get("published", nothing),
+                meta.get("language", nothing),
+                news_titles,
+                repeat(source.articles),
+                repeat(source.language),
+            )
         ),
-        # A change log names no alternates or images: its entries have no extra elements.
-        extra="",
     )
 
 

@@ -1,0 +1,175 @@
+"""Change-log rows into an empty ledger: a read at a time, without an object per row.
+
+What `Apply` would make of each row as an Observation or a Gone on its bulk path, worked
+out for the whole read: the same rows, ids, shards and counts. Rows of a backlog mostly
+share everything but their URL (a bulk import commits them at the same time, with the
+same facts): each stretch of such rows is inserted by one statement.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from itertools import compress, groupby, pairwise
+from operator import itemgetter, ne
+from typing import TYPE_CHECKING, Any
+
+from ..observation import Changes
+from ..render.sitemap import entry_size_sql, entry_sizes
+from .model import ROBOTS_REASON
+from .schema import EXCLUDED, LIVE
+
+if TYPE_CHECKING:
+    from ..observation import ArticleMeta
+    from .apply import Apply
+
+# Below this many rows on average per stretch, rows go one by one (`executemany`).
+_STRETCH = 32
+
+
+def load_changes(run: Apply, changes: Changes) -> None:
+    """Insert the rows of `changes` into the empty ledger of `run`, in order; a deleted
+    URL is noted in `run.bulk_gone` as a Gone item is."""
+    if not changes.locs:
+        return
+    run.observed.add(changes.source)
+    deleted = changes.deleted
+    start = 0
+    for end in [at for at, gone in enumerate(deleted) if gone] if any(deleted) else []:
+        _insert(run, changes, start, end)
+        (last,) = run.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
+        run.bulk_gone[changes.locs[end]] = last
+        start = end + 1
+    _insert(run, changes, start, len(deleted))
+
+
+def _insert(run: Apply, changes: Changes, start: int, end: int) -> None:
+    """Insert rows `start` to `end` of `changes`, upserts all, as new URLs in order."""
+    if start == end:
+        return
+    allows = run.robots.allows
+    if run.robots.fingerprint == "none" or all(map(allows, changes.locs[start:end])):
+        _insert_run(run, changes, start, end, live=True)
+        return
+    at = start
+    for live, run_of in groupby(map(allows, changes.locs[start:end])):
+        length = sum(1 for _ in run_of)
+        _insert_run(run, changes, at, at + length, live)
+        at += length
+
+
+def _insert_run(run: Apply, changes: Changes, start: int, end: int, live: bool) -> None:
+    """Insert rows `start` to `end` of `changes`: upserts, all `live` or all disallowed
+    by robots.txt."""
+    locs = changes.locs[start:end]
+    sizes = entry_sizes(locs)
+    columns = _values(changes, start, end, live, run.now)
+    source_id = run.source_id(changes.source)
+    if not live:
+        _write(run.conn, _into(source_id, run.now, None), locs, sizes, columns)
+        return
+    run.changes.new += len(locs)
+    lastmods = columns["lastmod"]
+    at = 0
+    for shard, count in run.shards.fill(sizes, lambda a, b: max(lastmods[a:b])):
+        part = {name: values[at : at + count] for name, values in columns.items()}
+        into = _into(source_id, run.now, shard)
+        _write(run.conn, into, locs[at : at + count], sizes[at : at + count], part)
+        at += count
+
+
+def _values(changes: Changes, start: int, end: int, live: bool, now: str) -> dict[str, list[Any]]:
+    """Return the values of rows `start` to `end` of `changes` by column, but `loc` and
+    `entry_bytes`."""
+    hashes = changes.content_hashes[start:end]
+    titles = changes.titles[start:end]
+    lastmods = [when if when < now else now for when in changes.source_times[start:end]]
+    metas = changes.metas[start:end]
+    count = len(metas)
+    anonymous = hashes.count(None) == titles.count(None) == count
+    named = hashes.count(None) == 0 or titles.count(None) == 0
+    if metas.count(metas[0]) == count and (anonymous or named):
+        # Rows alike but for their URL and times (a backlog without news columns): the
+        # facts of one are those of all.
+        facts = [_facts(metas[0], not anonymous, live)] * count
+    else:
+        facts = [
+            _facts(meta, content_hash is not None or title is not None, live)
+            for meta, content_hash, title in zip(metas, hashes, titles, strict=True)
+        ]
+    language, news_title, article = (list(map(itemgetter(at), facts)) for at in range(3))
+    published: list[str | None] = [None] * count
+    stated: list[int | None] = [None] * count
+    if live and 1 in article:
+        # An article's publication time: the one its row states, else its change.
+        for at, meta in enumerate(metas):
+            if meta.article:
+                published[at], stated[at] = (
+                    (lastmods[at], 0) if meta.published is None else (min(meta.published, now), 1)
+                )
+    return {
+        "content_hash": hashes,
+        "source_time": changes.source_times[start:end],
+        "lastmod": lastmods,
+        "title": titles,
+        "published": published,
+        "language": language,
+        "news_title": news_title,
+        "article": article,
+        "published_stated": stated,
+    }
+
+
+def _facts(meta: ArticleMeta, own: bool, live: bool) -> tuple[str | None, str | None, int | None]:
+    """Return the `(language, news_title, article)` columns of a row with `meta`; `own`
+    when it has a hash or title. A live row with no fact at all stores none, as the bare
+    insert of `Apply` does."""
+    if not (meta.language or meta.news_title or meta.article or own or not live):
+        return None, None, None
+    return meta.language, meta.news_title, int(meta.article)
+
+
+def _write(
+    conn: sqlite3.Connection,
+    into: tuple[str, str],
+    locs: list[str],
+    sizes: list[int],
+    columns: dict[str, list[Any]],
+) -> None:
+    """Insert rows of `locs` with `sizes` and `columns`, sharing the columns and values
+    `into`: each stretch of rows alike but for their URL by one statement, or one by
+    one when stretches are short."""
+    shared, literals = into
+    count = len(locs)
+    cuts: set[int] = set()
+    for values in columns.values():
+        if values.count(values[0]) != count:
+            cuts.update(compress(range(1, count), map(ne, values[1:], values[:-1])))
+    if len(cuts) * _STRETCH > count:
+        # A column NULL in every row is left to its default: binding None costs sqlite3 a
+        # failed adapter lookup each time, more than the rest of the insert.
+        bound = {name: values for name, values in columns.items() if values.count(None) != count}
+        conn.executemany(
+            f"INSERT INTO urls ({shared}, {', '.join(bound)}, loc, entry_bytes) "
+            f"VALUES ({literals}, {'?, ' * len(bound)}?, ?)",
+            zip(*bound.values(), locs, sizes, strict=True),
+        )
+        return
+    for start, end in pairwise([0, *sorted(cuts), count]):
+        stretch = json.dumps(locs[start:end])
+        size = entry_size_sql("value", escaped="&" in stretch or "'" in stretch)
+        conn.execute(
+            f"INSERT INTO urls ({shared}, {', '.join(columns)}, loc, entry_bytes) "
+            f"SELECT {literals}, {'?, ' * len(columns)}value, {size} FROM json_each(?)",
+            [*(values[start] for values in columns.values()), stretch],
+        )
+
+
+def _into(source_id: int, now: str, shard: int | None) -> tuple[str, str]:
+    """Return the columns and SQL values that new URLs of `source_id`, first seen `now`,
+    share in `shard` (None: excluded by robots.txt)."""
+    status, reason = (LIVE, "NULL") if shard is not None else (EXCLUDED, f"'{ROBOTS_REASON}'")
+    return (
+        "source_id, status, reason, first_seen, change_count, shard",
+        f"{source_id}, '{status}', {reason}, '{now}', 0, {'NULL' if shard is None else shard}",
+    )
