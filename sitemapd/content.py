@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urldefrag, urljoin
 
 from lxml import etree
@@ -266,9 +266,9 @@ def _same_page(canonical: str, loc: str) -> bool:
     return canonical in (loc + ".html", loc + ".htm")
 
 
-@dataclass(frozen=True, slots=True)
-class ArticleMeta:
-    """A page's news, hreflang and image data, normalised for rendering."""
+class ArticleMeta(NamedTuple):
+    """A page's news, hreflang and image data, normalised for rendering (a tuple: worker
+    processes hand it back for every page they read)."""
 
     published: str | None
     language: str | None
