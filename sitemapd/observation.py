@@ -5,13 +5,12 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class ArticleMeta:
-    """A page's news, hreflang and image data, normalised for rendering."""
+class ArticleMeta(NamedTuple):
+    """A page's news, hreflang and image data, normalised for rendering (a tuple: worker
+    processes hand it back for every page they read)."""
 
     published: str | None
     language: str | None

@@ -14,6 +14,7 @@ from typing import NamedTuple
 from . import w3c
 from .content import PageFacts, ld_articles, read_page
 from .fingerprint import (
+    Material,
     Reading,
     Settings,
     TemplateMemory,
@@ -41,8 +42,14 @@ class PageRead:
 
     def digest(self, memory: TemplateMemory) -> str:
         """Return the fingerprint, the site's template texts in `memory` left out."""
+        fingerprint = self.fingerprint()
+        return fingerprint if isinstance(fingerprint, str) else fingerprint.digest(memory.known)
+
+    def fingerprint(self) -> Material | str:
+        """Return what the fingerprint is hashed from (HTML in "content" mode), else the
+        fingerprint of the bytes."""
         if self.reading is not None:
-            return self.reading.digest(memory)
+            return self.reading.material()
         assert self.bytes_fingerprint is not None
         return self.bytes_fingerprint
 
@@ -92,10 +99,12 @@ def read_file(
 
 
 class Job(NamedTuple):
-    """A file to read: where it is, and what the ledger knows of it (None: a new file)."""
+    """A file to read: where it is, its URL, and what the ledger knows of it (None: a new
+    file)."""
 
     relpath: str
     path: str
+    loc: str
     known: KnownFile | None
     # Read and parse even when the bytes are those the ledger has (what is read changed).
     reread: bool

@@ -32,10 +32,12 @@ from .extract import (
     text_nodes,
     text_of,
 )
+from .material import Material, kept, material
 from .template import TemplateMemory, shape
 
 __all__ = [
     "FINGERPRINT_VERSION",
+    "Material",
     "Reading",
     "Settings",
     "TemplateMemory",
@@ -204,25 +206,18 @@ class Reading:
         return {key for key, _ in self.texts if key is not None}
 
     def kept(self, memory: TemplateMemory) -> list[str]:
-        """Return the main content texts that are not the site's template.
+        """Return the main content texts that are not the site's template (all of them
+        when that would leave less than a paragraph)."""
+        return kept([(key, len(text), text) for key, text in self.texts], memory.known)
 
-        A page that would keep less than a paragraph keeps all: on a page that says
-        little, what many pages say alike is still what it says.
-        """
-        known = memory.known  # the dict itself: this runs for every page of a scan
-        kept = [text for key, text in self.texts if key is None or key not in known]
-        if sum(map(len, kept)) < MIN_KEPT:
-            return [text for _, text in self.texts]
-        return kept
+    def material(self) -> Material:
+        """Return what the fingerprint is hashed from, compact (as worker processes hand
+        it back)."""
+        return material(self.parts, self.texts)
 
     def digest(self, memory: TemplateMemory) -> str:
         """Return the fingerprint: the parts and the main content less `memory`."""
-        # Each part is "label\x1ftext\x1e", then "\x1d", then each text kept "text\x1e"
-        # without spaces (a space added or dropped between tags is no change).
-        parts = "".join(f"{label}\x1f{text}\x1e" for label, text in self.parts)
-        kept = "".join(text + "\x1e" for text in self.kept(memory)).replace(" ", "")
-        material = f"{parts}\x1d{kept}".encode("utf-8", "surrogatepass")
-        return hashlib.blake2b(material, digest_size=16).hexdigest()
+        return self.material().digest(memory.known)
 
 
 def read_html(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence, Set
 
 # Texts of more words than this are article text, never learned as template; so are
 # sentences of a paragraph (a correction notice appended to several articles).
@@ -44,7 +44,7 @@ class TemplateMemory:
     def __contains__(self, key: int) -> bool:
         return key in self.known
 
-    def learn(self, pages: list[set[int]]) -> None:
+    def learn(self, pages: Sequence[Set[int]]) -> None:
         """Remember the shapes that enough of `pages` (one set of shapes each) carry."""
         if len(pages) < MIN_PAGES:
             return

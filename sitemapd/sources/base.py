@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from collections.abc import Iterator
@@ -68,13 +67,13 @@ class Context:
     alternates: bool = True
     images: bool = False
 
-    def extra(self, meta: ArticleMeta | None) -> str:
-        """Return the xhtml:link and image:image elements of an entry with `meta`."""
-        if meta is None or not (meta.alternates or meta.images):
-            return ""
-        return url_extras(
-            meta.alternates if self.alternates else (), meta.images if self.images else ()
-        )
+
+def entry_extras(meta: ArticleMeta | None, alternates: bool, images: bool) -> str:
+    """Return the xhtml:link (with `alternates`) and image:image (with `images`) elements
+    of an entry with `meta`."""
+    if meta is None or not (meta.alternates or meta.images):
+        return ""
+    return url_extras(meta.alternates if alternates else (), meta.images if images else ())
 
 
 def with_defaults(meta: ArticleMeta, articles: str, language: str | None) -> ArticleMeta:
@@ -82,4 +81,4 @@ def with_defaults(meta: ArticleMeta, articles: str, language: str | None) -> Art
     article = {"all": True, "none": False}.get(articles, meta.article)
     if article == meta.article and (meta.language or not language):
         return meta  # the common case, without a copy
-    return dataclasses.replace(meta, article=article, language=meta.language or language)
+    return meta._replace(article=article, language=meta.language or language)

@@ -16,14 +16,16 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from itertools import chain, islice
 from pathlib import Path
+from typing import NamedTuple
 
 from ..config import DirectorySource
 from ..content import FACTS_VERSION, article_meta, exclusion
 from ..errors import InvalidURL, SourceError
-from ..fingerprint import FINGERPRINT_VERSION, Settings, TemplateMemory
+from ..fingerprint import FINGERPRINT_VERSION, Material, Settings, TemplateMemory
 from ..ledger import KnownFile
 from ..observation import (
     TRANSIENT,
+    ArticleMeta,
     Checkpoint,
     Gone,
     Item,
@@ -32,15 +34,16 @@ from ..observation import (
     Unreadable,
     file_key,
 )
-from ..pages import Job, Loaded, load, read_file, settings_for
-from .base import Context, Scan, log, rejected, skipped_below, with_defaults
+from ..pages import Job, PageRead, load, read_file, settings_for
+from ..urls import URLPolicy
+from .base import Context, Scan, entry_extras, log, rejected, skipped_below, with_defaults
 from .globs import compile_globs
 
 _BATCH = 500
 # Batches with this many files to read are read by worker processes, one per core, in
 # tasks of _TASK files, _AHEAD batches ahead of the one being applied.
 _PARALLEL = 64
-_TASK = 16
+_TASK = 128
 _AHEAD = 2
 _WORKERS = len(os.sched_getaffinity(0))
 
@@ -193,27 +196,66 @@ def _items(
         reader.close()
 
 
+@dataclass(frozen=True)
+class _How:
+    """How a source's files are read into what their observations say: sent to the worker
+    processes with each task."""
+
+    settings: Settings
+    # The content selector when image:image entries are wanted, else None.
+    images_selector: str | None
+    policy: URLPolicy
+    articles: str
+    language: str | None
+    alternates: bool
+    images: bool
+
+
+class _Said(NamedTuple):
+    """What a page says, as its observation records it, but the part of its fingerprint
+    the template learned from its batch decides."""
+
+    fp_settings: str
+    # The material of a content fingerprint, or the fingerprint of the bytes.
+    fingerprint: Material | str
+    fallback: bool
+    title: str | None
+    exclusion: str | None
+    meta: ArticleMeta | None
+    extra: str
+
+
+class _Read(NamedTuple):
+    """A file as read, in the compact form worker processes hand back."""
+
+    file_key: str
+    source_time: str
+    # The hash of the file's bytes.
+    raw: str
+    # The bytes, kept only when the fingerprint by the stored settings needs them.
+    data: bytes | None
+    # None when the bytes are those the ledger has: nothing was parsed.
+    said: _Said | None
+
+
 @dataclass
 class _Batch:
     """Files on their way: what needed no read, and the reads of the others."""
 
     # Rejected paths and unchanged files, in order.
     items: list[Item]
-    # (loc, relpath, what the ledger knows) of each file read, in the order of `jobs`.
-    files: list[tuple[str, str, KnownFile | None]]
+    # What the ledger knows of each file read, in the order of `jobs`.
     jobs: list[Job]
     # The reads handed to the worker processes, or None: read in this process at finish.
-    reads: list[Future[list[Loaded | OSError]]] | None
+    reads: list[Future[list[_Read | OSError]]] | None
 
 
-@dataclass
-class _Page:
+class _Page(NamedTuple):
     """A file read in this batch, waiting for the batch's template to be learned."""
 
-    loc: str
-    relpath: str
-    known: KnownFile | None
-    loaded: Loaded
+    job: Job
+    read: _Read
+    said: _Said
 
 
 class _Reader:
@@ -225,7 +267,15 @@ class _Reader:
         self.settings = fingerprint_settings(source)
         self.memory_cursor = f"template:{source.name}"
         self.memory = TemplateMemory.load(ctx.ledger.cursor(self.memory_cursor))
-        self.images = source.content_selector if ctx.images else None
+        self.how = _How(
+            self.settings,
+            source.content_selector if ctx.images else None,
+            ctx.policy,
+            source.articles,
+            source.language,
+            ctx.alternates,
+            ctx.images,
+        )
         self.pool: ProcessPoolExecutor | None = None
         # Off on one core, and once a pool could not be started.
         self.parallel = _WORKERS > 1
@@ -257,7 +307,6 @@ class _Reader:
                 continue
             located.append((loc, relpath, entry))
         known = self.ctx.ledger.known_files(name, [loc for loc, _, _ in located])
-        files: list[tuple[str, str, KnownFile | None]] = []
         jobs: list[Job] = []
         for loc, relpath, entry in located:
             old = known.get(loc)
@@ -269,28 +318,23 @@ class _Reader:
                 except OSError as exc:
                     items.extend(self._failed(loc, relpath, old, exc))
                     continue
-            files.append((loc, relpath, old))
-            jobs.append(Job(relpath, os.fspath(entry), old, reread))
-        return _Batch(items, files, jobs, self._submit(jobs))
+            jobs.append(Job(relpath, os.fspath(entry), loc, old, reread))
+        return _Batch(items, jobs, self._submit(jobs))
 
     def finish(self, batch: _Batch) -> Iterator[Item]:
         """Yield the observations of `batch`, after learning its template."""
         yield from batch.items
         pages: list[_Page] = []
-        for (loc, relpath, known), loaded in zip(batch.files, self._loaded(batch), strict=True):
-            if isinstance(loaded, OSError):
-                yield from self._failed(loc, relpath, known, loaded)
-            elif loaded.read is None:
-                yield Seen(loc, self.source.name, loaded.file_key)
+        for job, read in zip(batch.jobs, self._loaded(batch), strict=True):
+            if isinstance(read, OSError):
+                yield from self._failed(job.loc, job.relpath, job.known, read)
+            elif read.said is None:
+                yield Seen(job.loc, self.source.name, read.file_key)
             else:
-                pages.append(_Page(loc, relpath, known, loaded))
+                pages.append(_Page(job, read, read.said))
         before = len(self.memory.known)
         self.memory.learn(
-            [
-                p.loaded.read.reading.shapes()
-                for p in pages
-                if p.loaded.read is not None and p.loaded.read.reading is not None
-            ]
+            [p.said.fingerprint.shapes for p in pages if not isinstance(p.said.fingerprint, str)]
         )
         if len(self.memory.known) != before:
             yield Checkpoint(self.memory_cursor, self.memory.dump())
@@ -312,7 +356,7 @@ class _Reader:
             # A read error is not a deletion: the published URL stays until it is readable.
             yield Seen(loc, name)
 
-    def _submit(self, jobs: list[Job]) -> list[Future[list[Loaded | OSError]]] | None:
+    def _submit(self, jobs: list[Job]) -> list[Future[list[_Read | OSError]]] | None:
         """Hand `jobs` to the worker processes, one per core, for large batches (a first
         scan, a site-wide deploy); return None when they are read here."""
         if not (self.parallel and (self.pool is not None or len(jobs) >= _PARALLEL)):
@@ -322,21 +366,21 @@ class _Reader:
                 context = multiprocessing.get_context("forkserver")
                 self.pool = ProcessPoolExecutor(_WORKERS, mp_context=context)
             return [
-                self.pool.submit(_load_all, jobs[n : n + _TASK], self.settings, self.images)
+                self.pool.submit(_read_all, jobs[n : n + _TASK], self.how)
                 for n in range(0, len(jobs), _TASK)
             ]
         except (OSError, BrokenProcessPool) as exc:
             self._one_process(exc)
             return None
 
-    def _loaded(self, batch: _Batch) -> list[Loaded | OSError]:
+    def _loaded(self, batch: _Batch) -> list[_Read | OSError]:
         """Return the reads of `batch`'s jobs, in order."""
         if batch.reads is not None:
             try:
                 return [loaded for future in batch.reads for loaded in future.result()]
             except (OSError, BrokenProcessPool, CancelledError) as exc:
                 self._one_process(exc)
-        return _load_all(batch.jobs, self.settings, self.images)
+        return _read_all(batch.jobs, self.how)
 
     def _one_process(self, exc: BaseException) -> None:
         # A sandbox without the sockets or processes a pool needs: one core it is.
@@ -345,34 +389,24 @@ class _Reader:
         self.parallel = False
 
     def _observation(self, page: _Page) -> Observation:
-        loaded, source, ctx = page.loaded, self.source, self.ctx
-        read = loaded.read
-        assert read is not None
-        common = {
-            "content_hash": read.digest(self.memory),
-            "source_time": loaded.source_time,
-            "file_key": loaded.file_key,
-            "bytes_hash": loaded.raw,
-            "fp_settings": read.settings.key,
-            "old_measure": self._old_measure(page),
-            "fallback": read.fallback,
-        }
-        if read.facts is None:
-            return Observation(page.loc, source.name, **common)  # type: ignore[arg-type]
-        facts = read.facts
-        meta = with_defaults(
-            article_meta(facts, page.loc, ctx.policy, source.language),
-            source.articles,
-            source.language,
-        )
+        read, said = page.read, page.said
+        fingerprint = said.fingerprint
         return Observation(
-            loc=page.loc,
-            source=source.name,
-            title=facts.title,
-            exclusion=exclusion(facts, page.loc, ctx.policy),
-            meta=meta,
-            extra=ctx.extra(meta),
-            **common,  # type: ignore[arg-type]
+            loc=page.job.loc,
+            source=self.source.name,
+            content_hash=fingerprint
+            if isinstance(fingerprint, str)
+            else fingerprint.digest(self.memory.known),
+            source_time=read.source_time,
+            title=said.title,
+            exclusion=said.exclusion,
+            file_key=read.file_key,
+            meta=said.meta,
+            extra=said.extra,
+            bytes_hash=read.raw,
+            fp_settings=said.fp_settings,
+            old_measure=self._old_measure(page),
+            fallback=said.fallback,
         )
 
     def _old_measure(self, page: _Page) -> str | None:
@@ -381,17 +415,17 @@ class _Reader:
         The same bytes are no change by any measure. Settings of an older sitemapd cannot
         be rebuilt: a page whose bytes changed since then counts as changed.
         """
-        known, loaded = page.known, page.loaded
+        known, read = page.job.known, page.read
         if known is None or known.content_hash is None:
             return None
-        if known.bytes_hash == loaded.raw:
+        if known.bytes_hash == read.raw:
             return known.content_hash
-        if loaded.data is None:  # `load` kept the bytes of pages fingerprinted otherwise
+        if read.data is None:  # `load` kept the bytes of pages fingerprinted otherwise
             return None
         old = self._old_settings(known.fp_settings)
         if old is None:
             return ""
-        return read_file(page.relpath, loaded.data, old).digest(self.memory)
+        return read_file(page.job.relpath, read.data, old).digest(self.memory)
 
     def _old_settings(self, key: str | None) -> Settings | None:
         if key is None:
@@ -402,11 +436,36 @@ class _Reader:
         return old if old is not None and old.version == FINGERPRINT_VERSION else None
 
 
-def _load_all(
-    jobs: list[Job], settings: Settings, images_selector: str | None
-) -> list[Loaded | OSError]:
+def _read_all(jobs: list[Job], how: _How) -> list[_Read | OSError]:
     """Return what the files of `jobs` hold: a task for the worker processes."""
-    return [load(job, settings, images_selector) for job in jobs]
+    return [_read(job, how) for job in jobs]
+
+
+def _read(job: Job, how: _How) -> _Read | OSError:
+    """Return what the file of `job` holds now, or the error reading it raised."""
+    loaded = load(job, how.settings, how.images_selector)
+    if isinstance(loaded, OSError):
+        return loaded
+    said = None if loaded.read is None else _said(loaded.read, job.loc, how)
+    return _Read(loaded.file_key, loaded.source_time, loaded.raw, loaded.data, said)
+
+
+def _said(read: PageRead, loc: str, how: _How) -> _Said:
+    """Return what the page at `loc` read as `read` says: its facts (HTML only) made into
+    what the ledger records, here rather than in the process applying the batch."""
+    facts = read.facts
+    said = _Said(read.settings.key, read.fingerprint(), read.fallback, None, None, None, "")
+    if facts is None:
+        return said
+    meta = with_defaults(
+        article_meta(facts, loc, how.policy, how.language), how.articles, how.language
+    )
+    return said._replace(
+        title=facts.title,
+        exclusion=exclusion(facts, loc, how.policy),
+        meta=meta,
+        extra=entry_extras(meta, how.alternates, how.images),
+    )
 
 
 def fingerprint_settings(source: DirectorySource) -> Settings:
