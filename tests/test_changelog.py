@@ -7,17 +7,28 @@ import json
 import re
 import signal
 import sqlite3
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Site, published, run_cli
 from daemon_harness import RunningDaemon, http_port, request, start
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pg import Postgres
 
+from sitemapd.content import ArticleMeta
+from sitemapd.ledger import ALLOW_ALL, Ledger
+from sitemapd.observation import Changes
+from sitemapd.robots import rules
+from sitemapd.shards import Limits
+
 BASE = "https://example.com/news/"
+NOW = "2024-06-01T00:00:00+00:00"
 
 
 class Database:
@@ -578,3 +589,96 @@ def test_reconcile_waits_for_the_log_to_drain(tmp_path: Path) -> None:
     (untitled,) = ledger.execute("SELECT count(*) FROM urls WHERE title IS NULL").fetchone()
     ledger.close()
     assert untitled == 0
+
+
+@pytest.mark.slow
+def test_a_backlog_drains_in_one_publish_as_a_build_publishes_it(tmp_path: Path) -> None:
+    """Rows of every kind waiting at start (repeats, deletes, a bad row, URLs to escape,
+    a second time, titles) are published at once, as `sitemapd build` publishes them."""
+    rows: list[tuple[object, ...]] = []
+    for n in range(30_000):
+        when = "2026-01-01T00:00:00Z" if n < 20_000 else "2026-01-01T00:00:01Z"
+        url = f"/news/n{n % 25_000}" if n % 7 else f"https://example.com/q?n={n}&it's"
+        rows.append((url, "upsert", when, f"Story {n}" if n % 3 == 0 else None))
+        if n % 1000 == 999:
+            rows.append((f"/news/n{n - 500}", "delete", when, None))
+    rows.insert(12_345, ("/news/../secret", "upsert", "2026-01-01T00:00:00Z", None))
+    _loose_changes(tmp_path / "cms.db", *rows)
+    site = _loose_site(tmp_path, "batch_size = 5000")
+    live: set[str] = set()
+    for url, op, *_ in rows:
+        loc = "https://example.com" + str(url) if str(url).startswith("/") else str(url)
+        (live.add if op == "upsert" else live.discard)(loc)
+    live.discard("https://example.com/news/../secret")
+    (tmp_path / "fresh").mkdir()
+    fresh = Site(tmp_path / "fresh")
+    fresh.config.write_text(site.config.read_text())
+    fresh.build()
+    expected = published(fresh.out)
+    assert set(expected) == live
+    daemon = RunningDaemon(site)
+    try:
+        daemon.wait_until(lambda: published(site.out) == expected, 60, "every row")
+        assert daemon.publishes() == 1
+    finally:
+        daemon.stop()
+    assert {p.name: p.read_bytes() for p in site.out.iterdir()} == {
+        p.name: p.read_bytes() for p in fresh.out.iterdir()
+    }
+
+
+# A read of a change log as the ledger takes it: stretches of alike rows, repeats, deletes,
+# URLs to escape, articles with and without a stated time, hashes and titles now and then.
+_META = [
+    ArticleMeta(None, None, None, False, (), ()),
+    ArticleMeta(None, "en", "Headline", False, (), ()),
+    ArticleMeta("2024-02-01T00:00:00+00:00", "de", None, True, (), ()),
+    ArticleMeta(None, None, "Undated", True, (), ()),
+    ArticleMeta("2999-01-01T00:00:00+00:00", "", "", True, (), ()),
+]
+_ROW = st.tuples(
+    st.sampled_from(["a", "b", "c&d", "it's", "private/x", "private/y"]).map(BASE.__add__),
+    st.sampled_from([False, False, False, True]),
+    st.sampled_from([None, None, "h1", "h2"]),
+    st.sampled_from(
+        ["2024-01-01T00:00:00+00:00", "2024-03-01T00:00:00+00:00", "2999-01-01T00:00:00+00:00"]
+    ),
+    st.sampled_from([None, None, "A title", ""]),
+    st.sampled_from([_META[0], *_META]),
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.lists(st.tuples(_ROW, st.integers(1, 40)), min_size=1, max_size=6), max_size=4),
+    st.booleans(),
+    st.integers(2, 60),
+)
+def test_a_read_loaded_at_once_is_its_rows_loaded_one_by_one(
+    reads: list[list[tuple[tuple[Any, ...], int]]], robots_txt: bool, max_urls: int
+) -> None:
+    """A first build takes a change log's reads column by column: the ledger it leaves
+    is the one that each row applied as an Observation or a Gone leaves."""
+    batches = []
+    for read in reads:
+        rows = [row for row, times in read for _ in range(times)]
+        columns = [list(column) for column in zip(*rows, strict=True)] or [[]] * 6
+        batches.append(Changes("log", *columns))
+    robots = rules(b"User-agent: *\nDisallow: /news/private/\n") if robots_txt else ALLOW_ALL
+    ledgers = []
+    with tempfile.TemporaryDirectory() as folder:
+        for whole in (True, False):
+            ledger = Ledger(Path(folder) / f"{whole}.db", Limits(max_urls, 52_428_800))
+            items = [item for b in batches for item in ([b] if whole else list(b.items()))]
+            changes = ledger.apply(items, robots=robots, now=NOW)
+            ledgers.append(
+                (
+                    changes,
+                    *(
+                        ledger.conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+                        for table in ("urls", "shards", "journal", "cursors")
+                    ),
+                )
+            )
+            ledger.close()
+    assert ledgers[0] == ledgers[1]

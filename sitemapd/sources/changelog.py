@@ -123,13 +123,9 @@ def _plain_locs(ctx: Context, rows: ChangeRows) -> list[str] | None:
     closer look (a problem, a URL to normalise)."""
     if any(rows.problems):
         return None
-    urls = rows.urls
-    lines = "\n" + "\n".join(urls)
-    # Every URL a path ("/news/a"), none scheme-relative ("//host/a"), none with a line
-    # break that would make the count wrong: each becomes the site root + the path.
-    if lines.count("\n") == lines.count("\n/") == len(urls) and "\n//" not in lines:
-        root = ctx.policy.origin.root
-        urls = [root + url[1:] for url in urls]
+    root = ctx.policy.origin.root
+    # A path ("/news/a") is on the site; "//host/a" is a URL without its scheme.
+    urls = [root + url[1:] if url[:1] == "/" and url[1:2] != "/" else url for url in rows.urls]
     return urls if ctx.policy.canonical(urls) else None
 
 
