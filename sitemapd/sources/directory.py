@@ -355,6 +355,8 @@ class _Reader:
         try:
             if self.pool is None:
                 context = multiprocessing.get_context("forkserver")
+                # Imported once, by the server the workers fork from, not by each worker.
+                context.set_forkserver_preload([__name__])
                 self.pool = ProcessPoolExecutor(_WORKERS, mp_context=context)
             return [
                 self.pool.submit(_read_all, jobs[n : n + _TASK], self.how)
