@@ -19,7 +19,7 @@ from lxml import etree
 
 from . import w3c
 from .errors import ConfigError, InvalidURL
-from .fingerprint import compile_selector, image_source, parse_html
+from .fingerprint import compile_selector, image_source, parse_html, title_text
 from .observation import ArticleMeta
 from .render.extensions import HREFLANG
 from .render.news import news_language
@@ -75,7 +75,7 @@ def read_page(
     # Nearly everything we read lives in <head>; parsing only that keeps large pages cheap.
     match = _BODY.search(data)
     head = data[: match.start()] if match else data
-    head_tree = parse_html(head) if head.strip() else None
+    head_tree = parse_html(head) if head and not head.isspace() else None
     if head_tree is None:
         return PageFacts()
     facts, meta, images = _head_facts(head_tree)
@@ -98,7 +98,7 @@ def read_page(
 def _head_facts(tree: etree._Element) -> tuple[dict[str, Any], dict[str, str], list[str]]:
     """Return the head's PageFacts fields, the first content of each og:/article: meta,
     and og:images."""
-    title = tree.findtext(".//title")
+    title = title_text(tree)
     canonical = None
     alternates: dict[str, str] = {}
     for link in tree.iter("link"):

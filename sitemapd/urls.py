@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import quote, urlsplit
 
 from .errors import ConfigError, InvalidURL
@@ -153,17 +154,24 @@ class URLPolicy:
         self, prefix: str, relpath: str, strip_html: bool, index_names: tuple[str, ...]
     ) -> str:
         """Return the URL of a file at `relpath` (a `/`-separated path) under `prefix`."""
-        segments = relpath.split("/")
-        leaf = segments[-1]
+        folder, slash, leaf = relpath.rpartition("/")
         if leaf in index_names:
-            segments[-1] = ""
+            leaf = ""
         elif strip_html and leaf.endswith((".html", ".htm")):
-            segments[-1] = leaf.rsplit(".", 1)[0]
-        path = "/".join(
-            s if _PLAIN_SEGMENT.fullmatch(s) else quote(os.fsencode(s), safe=_SEGMENT_SAFE)
-            for s in segments
-        )
+            leaf = leaf.rsplit(".", 1)[0]
+        path = (_folder_path(folder) + slash if slash else "") + _segment(leaf)
         return self.normalise(self.origin.root.rstrip("/") + prefix + path)
+
+
+@lru_cache(maxsize=1024)
+def _folder_path(folder: str) -> str:
+    # The files of a scan come folder by folder: each folder's path is encoded once.
+    return "/".join(map(_segment, folder.split("/")))
+
+
+def _segment(name: str) -> str:
+    """Return path segment `name` percent-encoded."""
+    return name if _PLAIN_SEGMENT.fullmatch(name) else quote(os.fsencode(name), safe=_SEGMENT_SAFE)
 
 
 def _encode(component: str, safe: str) -> str:

@@ -10,6 +10,7 @@ import os
 import re
 import time
 from datetime import UTC, datetime
+from functools import lru_cache
 
 _CANONICAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\Z")
 _DATE_ONLY = re.compile(r"\d{4}-\d\d-\d\d\Z")
@@ -17,7 +18,13 @@ _DATE_ONLY = re.compile(r"\d{4}-\d\d-\d\d\Z")
 
 def format_epoch(seconds: float) -> str:
     """Return the canonical UTC form of a POSIX timestamp, truncated to whole seconds."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(int(seconds)))
+    return _format_second(int(seconds))
+
+
+@lru_cache(maxsize=1024)
+def _format_second(second: int) -> str:
+    # Asked of every file a scan reads, whose mtimes a deploy gives few distinct seconds.
+    return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(second))
 
 
 def now() -> str:

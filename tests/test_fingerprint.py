@@ -8,6 +8,7 @@ false moves and missed moves as rates, both zero on these templates.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import re
@@ -16,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import feedparser
@@ -23,10 +25,12 @@ import pytest
 from conftest import Site, snapshot
 from daemon_harness import start
 from endpoints import Endpoint
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sitegen import STYLES, new_site
 
 from sitemapd.content import read_page
-from sitemapd.fingerprint import Settings, TemplateMemory, parse_html
+from sitemapd.fingerprint import Reading, Settings, TemplateMemory, parse_html
 from sitemapd.pages import read_file
 
 PAGES = 24
@@ -294,6 +298,33 @@ def test_the_site_template_is_learned_but_article_sentences_never_are() -> None:
     assert TemplateMemory.load(memory.dump()).known == memory.known
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(st.tuples(st.sampled_from(["title", "h1", "ld:name"]), st.text(max_size=30))),
+    texts=st.lists(
+        st.tuples(st.one_of(st.none(), st.integers(0, 5)), st.text(min_size=1, max_size=90)),
+        max_size=12,
+    ),
+    known=st.sets(st.integers(0, 5)),
+)
+def test_the_fingerprint_material_hashes_what_the_digest_always_took(
+    parts: list[tuple[str, str]], texts: list[tuple[int | None, str]], known: set[int]
+) -> None:
+    # Stored fingerprints stay valid: the parts, "\x1d", then each text kept without
+    # spaces and "\x1e"; texts of known template shapes go unless too little is left.
+    kept = [text for key, text in texts if key is None or key not in known]
+    if sum(map(len, kept)) < 140:
+        kept = [text for _, text in texts]
+    head = "".join(f"{label}\x1f{text}\x1e" for label, text in parts)
+    body = "".join(text + "\x1e" for text in kept).replace(" ", "")
+    whole = f"{head}\x1d{body}".encode("utf-8", "surrogatepass")
+    memory = TemplateMemory(known)
+    reading = Reading(parts, texts)
+    assert reading.digest(memory) == hashlib.blake2b(whole, digest_size=16).hexdigest()
+    assert reading.kept(memory) == kept
+    assert reading.material().shapes == {key for key, _ in texts if key is not None}
+
+
 def test_feeds_and_indexnow_hear_only_of_significant_changes(
     site: Site, endpoint: Endpoint
 ) -> None:
@@ -409,32 +440,100 @@ def ledger_pages(site: Site) -> tuple[list[tuple[object, ...]], list[tuple[objec
         conn.close()
 
 
-def test_worker_processes_read_a_first_scan_as_one_process_does(tmp_path: Path) -> None:
-    # Enough pages for several batches, all read by worker processes on a machine of two
-    # cores or more, of templates whose boxes the template memory learns across batches.
+def built_twice(tmp_path: Path, write: Callable[[Path], None], **config: str) -> tuple[Site, Site]:
+    """Return two sites of what `write` writes, built on one core (as `taskset` makes it,
+    every page read in the process itself) and by worker processes on two cores or more."""
     (tmp_path / "one").mkdir()
     (tmp_path / "every").mkdir()
     one, every = Site(tmp_path / "one"), Site(tmp_path / "every")
-    for n, style in enumerate(STYLES):
-        new_site(style, 150, seed=n + 11).write(one.root / style)
-    shutil.copytree(one.root, every.root, dirs_exist_ok=True)
-    for path in [*one.root.rglob("*.html"), *every.root.rglob("*.html")]:
-        os.utime(path, (1_700_000_000, 1_700_000_000))
-    # On one core (as `taskset` makes it) every page is read in the process itself.
+    for built in (one, every):
+        built.configure(**config)
+        write(built.root)
+        for path in built.root.rglob("*"):
+            os.utime(path, (1_700_000_000, 1_700_000_000))
     single = subprocess.run(
         ["taskset", "-c", "0", sys.executable, "-m", "sitemapd", "build", "-c", str(one.config)],
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert "600 new" in single.stdout, single.stderr
-    assert "600 new" in every.build().stdout
+    assert single.returncode == 0, single.stderr
+    every.build()
+    return one, every
+
+
+def written(site: Site) -> dict[str, bytes]:
+    """Return `{name: bytes}` of every output file."""
+    return {name: data for name, (_, _, data) in snapshot(site.out).items()}
+
+
+def test_worker_processes_read_a_first_scan_as_one_process_does(tmp_path: Path) -> None:
+    # Enough pages for several batches, of templates whose boxes the template memory
+    # learns across batches.
+    def write(root: Path) -> None:
+        for n, style in enumerate(STYLES):
+            new_site(style, 150, seed=n + 11).write(root / style)
+
+    one, every = built_twice(tmp_path, write)
     pages, memory = ledger_pages(one)
     assert len(pages) == 600
     assert memory
     assert (pages, memory) == ledger_pages(every)
-    written = {name: data for name, (_, _, data) in snapshot(one.out).items()}
-    assert written == {name: data for name, (_, _, data) in snapshot(every.out).items()}
+    assert written(one) == written(every)
+
+
+def test_worker_processes_make_article_data_as_one_process_does(tmp_path: Path) -> None:
+    # What the ledger records of a page besides its fingerprint is made where the page is
+    # read: robots and canonical exclusions, hreflang groups, images, article dates.
+    heads = [
+        '<meta name="robots" content="noindex">',
+        '<link rel="canonical" href="/misc/other-{n}.html">',
+        '<link rel="alternate" hreflang="de" href="/de/p{n}.html">'
+        '<link rel="alternate" hreflang="x-default" href="/misc/p{n}.html">',
+        '<meta property="og:image" content="https://cdn.example.com/i/{n}.jpg">'
+        '<meta property="og:type" content="article">'
+        '<meta property="article:published_time" content="2023-11-0{day}T10:00:00Z">',
+        '<base href="/elsewhere/"><meta property="og:type" content="article">',
+    ]
+
+    def write(root: Path) -> None:
+        (root / "misc").mkdir()
+        for n in range(300):
+            head = heads[n % len(heads)].format(n=n, day=n % 9 + 1)
+            lang = "de" if n % 7 == 0 else "en"
+            (root / "misc" / f"p{n}.html").write_text(
+                f"<!doctype html><html lang={lang}><head><title>Page {n}</title>{head}</head>"
+                f"<body><h1>Page {n}</h1><p>{'word ' * (n % 50)}</p>"
+                f'<img src="/img/{n}.png" alt="picture {n}"></body></html>'
+            )
+
+    one, every = built_twice(
+        tmp_path,
+        write,
+        sitemap="images = true",
+        extra='[news]\npublication_name = "Example"\nlanguage = "en"',
+    )
+    facts = (
+        "SELECT loc, status, reason, page_reason, title, lastmod, shard, entry_bytes, "
+        "published, language, news_title, article, alternates, extra, content_hash, "
+        "published_stated FROM urls ORDER BY id"
+    )
+    rows = ledger_rows(one, facts)
+    assert len(rows) == 300
+    assert {str(row[2])[:9] for row in rows} == {"None", "noindex", "canonical"}
+    assert any(row[12] for row in rows)
+    assert any(row[13] for row in rows)
+    assert rows == ledger_rows(every, facts)
+    assert written(one) == written(every)
+
+
+def ledger_rows(site: Site, query: str) -> list[tuple[object, ...]]:
+    """Return the rows `query` reads from the site's ledger."""
+    conn = sqlite3.connect(site.state / "ledger.sqlite3")
+    try:
+        return conn.execute(query).fetchall()
+    finally:
+        conn.close()
 
 
 def test_a_sandbox_without_worker_processes_reads_on_one_core(

@@ -46,6 +46,7 @@ __all__ = [
     "image_source",
     "parse_html",
     "read_html",
+    "title_text",
     "without_ignored",
 ]
 
@@ -177,7 +178,7 @@ def without_ignored(data: bytes, ignore: tuple[re.Pattern[bytes], ...]) -> bytes
 def parse_html(data: bytes) -> Element | None:
     """Return the document `data` holds, decoded as a browser would, or None if empty."""
     text = _XML_DECLARATION.sub("", decode_html(data), count=1)
-    if not text.strip():
+    if not text or text.isspace():  # as `not text.strip()`, without a copy of the page
         return None
     try:
         return etree.fromstring(text, parser=_PARSER)
@@ -239,7 +240,8 @@ def read_html(
     etree.strip_elements(tree, *NEVER, with_tail=False)
     for hidden in _elements(_HIDDEN(tree)):
         _drop(hidden)
-    body = tree.find("body")
+    # Not find(), nor findtext() below: ElementPath costs more than the rest of a small page.
+    body = next(tree.iterchildren("body"), None)
     if body is None:
         body = tree
     # Text nodes joined by spaces: "<h1>a<span>b</span></h1>" and "a <span>b" read alike.
@@ -269,6 +271,12 @@ def read_html(
     return reading
 
 
+def title_text(tree: Element) -> str | None:
+    """Return the text of the document's first `<title>`, or None when it has none."""
+    title = next(tree.iterdescendants("title"), None)
+    return None if title is None else title.text
+
+
 def _drop(element: Element) -> None:
     """Remove `element` and what it holds, keeping the text that follows it."""
     parent = element.getparent()
@@ -290,7 +298,7 @@ def _head_parts(tree: Element, labels: set[str]) -> list[tuple[str, str]]:
     generators title pages after it) counts without that label: renaming a navigation
     entry is a template change.
     """
-    title = _normal(tree.findtext(".//title") or "")
+    title = _normal(title_text(tree) or "")
     for label in sorted(labels, key=len, reverse=True):
         if title.startswith(label):
             title = title[len(label) :]

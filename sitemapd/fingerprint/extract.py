@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from lxml import etree
 
@@ -336,7 +337,13 @@ def _weight(element: Element) -> float:
 def _named(element: Element) -> tuple[bool, bool, bool]:
     """Return whether `element`'s class and id name an article part, a template part, and
     what may be a template part."""
-    names = f"{element.get('class') or ''} {element.get('id') or ''}".lower()
+    return _names(element.get("class"), element.get("id"))
+
+
+@lru_cache(maxsize=4096)
+def _names(classes: str | None, ident: str | None) -> tuple[bool, bool, bool]:
+    # A site's pages repeat the same few hundred class and id values: each is read once.
+    names = f"{classes or ''} {ident or ''}".lower()
     if not names.strip():
         return False, False, False
     words = [w for w in _WORD_SPLIT.split(names) if w]

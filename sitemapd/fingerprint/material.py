@@ -2,15 +2,13 @@
 
 The site's template texts are left out of the digest, and the template is learned from
 a whole batch of pages once they are read: the material holds what the digest needs
-under any template memory, and the digest itself for a memory that knows none of its
-texts (the common case, which then costs the process applying the batch nothing).
+under any template memory, ready to hash.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Container, Sequence
-from itertools import groupby
+from collections.abc import Container, Mapping, Sequence
 from typing import NamedTuple, TypeVar
 
 # Characters of main text below which the site's template is not left out.
@@ -45,44 +43,43 @@ class Material(NamedTuple):
     texts: tuple[tuple[int | None, int, bytes], ...]
     # The template shapes among `texts`.
     shapes: frozenset[int]
-    # The digest with every text kept.
-    whole: str
 
-    def digest(self, known: Container[int]) -> str:
+    def digest(self, known: Mapping[int, object]) -> str:
         """Return the fingerprint, the template texts `known` names left out."""
-        if not any(key in known for key in self.shapes):
-            return self.whole
-        return _digest(self.head, kept(self.texts, known))
+        if known.keys().isdisjoint(self.shapes):
+            pieces = [piece for _, _, piece in self.texts]
+        else:
+            pieces = kept(self.texts, known)
+        return hashlib.blake2b(self.head + b"".join(pieces), digest_size=16).hexdigest()
 
 
 def material(parts: list[tuple[str, str]], texts: list[tuple[int | None, str]]) -> Material:
     """Return the material of a page's `parts` (label, text) and main content `texts`
     (template shape or None, text with whitespace runs as one space)."""
-    head = _encode("".join(f"{label}{_LABEL}{text}{_END}" for label, text in parts) + _TEXTS)
+    head = "".join([f"{label}{_LABEL}{text}{_END}" for label, text in parts]) + _TEXTS
     pieces: list[tuple[int | None, int, bytes]] = []
-    for plain, group in groupby(texts, key=lambda text: text[0] is None):
-        if plain:
-            run = [text for _, text in group]
-            pieces.append((None, sum(map(len, run)), _encode("".join(map(_piece, run)))))
-        else:
-            pieces.extend((key, len(text), _encode(_piece(text))) for key, text in group)
+    run: list[str] = []
+    for key, text in texts:
+        if key is None:
+            run.append(text)
+            continue
+        if run:
+            pieces.append(_piece(None, run))
+            run = []
+        pieces.append(_piece(key, [text]))
+    if run:
+        pieces.append(_piece(None, run))
     return Material(
-        head,
-        tuple(pieces),
-        frozenset(key for key, _ in texts if key is not None),
-        _digest(head, [piece for _, _, piece in pieces]),
+        _encode(head), tuple(pieces), frozenset(key for key, _, _ in pieces if key is not None)
     )
 
 
-def _piece(text: str) -> str:
+def _piece(key: int | None, texts: list[str]) -> tuple[int | None, int, bytes]:
     # A space added or dropped between tags is no change: texts count without spaces.
-    return text.replace(" ", "") + _END
+    joined = "".join([text.replace(" ", "") + _END for text in texts])
+    return key, sum(map(len, texts)), _encode(joined)
 
 
 def _encode(text: str) -> bytes:
     # Lone surrogates (undecodable file names, broken pages) hash as they are.
     return text.encode("utf-8", "surrogatepass")
-
-
-def _digest(head: bytes, pieces: list[bytes]) -> str:
-    return hashlib.blake2b(head + b"".join(pieces), digest_size=16).hexdigest()

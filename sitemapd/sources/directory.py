@@ -364,6 +364,8 @@ class _Reader:
         try:
             if self.pool is None:
                 context = multiprocessing.get_context("forkserver")
+                # Imported once, by the server the workers fork from, not by each worker.
+                context.set_forkserver_preload([__name__])
                 self.pool = ProcessPoolExecutor(_WORKERS, mp_context=context)
             return [
                 self.pool.submit(_read_all, jobs[n : n + _TASK], self.how)
@@ -453,18 +455,20 @@ def _read(job: Job, how: _How) -> _Read | OSError:
 def _said(read: PageRead, loc: str, how: _How) -> _Said:
     """Return what the page at `loc` read as `read` says: its facts (HTML only) made into
     what the ledger records, here rather than in the process applying the batch."""
-    facts = read.facts
-    said = _Said(read.settings.key, read.fingerprint(), read.fallback, None, None, None, "")
+    facts, key = read.facts, read.settings.key
     if facts is None:
-        return said
+        return _Said(key, read.fingerprint(), read.fallback, None, None, None, "")
     meta = with_defaults(
         article_meta(facts, loc, how.policy, how.language), how.articles, how.language
     )
-    return said._replace(
-        title=facts.title,
-        exclusion=exclusion(facts, loc, how.policy),
-        meta=meta,
-        extra=entry_extras(meta, how.alternates, how.images),
+    return _Said(
+        key,
+        read.fingerprint(),
+        read.fallback,
+        facts.title,
+        exclusion(facts, loc, how.policy),
+        meta,
+        entry_extras(meta, how.alternates, how.images),
     )
 
 
