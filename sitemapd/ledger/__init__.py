@@ -232,7 +232,7 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         """
         guard = guard or RemovalGuard()
         try:
-            with self._first_load_journal(), self.transaction():
+            with self._first_load_journal() as through_wal, self.transaction():
                 run = Apply(self, robots, now or w3c.now(), guard)
                 run.start(complete)
                 run.consume(items)
@@ -246,17 +246,18 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
             raise LedgerError(f"{self.path}: applying changes failed ({exc})") from exc
         finally:
             self._settings()
-        if run.bulk:
+        if run.bulk and through_wal:
             self._checkpoint_behind()
         return run.changes
 
     @contextlib.contextmanager
-    def _first_load_journal(self) -> Iterator[None]:
+    def _first_load_journal(self) -> Iterator[bool]:
         """Load an empty ledger with a rollback journal when it is `alone`: the rows then
         go straight into the database file, where WAL would write them twice (the WAL,
-        then the checkpoint) and look each page up in a WAL-index as large as the site."""
+        then the checkpoint) and look each page up in a WAL-index as large as the site.
+        Yields whether the rows go through the WAL all the same (a checkpoint follows)."""
         if not self.alone or self.conn.execute("SELECT 1 FROM urls LIMIT 1").fetchone():
-            yield
+            yield True
             return
         if self._reader is not None:
             self._reader.close()
@@ -270,12 +271,12 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         finally:
             self.conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
         if str(mode).lower() != "delete":
-            yield
+            yield True
             return
         # A crash leaves a hot journal that the next open rolls back: the empty ledger.
         self.conn.execute("PRAGMA synchronous = FULL")
         try:
-            yield
+            yield False
         finally:
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = NORMAL")
