@@ -309,6 +309,29 @@ def test_import_without_lastmods_keeps_the_files_own_time(site: Site) -> None:
     assert set(site.urls().values()) == {"2024-05-05T05:05:05+00:00"}
 
 
+def test_a_first_build_larger_than_the_page_cache_reads_what_sources_ask(site: Site) -> None:
+    """A first load through a rollback journal locks the file once it outgrows the page
+    cache; sources asking what the ledger knows meanwhile (the next list's chunks, the
+    next batch's files) are answered all the same."""
+    padding = "x" * 200
+    (site.base / "big.txt").write_text(
+        "".join(f"https://example.com/big/{padding}/{n}\n" for n in range(120_000))
+    )
+    (site.base / "small.txt").write_text("https://example.com/small\n")
+    site.configure(
+        extra='[[source]]\ntype = "urllist"\npath = "big.txt"\nname = "big"\n'
+        '[[source]]\ntype = "urllist"\npath = "small.txt"\nname = "small"\n'
+    )
+    for n in range(3):
+        site.write(f"p{n}.html", page(f"Page {n}"))
+    assert "120004 new" in site.build().stdout
+    conn = sqlite3.connect(site.state / "ledger.sqlite3")
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert conn.execute("SELECT count(*) FROM urls WHERE status = 'live'").fetchone() == (120004,)
+    conn.close()
+    assert "0 new, 0 updated, 0 gone" in site.build().stdout
+
+
 def test_a_first_build_leaves_a_wal_ledger_and_builds_beside_a_reader(site: Site) -> None:
     """A first build loads the empty ledger through a rollback journal and returns it to
     WAL; with another process reading the ledger it stays in WAL and builds all the same."""

@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 _AUTOCHECKPOINT = 1000
 # How long a write waits for another connection's lock.
 _BUSY_MS = 5000
+# The largest empty ledger copied for the reads during its first load.
+_SNAPSHOT_BYTES = 16 << 20
 
 __all__ = [
     "ALLOW_ALL",
@@ -259,6 +261,11 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         if not self.alone or self.conn.execute("SELECT 1 FROM urls LIMIT 1").fetchone():
             yield True
             return
+        (pages,) = self.conn.execute("PRAGMA page_count").fetchone()
+        (page_size,) = self.conn.execute("PRAGMA page_size").fetchone()
+        if pages * page_size > _SNAPSHOT_BYTES:
+            yield True  # an empty ledger this large is a rare thing: not worth copying
+            return
         if self._reader is not None:
             self._reader.close()
             self._reader = None
@@ -275,9 +282,18 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
             return
         # A crash leaves a hot journal that the next open rolls back: the empty ledger.
         self.conn.execute("PRAGMA synchronous = FULL")
+        # Once the load spills pages into the file it holds an exclusive lock, which shuts
+        # out a second connection until the commit. What sources ask meanwhile (files and
+        # chunks known, owners) is asked of the last committed state: this process alone
+        # writes it, so a copy taken now is that state, to the commit.
+        snapshot = sqlite3.connect(":memory:", check_same_thread=False)
         try:
+            self.conn.backup(snapshot)
+            self._reader = snapshot
             yield False
         finally:
+            self._reader = None
+            snapshot.close()
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = NORMAL")
 
