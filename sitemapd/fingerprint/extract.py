@@ -314,8 +314,11 @@ def _climb(
             break
         last = final[parent]
         parent = parent.getparent()
-    # An only child is its parent's content: take the parent (as readability.js).
-    while (up := top.getparent()) is not None and len(up) == 1 and up.tag != "body":
+    # An only child is its parent's content: take the parent (as readability.js), but
+    # never beyond the body (a page with no <head> has it as the only child).
+    while (
+        (up := top.getparent()) is not None and up is not stop and len(up) == 1 and up.tag != "body"
+    ):
         top = up
     return top
 
