@@ -7,9 +7,11 @@ or "excluded" in `status --json` with the reason, and the build still succeeds.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_to_bytes, urlsplit
@@ -340,3 +342,34 @@ def test_a_datetime_after_a_space_is_an_error_not_part_of_the_url(site: Site) ->
     assert "1 invalid" in result.stdout
     assert set(site.urls()) == {"https://example.com/b"}
     assert "separate the datetime with a tab" in site.cli("status").stdout
+
+
+def test_pages_without_a_head_and_binary_files_named_html_are_read(site: Site) -> None:
+    """A body that is its document's only part, holding loose text and a paragraph, or a
+    compressed file saved as .html: each is published, and the build goes on."""
+    loose = "Loose words, before any paragraph, " * 5
+    paragraph = "A paragraph long enough to count, with commas, " * 6
+    site.write("bare.html", f"<body>{loose}<p>{paragraph}</p></body>")
+    site.write("packed.html", gzip.compress(page("Packed", paragraph).encode()))
+    site.write("fine.html", page("Fine", paragraph))
+    site.build()
+    assert set(site.urls()) == {
+        f"https://example.com/{name}.html" for name in ("bare", "packed", "fine")
+    }
+    site.write("bare.html", f"<body>{loose}<p>{paragraph} Corrected.</p></body>")
+    assert "0 new, 1 updated" in site.build().stdout
+
+
+def test_values_many_pages_share_are_stored_as_given(site: Site) -> None:
+    """A title with quotes, shared by a batch of pages (a bulk insert writes a value all
+    its rows share into its statement), is stored and published as each page says."""
+    title = "O'Brien's \"notes\" -- '); DROP TABLE urls; --"
+    for n in range(40):
+        site.write(f"p{n}.html", page(title, f"Page {n}"))
+    site.build()
+    conn = sqlite3.connect(site.state / "ledger.sqlite3")
+    assert conn.execute("SELECT DISTINCT title, typeof(change_count) FROM urls").fetchall() == [
+        (title, "integer")
+    ]
+    conn.close()
+    assert len(site.urls()) == 40

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from lxml import etree
 from lxml.cssselect import CSSSelector
 
-from .decode import decode_html
+from .decode import decoded
 from .extract import (
     NEVER,
     Element,
@@ -56,6 +56,8 @@ FINGERPRINT_VERSION = 1
 MIN_KEPT = 140
 # Plain elements: lxml.html's element classes cost a Python lookup per element.
 _PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True)
+# Told the encoding, libxml2 reads past any <meta charset> the page holds, as for text.
+_UTF8_PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True, encoding="utf-8")
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*>")
 # Fingerprint version 1 also tested `style` for display:none, through a translate() that
 # dropped the colon, so that test never matched: leaving it out keeps every digest.
@@ -177,10 +179,16 @@ def without_ignored(data: bytes, ignore: tuple[re.Pattern[bytes], ...]) -> bytes
 
 def parse_html(data: bytes) -> Element | None:
     """Return the document `data` holds, decoded as a browser would, or None if empty."""
-    text = _XML_DECLARATION.sub("", decode_html(data), count=1)
+    text, utf8 = decoded(data)
+    declaration = _XML_DECLARATION.match(text)
+    if declaration:
+        text, utf8 = text[declaration.end() :], None
     if not text or text.isspace():  # as `not text.strip()`, without a copy of the page
         return None
     try:
+        # UTF-8 bytes as they are: lxml would encode the text back to UTF-8 for libxml2.
+        if utf8 is not None:
+            return etree.fromstring(utf8, parser=_UTF8_PARSER)
         return etree.fromstring(text, parser=_PARSER)
     except (etree.ParserError, ValueError):
         return None

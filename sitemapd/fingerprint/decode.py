@@ -40,19 +40,20 @@ _ALIASES = {
 }
 
 
-def decode_html(data: bytes) -> str:
-    """Return the document's text, decoded by BOM, declaration or detection in that order.
+def decoded(data: bytes) -> tuple[str, bytes | None]:
+    """Return the document's text, decoded by BOM, declaration or detection in that
+    order, and, when the text is exactly the UTF-8 of some bytes of `data`, those bytes.
 
     Never raises: undecodable bytes become U+FFFD, as in a browser.
     """
     for bom, encoding in _BOMS:
         if data.startswith(bom):
-            return data[len(bom) :].decode(encoding, "replace")
+            return _decoded(data[len(bom) :], encoding)
     declared = declared_encoding(data)
     if declared is not None:
-        return data.decode(declared, "replace")
+        return _decoded(data, declared)
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8"), data
     except UnicodeDecodeError:
         pass
     # Imported here, by the rare page that is not UTF-8 and does not say what it is: a
@@ -60,7 +61,16 @@ def decode_html(data: bytes) -> str:
     from charset_normalizer import from_bytes
 
     best = from_bytes(data[:_PRESCAN]).best()
-    return data.decode(best.encoding if best is not None else "cp1252", "replace")
+    return data.decode(best.encoding if best is not None else "cp1252", "replace"), None
+
+
+def _decoded(data: bytes, encoding: str) -> tuple[str, bytes | None]:
+    if encoding == "utf-8":
+        try:
+            return data.decode("utf-8"), data
+        except UnicodeDecodeError:
+            pass
+    return data.decode(encoding, "replace"), None
 
 
 def declared_encoding(data: bytes) -> str | None:

@@ -10,7 +10,6 @@ import logging
 import os
 import sqlite3
 from collections.abc import Collection, Iterable
-from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 from ..observation import (
@@ -32,8 +31,6 @@ from .model import BASELINE_CURSOR, NEW, ROBOTS_REASON, UPDATED, ChangeSet, Robo
 from .schema import (
     EXCLUDED,
     GONE,
-    INSERT_BARE,
-    INSERT_URL,
     LIVE,
     SEEDED,
     UPDATE_URL,
@@ -41,6 +38,7 @@ from .schema import (
     UrlRow,
     create_url_indexes,
     drop_loc_index,
+    insert_rows,
 )
 
 if TYPE_CHECKING:
@@ -360,30 +358,8 @@ class Apply:
         """Insert rows for URLs `observations` see for the first time, in their order."""
         rows = [self._new_row(obs) for obs in observations]
         self.bulk_alternates = self.bulk_alternates or any(row.alternates for row in rows)
-        self._insert(rows)
-
-    def _insert(self, rows: list[UrlRow]) -> None:
-        """Insert rows made by `_new_row`, in their order: of a URL given twice to the
-        bulk path, the row inserted last is the one kept."""
-        for bare, run in groupby(rows, key=lambda row: row.bare):
-            if bare:
-                self.conn.executemany(
-                    INSERT_BARE,
-                    [
-                        (
-                            r.loc,
-                            r.source_id,
-                            r.source_time,
-                            r.lastmod,
-                            r.first_seen,
-                            r.shard,
-                            r.entry_bytes,
-                        )
-                        for r in run
-                    ],
-                )
-            else:
-                self.conn.executemany(INSERT_URL, [r.insert_params() for r in run])
+        # Of a URL given twice to the bulk path, the row inserted last is the one kept.
+        insert_rows(self.conn, rows)
 
     def update_chunk(self, items: list[Observation | Seen | Gone]) -> None:
         latest = {item.loc: item for item in items}  # the last word on a URL wins
@@ -436,7 +412,7 @@ class Apply:
             after = row.update_params()
             if after != before:
                 updates.append(after)
-        self._insert(inserts)
+        insert_rows(self.conn, inserts)
         for new in inserts:
             if new.alternates is not None:
                 (url_id,) = self.conn.execute(

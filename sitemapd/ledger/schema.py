@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,35 +59,57 @@ class UrlRow:
         """Return the values `UPDATE_URL` binds: every column but `id` and `loc`, then `id`."""
         return _UPDATED(self)
 
-    @property
-    def bare(self) -> bool:
-        """True for a listed URL: no reason, hash, title, file or facts (a narrower
-        INSERT stores it faster)."""
-        return (
-            self.reason is None
-            and self.content_hash is None
-            and self.title is None
-            and self.file_key is None
-            and not any(_FACTS(self))
-        )
-
 
 _COLUMNS: tuple[str, ...] = UrlRow.__slots__
 # Attribute getters run in C: these are called for every row a build writes.
 _INSERTED = attrgetter(*_COLUMNS[1:])
 _UPDATED = attrgetter(*_COLUMNS[2:], "id")
-_FACTS = attrgetter(*_COLUMNS[15:])
 
 
 # The statements of whole rows, from the one list of columns above.
 URL_COLUMNS = ", ".join(_COLUMNS)
 INSERT_URL = f"INSERT INTO urls ({URL_COLUMNS}) VALUES (NULL{', ?' * (len(_COLUMNS) - 1)})"
 UPDATE_URL = f"UPDATE urls SET {', '.join(f'{name} = ?' for name in _COLUMNS[2:])} WHERE id = ?"
-# URLs from lists carry no content facts; binding fewer values makes bulk loads much faster.
-INSERT_BARE = (
-    "INSERT INTO urls (loc, source_id, status, source_time, lastmod, first_seen, change_count, "
-    f"shard, entry_bytes) VALUES (?, ?, '{LIVE}', ?, ?, ?, 0, ?, ?)"
-)
+# Fewer rows than this are inserted with every value bound.
+_SHARED_FROM = 16
+
+
+def insert_rows(conn: sqlite3.Connection, rows: list[UrlRow]) -> None:
+    """Insert `rows` (ids not yet given), in order.
+
+    A value every row has (a status, a source, the run's time, a fact no page states)
+    is written into the statement rather than bound for each row: binding a value costs
+    more than SQLite's whole work on it, and a bulk insert shares most of its columns.
+    """
+    params = list(map(_INSERTED, rows))
+    if len(rows) < _SHARED_FROM:
+        conn.executemany(INSERT_URL, params)
+        return
+    values: list[str] = []
+    bound: list[int] = []
+    for at, column in enumerate(zip(*params, strict=True)):
+        literal = _literal(column[0]) if column.count(column[0]) == len(column) else None
+        if literal is None:
+            values.append("?")
+            bound.append(at)
+        else:
+            values.append(literal)
+    pick = itemgetter(*bound)
+    conn.executemany(
+        f"INSERT INTO urls ({URL_COLUMNS}) VALUES (NULL, {', '.join(values)})",
+        map(pick, params) if len(bound) > 1 else ((pick(p),) for p in params),
+    )
+
+
+def _literal(value: object) -> str | None:
+    """Return `value` as an SQL literal that stores as binding it would, or None."""
+    if value is None:
+        return "NULL"
+    if type(value) is int:
+        return str(value)
+    if type(value) is str and "\x00" not in value:
+        return "'" + value.replace("'", "''") + "'"
+    return None
 
 
 def _migrate_v1(db: Database) -> None:
