@@ -22,7 +22,7 @@ from pathlib import Path
 
 import feedparser
 import pytest
-from conftest import Site, snapshot
+from conftest import Site, page, snapshot
 from daemon_harness import start
 from endpoints import Endpoint
 from hypothesis import given, settings
@@ -31,7 +31,7 @@ from sitegen import STYLES, new_site
 
 from sitemapd.content import read_page
 from sitemapd.fingerprint import Reading, Settings, TemplateMemory, parse_html
-from sitemapd.pages import read_file
+from sitemapd.pages import Job, read_file
 
 PAGES = 24
 
@@ -555,3 +555,38 @@ def test_a_sandbox_without_worker_processes_reads_on_one_core(
         engine.close()
     assert result.changes.new == 80
     assert "reading pages in one process (no forkserver here)" in caplog.text
+
+
+def test_a_page_whose_reading_fails_costs_that_page_not_the_scan(
+    site: Site, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fault while reading one page (a bug of ours, met on some page) is logged with its
+    traceback; the page is left out as unread, or kept as published, and the rest goes on."""
+    import sitemapd.sources.directory as directory
+    from sitemapd import config
+    from sitemapd.engine import Engine
+
+    load = directory.load
+
+    def faulty(job: Job, *args: object) -> object:
+        if job.relpath == "b.html":
+            raise KeyError("a fault of ours")
+        return load(job, *args)  # type: ignore[arg-type]
+
+    for name in "abc":
+        site.write(f"{name}.html", page(name.upper(), "text"))
+    engine = Engine(config.load(site.config))
+    try:
+        monkeypatch.setattr(directory, "load", faulty)
+        result = engine.build()
+        assert result.changes.new == 2
+        assert "reading" in caplog.text
+        assert "KeyError: 'a fault of ours'" in caplog.text
+        monkeypatch.setattr(directory, "load", load)
+        assert engine.build().changes.new == 1
+        site.write("b.html", page("B", "edited"))
+        monkeypatch.setattr(directory, "load", faulty)
+        assert engine.build().changes.gone == 0
+    finally:
+        engine.close()
+    assert set(site.urls()) == {f"https://example.com/{n}.html" for n in "abc"}

@@ -59,11 +59,31 @@ class UrlRow:
         """Return the values `UPDATE_URL` binds: every column but `id` and `loc`, then `id`."""
         return _UPDATED(self)
 
+    @property
+    def bare(self) -> bool:
+        """True for a listed URL: no reason, hash, title, file or facts (stored as NULL,
+        as the bulk load of change-log reads stores them)."""
+        return (
+            self.reason is None
+            and self.content_hash is None
+            and self.title is None
+            and self.file_key is None
+            and not any(_FACTS(self))
+        )
+
 
 _COLUMNS: tuple[str, ...] = UrlRow.__slots__
 # Attribute getters run in C: these are called for every row a build writes.
 _INSERTED = attrgetter(*_COLUMNS[1:])
 _UPDATED = attrgetter(*_COLUMNS[2:], "id")
+_FACTS = attrgetter(*_COLUMNS[15:])
+_LISTED = attrgetter(*_COLUMNS[1:15])
+_NO_FACTS = (None,) * (len(_COLUMNS) - 15)
+
+
+def _bare(row: UrlRow) -> tuple[Any, ...]:
+    """Return the values `INSERT_URL` binds for a bare row: its facts as NULL."""
+    return _LISTED(row) + _NO_FACTS
 
 
 # The statements of whole rows, from the one list of columns above.
@@ -81,7 +101,7 @@ def insert_rows(conn: sqlite3.Connection, rows: list[UrlRow]) -> None:
     is written into the statement rather than bound for each row: binding a value costs
     more than SQLite's whole work on it, and a bulk insert shares most of its columns.
     """
-    params = list(map(_INSERTED, rows))
+    params = [_bare(row) if row.bare else _INSERTED(row) for row in rows]
     if len(rows) < _SHARED_FROM:
         conn.executemany(INSERT_URL, params)
         return
@@ -94,6 +114,8 @@ def insert_rows(conn: sqlite3.Connection, rows: list[UrlRow]) -> None:
             bound.append(at)
         else:
             values.append(literal)
+    if not bound:  # rows all alike (one URL given again and again): bind the loc anyway
+        values[0], bound = "?", [0]
     pick = itemgetter(*bound)
     conn.executemany(
         f"INSERT INTO urls ({URL_COLUMNS}) VALUES (NULL, {', '.join(values)})",

@@ -7,8 +7,10 @@ state directories when they sit inside the root).
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
+import traceback
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
@@ -145,16 +147,30 @@ def _observe_paths(source: DirectorySource, ctx: Context, relpaths: set[str]) ->
     """
     include, exclude = compile_globs(source.include), compile_globs(source.exclude)
     skipped = skipped_below(source.root, ctx.skip)
+    # A deploy's events name each file and the folders holding them: a folder's real
+    # path is looked up once, and a file that a walked folder yields is read once.
+    real_folder = functools.lru_cache(maxsize=1024)(os.path.realpath)
+    walked: set[str] = set()
     files: list[Iterator[tuple[str, os.DirEntry[str] | Path]]] = []
-    for relpath in sorted(relpaths):
-        if any(part.startswith(".") for part in relpath.split("/")):
+    for relpath in sorted(relpaths):  # a folder before what it holds
+        parts = relpath.split("/")
+        if any(part.startswith(".") for part in parts):
             continue
         path = source.root / relpath
-        if any(os.path.realpath(path).startswith(s + os.sep) for s in skipped):
+        if any("/".join(parts[:n]) in walked for n in range(1, len(parts))) and os.path.lexists(
+            path
+        ):
+            continue
+        if path.is_symlink():
+            real = os.path.realpath(path)
+        else:
+            real = os.path.join(real_folder(str(path.parent)), path.name)
+        if any(real.startswith(s + os.sep) for s in skipped):
             continue
         if path.is_dir() and not path.is_symlink():  # as walk(): symlinked folders are not followed
-            if os.path.realpath(path) not in skipped:
+            if real not in skipped:
                 files.append(walk(source, ctx.skip, relpath))
+                walked.add(relpath)
         elif path.is_dir():
             continue
         elif include.match(relpath) and not exclude.match(relpath):
@@ -238,6 +254,14 @@ class _Read(NamedTuple):
     said: _Said | None
 
 
+class _Fault(NamedTuple):
+    """A page whose reading raised what no page should: a fault of sitemapd's, reported
+    with its traceback, that costs the page and not the scan."""
+
+    error: str
+    trace: str
+
+
 @dataclass
 class _Batch:
     """Files on their way: what needed no read, and the reads of the others."""
@@ -247,7 +271,7 @@ class _Batch:
     # What the ledger knows of each file read, in the order of `jobs`.
     jobs: list[Job]
     # The reads handed to the worker processes, or None: read in this process at finish.
-    reads: list[Future[list[_Read | OSError]]] | None
+    reads: list[Future[list[_Read | OSError | _Fault]]] | None
 
 
 class _Page(NamedTuple):
@@ -328,6 +352,11 @@ class _Reader:
         for job, read in zip(batch.jobs, self._loaded(batch), strict=True):
             if isinstance(read, OSError):
                 yield from self._failed(job.loc, job.relpath, job.known, read)
+            elif isinstance(read, _Fault):
+                log.error("%s: reading %s failed\n%s", self.source.name, job.path, read.trace)
+                yield rejected(self.source.name, _printable(job.relpath), f"unread ({read.error})")
+                if job.known is not None:
+                    yield Seen(job.loc, self.source.name)  # as published until it reads
             elif read.said is None:
                 yield Seen(job.loc, self.source.name, read.file_key)
             else:
@@ -356,7 +385,7 @@ class _Reader:
             # A read error is not a deletion: the published URL stays until it is readable.
             yield Seen(loc, name)
 
-    def _submit(self, jobs: list[Job]) -> list[Future[list[_Read | OSError]]] | None:
+    def _submit(self, jobs: list[Job]) -> list[Future[list[_Read | OSError | _Fault]]] | None:
         """Hand `jobs` to the worker processes, one per core, for large batches (a first
         scan, a site-wide deploy); return None when they are read here."""
         if not (self.parallel and (self.pool is not None or len(jobs) >= _PARALLEL)):
@@ -375,7 +404,7 @@ class _Reader:
             self._one_process(exc)
             return None
 
-    def _loaded(self, batch: _Batch) -> list[_Read | OSError]:
+    def _loaded(self, batch: _Batch) -> list[_Read | OSError | _Fault]:
         """Return the reads of `batch`'s jobs, in order."""
         if batch.reads is not None:
             try:
@@ -438,17 +467,20 @@ class _Reader:
         return old if old is not None and old.version == FINGERPRINT_VERSION else None
 
 
-def _read_all(jobs: list[Job], how: _How) -> list[_Read | OSError]:
+def _read_all(jobs: list[Job], how: _How) -> list[_Read | OSError | _Fault]:
     """Return what the files of `jobs` hold: a task for the worker processes."""
     return [_read(job, how) for job in jobs]
 
 
-def _read(job: Job, how: _How) -> _Read | OSError:
+def _read(job: Job, how: _How) -> _Read | OSError | _Fault:
     """Return what the file of `job` holds now, or the error reading it raised."""
-    loaded = load(job, how.settings, how.images_selector)
-    if isinstance(loaded, OSError):
-        return loaded
-    said = None if loaded.read is None else _said(loaded.read, job.loc, how)
+    try:
+        loaded = load(job, how.settings, how.images_selector)
+        if isinstance(loaded, OSError):
+            return loaded
+        said = None if loaded.read is None else _said(loaded.read, job.loc, how)
+    except Exception as exc:  # one page's fault must not end the scan
+        return _Fault(f"{type(exc).__name__}: {exc}", traceback.format_exc())
     return _Read(loaded.file_key, loaded.source_time, loaded.raw, loaded.data, said)
 
 
