@@ -161,20 +161,21 @@ def _observe_paths(source: DirectorySource, ctx: Context, relpaths: set[str]) ->
             path
         ):
             continue
-        if path.is_symlink():
+        link = path.is_symlink()
+        if link:
             real = os.path.realpath(path)
         else:
             real = os.path.join(real_folder(str(path.parent)), path.name)
         if any(real.startswith(s + os.sep) for s in skipped):
             continue
-        if path.is_dir() and not path.is_symlink():  # as walk(): symlinked folders are not followed
+        if path.is_dir() and not link:  # as walk(): symlinked folders are not followed
             if real not in skipped:
                 files.append(walk(source, ctx.skip, relpath))
                 walked.add(relpath)
         elif path.is_dir():
             continue
         elif include.match(relpath) and not exclude.match(relpath):
-            if path.is_file() and _may_follow(source, str(path), path.is_symlink()):
+            if path.is_file() and _may_follow(source, str(path), link):
                 files.append(iter([(relpath, path)]))
             elif not path.exists():
                 try:
@@ -350,13 +351,8 @@ class _Reader:
         yield from batch.items
         pages: list[_Page] = []
         for job, read in zip(batch.jobs, self._loaded(batch), strict=True):
-            if isinstance(read, OSError):
+            if isinstance(read, OSError | _Fault):
                 yield from self._failed(job.loc, job.relpath, job.known, read)
-            elif isinstance(read, _Fault):
-                log.error("%s: reading %s failed\n%s", self.source.name, job.path, read.trace)
-                yield rejected(self.source.name, _printable(job.relpath), f"unread ({read.error})")
-                if job.known is not None:
-                    yield Seen(job.loc, self.source.name)  # as published until it reads
             elif read.said is None:
                 yield Seen(job.loc, self.source.name, read.file_key)
             else:
@@ -371,13 +367,16 @@ class _Reader:
             yield self._observation(page)
 
     def _failed(
-        self, loc: str, relpath: str, known: KnownFile | None, exc: OSError
+        self, loc: str, relpath: str, known: KnownFile | None, exc: OSError | _Fault
     ) -> Iterator[Item]:
-        """Yield what a file whose read raised `exc` is now."""
+        """Yield what a file whose read raised `exc` (or met a fault of ours) is now."""
         if isinstance(exc, FileNotFoundError):
             return  # deleted since the listing: absent from this scan, hence gone
         name = self.source.name
-        if exc.errno in TRANSIENT:
+        if isinstance(exc, _Fault):
+            log.error("%s: reading %s failed\n%s", name, _printable(relpath), exc.trace)
+            yield rejected(name, _printable(relpath), f"unread ({exc.error})")
+        elif exc.errno in TRANSIENT:
             yield Unreadable(name, relpath, exc.strerror or str(exc))
         else:
             yield rejected(name, _printable(relpath), f"unreadable ({exc.strerror})")
