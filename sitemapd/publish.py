@@ -14,11 +14,12 @@ import gzip
 import hashlib
 import logging
 import re
+from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from . import manifest, robots, w3c
 from .config import Config, Partition, partition_name
@@ -28,7 +29,7 @@ from .ledger import Ledger
 from .parts import part_name, part_number, part_url
 from .render.extensions import without_alternates
 from .render.news import NewsItem, news_files, news_language, news_urlset
-from .render.sitemap import plain_urlset, sitemap_index, urlset
+from .render.sitemap import encoded_urlset, plain_urlset, sitemap_index, urlset
 from .store import LocalStore, Record, Store
 
 if TYPE_CHECKING:
@@ -44,6 +45,21 @@ class PublishReport:
     written: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     bytes_written: int = 0
+
+
+class _Stored(NamedTuple):
+    """A file `Publisher._store` stored, or found stored byte for byte (`wrote` False)."""
+
+    name: str
+    digest: str
+    size: int
+    stamp: int
+    wrote: bool
+
+
+# Shards stored at once while the next renders: hashing, writing and syncing one wait
+# outside the GIL, and a spooled shard takes no time to render.
+_STORERS = 2
 
 
 class OutputNames:
@@ -233,11 +249,11 @@ class Publisher:
         written: dict[str, tuple[str, int, int]],
         report: PublishReport,
     ) -> None:
-        """Write the `dirty` shards and those not stored as published, in order. Each is
-        stored on a thread while the next one renders: both wait mostly in SQLite, hashing
+        """Write the `dirty` shards and those not stored as published, in order. They are
+        stored on threads while the next one renders: both wait mostly in SQLite, hashing
         and the disk, outside the GIL."""
-        with ThreadPoolExecutor(1, thread_name_prefix="sitemapd-store") as storing:
-            stored: Future[None] | None = None
+        with ThreadPoolExecutor(_STORERS, thread_name_prefix="sitemapd-store") as storing:
+            stored: deque[Future[_Stored | None]] = deque()
             for shard_id in shards:
                 name = self.names.shard(shard_id)
                 record = self.ledger.published(name)
@@ -247,14 +263,17 @@ class Publisher:
                     if self.lease is not None and not self.dry_run:
                         # Before the shard: a taker adopts lastmods of matching fingerprints.
                         rows = manifest.shard_manifest(self.ledger, shard_id)
-                    if stored is not None:
-                        stored.result()
-                    stored = storing.submit(self._store, name, data, record, rows, written, report)
-            if stored is not None:
-                stored.result()
+                    if len(stored) == _STORERS:
+                        self._note(stored.popleft().result(), written, report)
+                    stored.append(storing.submit(self._store, name, data, record, rows))
+            while stored:
+                self._note(stored.popleft().result(), written, report)
 
     def _shard(self, shard_id: int) -> bytes:
         """Return a shard's document, without alternates that left the sitemaps."""
+        spooled = self.ledger.spooled_entries(shard_id)
+        if spooled is not None:
+            return encoded_urlset(spooled)
         return b"".join(text.encode() for text in self._texts(shard_id))
 
     def _texts(self, shard_id: int) -> Iterator[str]:
@@ -369,7 +388,7 @@ class Publisher:
         written: dict[str, tuple[str, int, int]],
         report: PublishReport,
     ) -> None:
-        self._store(name, text, self.ledger.published(name), None, written, report)
+        self._note(self._store(name, text, self.ledger.published(name), None), written, report)
 
     def _store(
         self,
@@ -377,15 +396,12 @@ class Publisher:
         text: bytes,
         record: Record | None,
         manifest_rows: list[tuple[str, str, str]] | None,
-        written: dict[str, tuple[str, int, int]],
-        report: PublishReport,
-    ) -> None:
-        """Store `text` as `name` unless it is stored as published (`record`), after its
-        manifest; record it in `written` and `report`. Touches no ledger: may run on a
-        thread of its own."""
+    ) -> _Stored | None:
+        """Store `text` as `name` unless it is stored as published (`record`: then return
+        None), after its manifest. Touches no ledger: may run on a thread of its own."""
         digest = hashlib.sha256(text).hexdigest()
         if record is not None and record[0] == digest and self.store.intact(name, record):
-            return
+            return None
         data = text
         if name.endswith(".gz"):
             # mtime=0 and no file name in the header: the same sitemap gives the same bytes.
@@ -393,13 +409,22 @@ class Publisher:
         if manifest_rows is not None:
             self.store.put_manifest(name, manifest_rows)
         stamp, wrote = (0, True) if self.dry_run else self._put(name, data)
-        written[name] = (digest, len(data), stamp)
-        if not wrote:
+        return _Stored(name, digest, len(data), stamp, wrote)
+
+    @staticmethod
+    def _note(
+        stored: _Stored | None, written: dict[str, tuple[str, int, int]], report: PublishReport
+    ) -> None:
+        """Record what `_store` stored in `written` and `report`."""
+        if stored is None:
+            return
+        written[stored.name] = (stored.digest, stored.size, stored.stamp)
+        if not stored.wrote:
             # Stored already, byte for byte (as after a restart): only the record was missing.
             return
-        report.written.append(name)
-        report.bytes_written += len(data)
-        log.debug("wrote %s (%d bytes)", name, len(data))
+        report.written.append(stored.name)
+        report.bytes_written += stored.size
+        log.debug("wrote %s (%d bytes)", stored.name, stored.size)
 
     def _put(self, name: str, data: bytes) -> tuple[int, bool]:
         """Store `name` under the lease; return its stamp and whether it was written."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shutil
 import sqlite3
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping
@@ -43,6 +44,7 @@ from .model import (
 )
 from .rendering import RenderQueries
 from .schema import EXCLUDED, GONE, LIVE, SEEDED, URL_COLUMNS, migrate
+from .transaction import Transaction
 
 log = logging.getLogger(__name__)
 # SQLite's default: the commit that takes the WAL past this many pages copies it back.
@@ -92,6 +94,9 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         self.path = path
         self.limits = limits
         self.alone = alone
+        # Shards a first load rendered as it filled them (spool.py), until the next write.
+        self.spool_folder = path.with_name(path.name + ".spool")
+        self._spooled: dict[int, Path] = {}
         if path.is_file() and path.stat().st_size == 0:
             # SQLite would take it for a new database: every lastmod would start over.
             raise LedgerError(
@@ -119,6 +124,34 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         if self._reader is not None:
             self._reader.close()
         self.conn.close()
+        self._forget_spooled()
+
+    def transaction(self) -> Transaction:
+        """Return a context manager: one write transaction (BEGIN IMMEDIATE), rolled back
+        when its block raises. Shards spooled by a first load are forgotten: any write
+        may change what they hold."""
+        self._forget_spooled()
+        return super().transaction()
+
+    def _forget_spooled(self) -> None:
+        if self._spooled or self.spool_folder.exists():
+            self._spooled = {}
+            shutil.rmtree(self.spool_folder, ignore_errors=True)
+
+    def spooled_entries(self, shard_id: int) -> bytes | None:
+        """Return the `<url>` entries of shard `shard_id` as the first load that committed
+        last rendered them, or None: render it from the ledger."""
+        path = self._spooled.pop(shard_id, None)
+        if path is None:
+            return None
+        try:
+            data = path.read_bytes()
+            path.unlink()
+        except OSError as exc:
+            log.debug("%s: rendered from the ledger instead (%s)", path, exc)
+            return None
+        log.debug("shard %d: entries as the first load rendered them", shard_id)
+        return data
 
     # -- reads ---------------------------------------------------------------------
 
@@ -233,6 +266,7 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         cursors of a held source, so that it is read again in full.
         """
         guard = guard or RemovalGuard()
+        spooled: dict[int, Path] = {}
         try:
             with self._first_load_journal() as through_wal, self.transaction():
                 run = Apply(self, robots, now or w3c.now(), guard)
@@ -244,10 +278,14 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
                     "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
                     sorted(i for i in (cursors or {}).items() if i[0] not in kept_back),
                 )
+            spooled = run.spooled  # committed
         except sqlite3.Error as exc:
             raise LedgerError(f"{self.path}: applying changes failed ({exc})") from exc
         finally:
             self._settings()
+            if not spooled:  # what a load that did not commit spooled goes too
+                self._forget_spooled()
+        self._spooled = spooled
         if run.bulk and through_wal:
             self._checkpoint_behind()
         return run.changes

@@ -10,6 +10,7 @@ import logging
 import os
 import sqlite3
 from collections.abc import Collection, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..observation import (
@@ -124,6 +125,8 @@ class Apply:
         # pages have them), for `_finish_bulk` to record.
         self.bulk_alternates = False
         self.lists = ListLoad(self)
+        # Bulk runs: shard id -> the file of its entries, rendered as the load filled it.
+        self.spooled: dict[int, Path] = {}
 
     def source_id(self, name: str) -> int:
         """Return the id of source `name`, registering it on first use."""
@@ -530,6 +533,7 @@ class Apply:
             self.changes.new = sum(state.url_count for state in self.shards.states.values())
         # A URL deleted later in the same first run (a change log replaying a create and a
         # delete) was never published: it leaves no row.
+        deleted = False
         for loc, upto in self.bulk_gone.items():
             row = self.conn.execute(
                 "SELECT id, status, shard, entry_bytes FROM urls WHERE loc = ?", (loc,)
@@ -543,6 +547,7 @@ class Apply:
                 if status == LIVE:
                     self.changes.new -= 1
                 self.conn.execute("DELETE FROM urls WHERE id = ?", (url_id,))
+                deleted = True
         self.conn.execute(
             "INSERT INTO journal (url_id, kind, at) SELECT id, ?, ? FROM urls "
             "WHERE status = ? ORDER BY id",
@@ -560,6 +565,7 @@ class Apply:
             )
             self._save_links()
         self.lists.finish_bulk(repeated)
+        self.spooled = self.lists.spooled(trusted=not (repeated or deleted))
 
     def _recount_shards(self) -> None:
         for state in self.shards.states.values():

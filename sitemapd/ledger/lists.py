@@ -21,12 +21,14 @@ from array import array
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator
 from itertools import islice
+from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ..observation import Gone, ListChunk, Observation, Seen
-from ..render.sitemap import entry_size, entry_sizes
+from ..render.sitemap import entry_size, entry_sizes, plain_entries
 from .model import ROBOTS_REASON
 from .schema import EXCLUDED, LIVE
+from .spool import ShardSpool
 from .transaction import Transactions
 
 if TYPE_CHECKING:
@@ -140,6 +142,8 @@ class ListLoad:
         self.read: dict[str, list[tuple[int, bytes, int, int, bool]]] = {}
         # Lists applied by `finish`: (read whole, digests known before, digests now).
         self.finished: dict[str, tuple[bool, Counter[bytes], Counter[bytes]]] = {}
+        # An empty ledger's load: the shards it fills, rendered as they fill.
+        self.spool: ShardSpool | None = None
 
     @property
     def sources(self) -> set[str]:
@@ -149,6 +153,7 @@ class ListLoad:
     def start(self) -> None:
         """Make the staging tables of this run, empty."""
         if self.run.bulk:
+            self.spool = ShardSpool(self.run.ledger.spool_folder)
             return
         self.conn.execute(
             "CREATE TEMP TABLE IF NOT EXISTS list_lines "
@@ -209,10 +214,13 @@ class ListLoad:
 
         start = 0
         for shard, count in self.run.shards.fill(sizes, newest):
-            self.conn.executemany(
-                self._insert_sql(source_id, shard, None), rows[start : start + count]
-            )
-            start += count
+            end = start + count
+            self.conn.executemany(self._insert_sql(source_id, shard, None), rows[start:end])
+            if self.spool is not None:
+                # With the lastmod `_insert_sql` has SQLite work out.
+                entries = [(loc, now if s == "" or s > now else s) for loc, s, _ in rows[start:end]]
+                self.spool.add(shard, plain_entries(entries), count)
+            start = end
 
     def _insert_sql(self, source_id: int, shard: int | None, reason: str | None) -> str:
         """Return the INSERT of `(loc, datetime or "", entry bytes)` rows into shard
@@ -238,6 +246,16 @@ class ListLoad:
         )
         for source, chunks in self.read.items():
             self._record(self.run.source_id(source), chunks)
+
+    def spooled(self, trusted: bool) -> dict[int, Path]:
+        """Return the files of the shards the load rendered that hold what the ledger
+        now does; none unless `trusted` (no row deleted or repeated since it was loaded)."""
+        if self.spool is None:
+            return {}
+        if not trusted:
+            self.spool.drop()
+            return {}
+        return self.spool.keep(self.run.shards.states)
 
     def _record(self, source_id: int, chunks: list[tuple[int, bytes, int, int, bool]]) -> None:
         self.conn.execute("DELETE FROM list_chunks WHERE source_id = ?", (source_id,))

@@ -98,12 +98,29 @@ PLAIN_ENTRY_SQL = (
 )
 
 
+def plain_entries(rows: Sequence[tuple[str, str]]) -> str:
+    """Return the `<url>` elements of `(loc, lastmod)` rows, as PLAIN_ENTRY_SQL gives
+    them."""
+    text = "".join(
+        [f"<url><loc>{loc}</loc><lastmod>{lastmod}</lastmod></url>\n" for loc, lastmod in rows]
+    )
+    if "&" in text or "'" in text:  # only a URL can hold them; almost never
+        text = "".join([url_entry(loc, lastmod) for loc, lastmod in rows])
+    return text
+
+
 def plain_urlset(pieces: Iterable[str]) -> Iterator[str]:
     """Yield the text of a `<urlset>` whose entries (from PLAIN_ENTRY_SQL) come joined in
     `pieces`, in order."""
     yield URLSET_HEAD
     yield from pieces
     yield URLSET_TAIL
+
+
+def encoded_urlset(entries: bytes) -> bytes:
+    """Return the `<urlset>` document, encoded, of entries already rendered and encoded
+    (`plain_entries`)."""
+    return b"".join([URLSET_HEAD.encode(), entries, URLSET_TAIL.encode()])
 
 
 def sitemap_index(entries: Iterable[tuple[str, str | None]]) -> str:

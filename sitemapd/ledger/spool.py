@@ -1,0 +1,114 @@
+"""Shards of a URL list's first load, rendered as their rows are inserted and kept beside
+the ledger for the publish that follows the load's commit.
+
+Rendering a shard from the ledger costs SQLite a row lookup and a concatenation for
+every URL; a first load has each URL and lastmod at hand as it inserts them, and
+formatting them there costs a fifth of that. A spooled shard stands in for its rendering
+only when it holds what the ledger then holds: its count of URLs and of entry bytes
+agree with the shard's, and no row was deleted or repeated since. Any doubt, a full
+disk, a crash: the shard is rendered from the ledger, as every later publish does.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import BinaryIO, NamedTuple
+
+from ..shards import ShardState
+
+log = logging.getLogger("sitemapd.ledger")
+
+# Free space a spool leaves the ledger: a first load's ledger grows by about twice the
+# bytes of the sitemaps it renders, so spooling stops well before it could fill the disk.
+_RESERVE = 1 << 30
+_LEDGER_PER_SPOOLED = 4
+
+
+class _Spooled(NamedTuple):
+    """A spooled shard: its file, and the URLs and entry bytes written into it."""
+
+    path: Path
+    urls: int
+    size: int
+
+
+class ShardSpool:
+    """The `<url>` entries of the shards a first load fills, one file a shard."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.shards: dict[int, _Spooled] = {}
+        self._open: tuple[int, BinaryIO] | None = None
+        self._total = 0
+        self._stopped = False
+
+    def add(self, shard: int, entries: str, count: int) -> None:
+        """Append the `count` entries `entries` to the spool of `shard`; once spooling
+        fails (a full disk, a folder that cannot be made), it stops for the load."""
+        if self._stopped:
+            return
+        data = entries.encode()
+        try:
+            handle = self._handle(shard)
+            if handle is None:
+                return
+            handle.write(data)
+        except OSError as exc:
+            log.debug("%s: shards rendered from the ledger instead (%s)", self.folder, exc)
+            self.drop()
+            return
+        path, spooled, size = self.shards[shard]
+        self.shards[shard] = _Spooled(path, spooled + count, size + len(data))
+        self._total += len(data)
+
+    def _handle(self, shard: int) -> BinaryIO | None:
+        """Return the open spool of `shard`, opening it (and closing the last) on the
+        first entries of a shard; None when there is no room for it."""
+        if self._open is not None and self._open[0] == shard:
+            return self._open[1]
+        self._close()
+        if shard in self.shards:
+            # Shards fill in turn: entries coming back to a closed one mean other writes.
+            self.drop()
+            return None
+        self.folder.mkdir(exist_ok=True)
+        if shutil.disk_usage(self.folder).free < _RESERVE + _LEDGER_PER_SPOOLED * self._total:
+            self._stopped = True
+            return None
+        path = self.folder / f"shard-{shard}"
+        handle = path.open("wb")
+        self._open = (shard, handle)
+        self.shards[shard] = _Spooled(path, 0, 0)
+        return handle
+
+    def _close(self) -> None:
+        if self._open is not None:
+            self._open[1].close()
+            self._open = None
+
+    def drop(self) -> None:
+        """Forget every spooled shard and delete its file; spooling stops for the load."""
+        self._stopped = True
+        self._close()
+        self.shards = {}
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def keep(self, states: Mapping[int, ShardState]) -> dict[int, Path]:
+        """Close the spool; return the files of the shards whose URL and byte counts are
+        those of `states` (the ledger's shards), deleting the others."""
+        try:
+            self._close()
+        except OSError as exc:
+            log.debug("%s: shards rendered from the ledger instead (%s)", self.folder, exc)
+            self.drop()
+        kept: dict[int, Path] = {}
+        for shard, (path, count, size) in self.shards.items():
+            state = states.get(shard)
+            if state is not None and (state.url_count, state.bytes) == (count, size):
+                kept[shard] = path
+            else:
+                path.unlink(missing_ok=True)
+        return kept

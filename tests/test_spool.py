@@ -1,0 +1,119 @@
+"""A first build renders the shards its URL lists fill as it loads them (ledger/spool.py):
+what it publishes must be what the ledger renders, byte for byte, whatever the list holds,
+and nothing of the spool may stay behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import Site, assert_valid, page, snapshot, write_atomic
+
+SPOOLED = "entries as the first load rendered them"
+
+
+def listed(site: Site, lines: list[str], source: str = "") -> None:
+    """Configure `site` with a URL list of `lines` (300 URLs a shard) beside its folder."""
+    site.configure(
+        sitemap="max_urls = 300",
+        extra='[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"\n' + source,
+    )
+    write_atomic(site.base / "urls.txt", "".join(f"{line}\n" for line in lines))
+
+
+def first_build(site: Site) -> tuple[dict[str, bytes], int]:
+    """Build `site` from an empty ledger; return what it published and how many shards
+    came from the spool."""
+    result = site.cli("--log-level", "debug", "build")
+    assert_valid(site.out)
+    assert not (site.state / "ledger.sqlite3.spool").exists()
+    return published_bytes(site.out), result.stderr.count(SPOOLED)
+
+
+def published_bytes(out: Path) -> dict[str, bytes]:
+    return {name: data for name, (_, _, data) in snapshot(out).items()}
+
+
+def rendered_by_the_ledger(site: Site) -> dict[str, bytes]:
+    """Delete what was published and build again: the ledger renders every file anew."""
+    for path in site.out.iterdir():
+        path.unlink()
+    result = site.cli("--log-level", "debug", "build")
+    assert SPOOLED not in result.stderr
+    return published_bytes(site.out)
+
+
+def varied(count: int) -> list[str]:
+    """Return `count` list lines of every kind a shard renders: escaped characters,
+    non-ASCII paths, no datetime, datetimes in the future and in other zones."""
+    lines = []
+    for n in range(count):
+        kind = n % 6
+        url = f"https://example.com/story-{n}.html"
+        if kind == 0:
+            lines.append(url)
+        elif kind == 1:
+            lines.append(f"https://example.com/q&a/{n}?x=1&y='{n}'")
+        elif kind == 2:
+            lines.append(f"https://example.com/café/{n}\t2025-03-0{n % 9 + 1}T10:00:00Z")
+        elif kind == 3:
+            lines.append(f"{url}\t2099-01-01T00:00:00+00:00")
+        elif kind == 4:
+            lines.append(f"{url}\t2024-06-01T12:30:00+02:00")
+        else:
+            lines.append(f"{url}\t2024-06-01")
+    return lines
+
+
+def test_shards_rendered_while_loading_are_those_the_ledger_renders(site: Site) -> None:
+    listed(site, varied(1000))
+    first, spooled = first_build(site)
+    shards = [name for name in first if name.startswith("sitemap-")]
+    assert len(shards) == 4
+    assert spooled == len(shards)
+    assert b"q&amp;a" in first["sitemap-1.xml"]
+    assert b"&apos;" in first["sitemap-1.xml"]
+    assert first == rendered_by_the_ledger(site)
+
+
+def test_a_url_listed_twice_is_rendered_by_the_ledger(site: Site) -> None:
+    lines = varied(700)
+    lines.insert(650, lines[10].split("\t")[0] + "\t2025-01-01T00:00:00+00:00")
+    listed(site, lines)
+    first, spooled = first_build(site)
+    assert spooled == 0
+    assert first == rendered_by_the_ledger(site)
+    # Its last line counts, in the shard of that line.
+    entries = b"".join(data for name, data in first.items() if name.startswith("sitemap-"))
+    assert entries.count(b"/story-10.html<") == 1
+    assert b"/story-10.html</loc><lastmod>2025-01-01T00:00:00+00:00<" in first["sitemap-3.xml"]
+
+
+def test_pages_and_a_list_loaded_together_share_shards_rightly(site: Site) -> None:
+    for n in range(40):
+        site.write(f"page-{n}.html", page(f"Page {n}", "text " * 30))
+    listed(site, varied(500))
+    first, _ = first_build(site)
+    assert first == rendered_by_the_ledger(site)
+    assert first["sitemap.xml"].count(b"<sitemap>") == 2
+
+
+def test_a_spool_that_cannot_be_written_costs_nothing(site: Site) -> None:
+    listed(site, varied(700))
+    site.state.mkdir()
+    blocker = site.state / "ledger.sqlite3.spool"
+    blocker.write_text("not a folder")
+    result = site.cli("--log-level", "debug", "build")
+    assert SPOOLED not in result.stderr
+    first = published_bytes(site.out)
+    assert first == rendered_by_the_ledger(site)
+
+
+def test_a_spool_left_by_a_killed_build_is_not_published(site: Site) -> None:
+    listed(site, varied(700))
+    leftover = site.state / "ledger.sqlite3.spool"
+    leftover.mkdir(parents=True)
+    (leftover / "shard-1").write_text("<url><loc>https://example.com/stale</loc></url>\n")
+    first, spooled = first_build(site)
+    assert spooled == 3
+    assert b"stale" not in first["sitemap-1.xml"]
+    assert first == rendered_by_the_ledger(site)
