@@ -5,6 +5,8 @@ again after the grace period; small removals and additions go through at once.""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from conftest import Site, page
@@ -34,6 +36,31 @@ def delete(site: Site, numbers: range) -> set[str]:
     for n in numbers:
         (site.root / f"p{n}.html").unlink()
     return {f"https://example.com/p{n}.html" for n in numbers}
+
+
+@contextmanager
+def held_removal(
+    site: Site, endpoint: Endpoint, grace: str
+) -> Iterator[tuple[RunningDaemon, int, set[str]]]:
+    """Run the daemon on a guarded site with a sidecar, delete 90 of its pages and wait
+    until the held removal makes it unhealthy; yield the daemon, its port and the URLs
+    deleted. The daemon must stop cleanly."""
+    guarded_site(
+        site,
+        endpoint,
+        grace=grace,
+        extra='[http]\nlisten = "127.0.0.1:0"\n[daemon]\ndebounce = 0.1\n',
+    )
+    daemon = RunningDaemon(site)
+    try:
+        daemon.wait_ready()
+        port = http_port(daemon)
+        assert request(port, "/healthz")[0] == 200
+        gone = delete(site, range(90))
+        daemon.wait_until(lambda: request(port, "/healthz")[0] == 503, 20, "unhealthy")
+        yield daemon, port, gone
+    finally:
+        assert daemon.stop() == 0
 
 
 def test_mass_removal_is_held_until_confirmed(site: Site, endpoint: Endpoint) -> None:
@@ -155,19 +182,7 @@ def test_config_refuses_a_bad_share(site: Site) -> None:
 
 
 def test_daemon_is_unhealthy_while_a_removal_is_held(site: Site, endpoint: Endpoint) -> None:
-    guarded_site(
-        site,
-        endpoint,
-        grace="4s",
-        extra='[http]\nlisten = "127.0.0.1:0"\n[daemon]\ndebounce = 0.1\n',
-    )
-    daemon = RunningDaemon(site)
-    try:
-        daemon.wait_ready()
-        port = http_port(daemon)
-        assert request(port, "/healthz")[0] == 200
-        gone = delete(site, range(90))
-        daemon.wait_until(lambda: request(port, "/healthz")[0] == 503, 20, "unhealthy")
+    with held_removal(site, endpoint, grace="4s") as (daemon, port, gone):
         assert b"removal held" in request(port, "/healthz")[2]
         assert len(site.urls()) == PAGES
         assert announced(endpoint) == []
@@ -176,23 +191,10 @@ def test_daemon_is_unhealthy_while_a_removal_is_held(site: Site, endpoint: Endpo
         assert not set(site.urls()) & gone
         endpoint.wait("/indexnow", 1)
         assert sorted(announced(endpoint)) == sorted(gone)
-    finally:
-        assert daemon.stop() == 0
 
 
 def test_confirming_beside_a_running_daemon(site: Site, endpoint: Endpoint) -> None:
-    guarded_site(
-        site,
-        endpoint,
-        grace="1h",
-        extra='[http]\nlisten = "127.0.0.1:0"\n[daemon]\ndebounce = 0.1\n',
-    )
-    daemon = RunningDaemon(site)
-    try:
-        daemon.wait_ready()
-        port = http_port(daemon)
-        gone = delete(site, range(90))
-        daemon.wait_until(lambda: request(port, "/healthz")[0] == 503, 20, "unhealthy")
+    with held_removal(site, endpoint, grace="1h") as (daemon, port, gone):
         # The daemon holds the state directory: the confirmation is left for it.
         result = site.cli("build", "--confirm-removal")
         assert "left the confirmation" in result.stdout
@@ -207,29 +209,14 @@ def test_confirming_beside_a_running_daemon(site: Site, endpoint: Endpoint) -> N
         daemon.wait_for_urls({"https://example.com/x.html"})
         endpoint.wait("/indexnow", 2)
         assert len(announced(endpoint)) == len(gone) + 11
-    finally:
-        assert daemon.stop() == 0
 
 
 def test_a_hold_lifts_when_the_pages_come_back(site: Site, endpoint: Endpoint) -> None:
-    guarded_site(
-        site,
-        endpoint,
-        grace="1h",
-        extra='[http]\nlisten = "127.0.0.1:0"\n[daemon]\ndebounce = 0.1\n',
-    )
-    daemon = RunningDaemon(site)
-    try:
-        daemon.wait_ready()
-        port = http_port(daemon)
-        delete(site, range(90))
-        daemon.wait_until(lambda: request(port, "/healthz")[0] == 503, 20, "unhealthy")
+    with held_removal(site, endpoint, grace="1h") as (daemon, port, _):
         # The half-finished copy completes: the same pages are back.
         for n in range(90):
             site.write(f"p{n}.html", page(f"Page {n}", f"text {n}"))
         daemon.wait_until(lambda: request(port, "/healthz")[0] == 200, 20, "healthy")
         assert len(site.urls()) == PAGES
         assert "removal held" not in site.cli("status").stdout
-    finally:
-        assert daemon.stop() == 0
     assert announced(endpoint) == []
