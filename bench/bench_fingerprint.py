@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from sitegen import STYLES, Site, new_heavy_site  # noqa: E402
 
 from sitemapd.fingerprint import Settings, TemplateMemory  # noqa: E402
-from sitemapd.fingerprint.decode import decode_html  # noqa: E402
+from sitemapd.fingerprint.decode import decoded  # noqa: E402
 from sitemapd.pages import read_file  # noqa: E402
 
 WORK = HERE / "work" / "fingerprint"
@@ -256,7 +256,7 @@ def real_truth() -> list[tuple[str, str, str]]:
     for path in sorted((AEB / "html").glob("*.html.gz")):
         raw = gzip.decompress(path.read_bytes())
         body = _norm(truth[path.name.split(".")[0]]["articleBody"])
-        text = decode_html(raw)
+        text, _ = decoded(raw)
         base = lxml.html.tostring(lxml.html.document_fromstring(text), encoding="unicode")
         before = _digest(base.encode())
         for name, (mutate, _) in MUTATIONS.items():
