@@ -17,11 +17,14 @@ from daemon_harness import RunningDaemon
 from supervisor import Supervisor, start_supervised
 
 PAGES = 6000
+# A first scan that lasts several STATUS= intervals (one second) even on a fast machine:
+# worker processes read 6,000 small pages within the first.
+LONG_SCAN = 24_000
 
 
-def many_pages(site: Site) -> None:
+def many_pages(site: Site, count: int = PAGES) -> None:
     text = page("Page", "words " * 40)
-    for n in range(PAGES):
+    for n in range(count):
         folder = site.root / f"s{n % 40}"
         folder.mkdir(exist_ok=True)
         (folder / f"p{n}.html").write_text(text.replace("Page", f"Page {n}"))
@@ -62,7 +65,7 @@ def test_a_terminal_shows_a_progress_bar(site: Site) -> None:
 def test_systemd_hears_counts_and_sigterm_stops_the_first_scan(
     site: Site, supervisor: Supervisor
 ) -> None:
-    many_pages(site)
+    many_pages(site, LONG_SCAN)
     daemon = start_supervised(site, supervisor)
     try:
         found = supervisor.wait_for("STATUS", timeout=60)
@@ -84,6 +87,6 @@ def test_systemd_hears_counts_and_sigterm_stops_the_first_scan(
     again = RunningDaemon(site)
     try:
         again.wait_ready(timeout=120)
-        assert len(published(site.out)) == PAGES
+        assert len(published(site.out)) == LONG_SCAN
     finally:
         assert again.stop() == 0
