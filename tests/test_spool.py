@@ -4,9 +4,16 @@ and nothing of the spool may stay behind."""
 
 from __future__ import annotations
 
+import logging
+import shutil
 from pathlib import Path
 
+import pytest
 from conftest import Site, assert_valid, page, snapshot, write_atomic
+
+from sitemapd.config import load
+from sitemapd.engine import Engine
+from sitemapd.ledger import spool
 
 SPOOLED = "entries as the first load rendered them"
 
@@ -116,4 +123,23 @@ def test_a_spool_left_by_a_killed_build_is_not_published(site: Site) -> None:
     first, spooled = first_build(site)
     assert spooled == 3
     assert b"stale" not in first["sitemap-1.xml"]
+    assert first == rendered_by_the_ledger(site)
+
+
+def test_a_disk_short_of_space_is_left_to_the_ledger(
+    site: Site, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    listed(site, varied(700))
+    # Free space counts as short from the start: no shard is spooled.
+    monkeypatch.setattr(spool, "_RESERVE", shutil.disk_usage(site.base).free + 1)
+    engine = Engine(load(site.config))
+    try:
+        with caplog.at_level(logging.DEBUG, logger="sitemapd"):
+            engine.build()
+    finally:
+        engine.close()
+    assert SPOOLED not in caplog.text
+    assert not (site.state / "ledger.sqlite3.spool").exists()
+    first = published_bytes(site.out)
+    assert len(first) == 4
     assert first == rendered_by_the_ledger(site)
