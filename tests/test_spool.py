@@ -18,11 +18,11 @@ from sitemapd.ledger import spool
 SPOOLED = "entries as the first load rendered them"
 
 
-def listed(site: Site, lines: list[str], source: str = "") -> None:
+def listed(site: Site, lines: list[str]) -> None:
     """Configure `site` with a URL list of `lines` (300 URLs a shard) beside its folder."""
     site.configure(
         sitemap="max_urls = 300",
-        extra='[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"\n' + source,
+        extra='[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"\n',
     )
     write_atomic(site.base / "urls.txt", "".join(f"{line}\n" for line in lines))
 
