@@ -216,7 +216,7 @@ class ListLoad:
         for shard, count in self.run.shards.fill(sizes, newest):
             end = start + count
             self.conn.executemany(self._insert_sql(source_id, shard, None), rows[start:end])
-            if self.spool is not None:
+            if self.spool is not None and self.spool.active:
                 # With the lastmod `_insert_sql` has SQLite work out.
                 entries = [(loc, now if s == "" or s > now else s) for loc, s, _ in rows[start:end]]
                 self.spool.add(shard, plain_entries(entries), count)

@@ -45,6 +45,11 @@ class ShardSpool:
         self._total = 0
         self._stopped = False
 
+    @property
+    def active(self) -> bool:
+        """False once spooling stopped for this load: entries need not be formatted."""
+        return not self._stopped
+
     def add(self, shard: int, entries: str, count: int) -> None:
         """Append the `count` entries `entries` to the spool of `shard`; once spooling
         fails (a full disk, a folder that cannot be made), it stops for the load."""
