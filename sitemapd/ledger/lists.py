@@ -206,19 +206,14 @@ class ListLoad:
         rows = list(zip(locs, stamps, sizes, strict=True))
         self.run.changes.new += len(rows)
         now = self.run.now
-
-        def newest(start: int, end: int) -> str:
-            run = stamps[start:end]
-            top = max(run)
-            return now if "" in run or top > now else top
-
+        # The lastmods `_insert_sql` has SQLite work out: for the shards' newest, and the spool.
+        lastmods = [now if s == "" or s > now else s for s in stamps]
         start = 0
-        for shard, count in self.run.shards.fill(sizes, newest):
+        for shard, count in self.run.shards.fill(sizes, lambda a, b: max(lastmods[a:b])):
             end = start + count
             self.conn.executemany(self._insert_sql(source_id, shard, None), rows[start:end])
             if self.spool is not None and self.spool.active:
-                # With the lastmod `_insert_sql` has SQLite work out.
-                entries = [(loc, now if s == "" or s > now else s) for loc, s, _ in rows[start:end]]
+                entries = list(zip(locs[start:end], lastmods[start:end], strict=True))
                 self.spool.add(shard, plain_entries(entries), count)
             start = end
 
