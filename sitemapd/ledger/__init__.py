@@ -45,6 +45,7 @@ from .model import (
 from .rendering import RenderQueries
 from .schema import EXCLUDED, GONE, LIVE, SEEDED, URL_COLUMNS, migrate
 from .transaction import Transaction
+from .writeback import early_writeback
 
 log = logging.getLogger(__name__)
 # SQLite's default: the commit that takes the WAL past this many pages copies it back.
@@ -328,7 +329,8 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         try:
             self.conn.backup(snapshot)
             self._reader = snapshot
-            yield False
+            with early_writeback(self.path.parent):
+                yield False
         finally:
             self._reader = None
             snapshot.close()

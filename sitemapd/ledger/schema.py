@@ -9,11 +9,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LedgerError
+from .bulk import insert_values
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -106,21 +107,17 @@ def insert_rows(conn: sqlite3.Connection, rows: list[UrlRow]) -> None:
         conn.executemany(INSERT_URL, params)
         return
     values: list[str] = []
-    bound: list[int] = []
-    for at, column in enumerate(zip(*params, strict=True)):
+    bound: list[tuple[Any, ...]] = []
+    for column in zip(*params, strict=True):
         literal = _literal(column[0]) if column.count(column[0]) == len(column) else None
         if literal is None:
             values.append("?")
-            bound.append(at)
+            bound.append(column)
         else:
             values.append(literal)
     if not bound:  # rows all alike (one URL given again and again): bind the loc anyway
-        values[0], bound = "?", [0]
-    pick = itemgetter(*bound)
-    conn.executemany(
-        f"INSERT INTO urls ({URL_COLUMNS}) VALUES (NULL, {', '.join(values)})",
-        map(pick, params) if len(bound) > 1 else ((pick(p),) for p in params),
-    )
+        values[0], bound = "?", [tuple(row.loc for row in rows)]
+    insert_values(conn, f"INSERT INTO urls ({URL_COLUMNS})", f"(NULL, {', '.join(values)})", bound)
 
 
 def _literal(value: object) -> str | None:

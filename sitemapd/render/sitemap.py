@@ -98,9 +98,10 @@ PLAIN_ENTRY_SQL = (
 )
 
 
-def plain_entries(rows: Sequence[tuple[str, str]]) -> str:
-    """Return the `<url>` elements of `(loc, lastmod)` rows, as PLAIN_ENTRY_SQL gives
-    them."""
+def plain_entries(locs: Sequence[str], lastmods: Sequence[str]) -> str:
+    """Return the `<url>` elements of URLs `locs` with their `lastmods`, as
+    PLAIN_ENTRY_SQL gives them."""
+    rows = list(zip(locs, lastmods, strict=True))
     text = "".join(
         [f"<url><loc>{loc}</loc><lastmod>{lastmod}</lastmod></url>\n" for loc, lastmod in rows]
     )
