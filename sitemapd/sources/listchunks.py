@@ -49,6 +49,7 @@ class Chunk(NamedTuple):
     """One chunk of a list file: its place and its bytes' digest."""
 
     pos: int
+    start: int  # offset in the file
     first_line: int
     digest: bytes
     data: bytes
@@ -91,7 +92,7 @@ def _aligned(
         count = counts.get(digest)
         if count is None:
             count = data.count(b"\n")
-        yield Chunk(pos, line, digest, data, count)
+        yield Chunk(pos, start, line, digest, data, count)
         pos, line, start = pos + 1, line + count, cut_at
         if start - released >= _RELEASE:
             # Clean file pages count as resident until handed back.

@@ -1,0 +1,150 @@
+"""Big URL lists parsed by a worker process: the same chunks and lines as parsing them in
+the building process, whether the worker runs to the end, dies half-way, cannot start,
+or is no longer wanted."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Site
+
+from sitemapd.sources import listworker
+from sitemapd.sources.listchunks import LineParser, cut
+from sitemapd.sources.listworker import ParsedChunk, parsed_chunks
+from sitemapd.urls import Origin, URLPolicy
+
+ROOT = "https://example.com/"
+PARSER = LineParser("list", URLPolicy(Origin.from_base_url(ROOT)))
+
+
+def big_list(path: Path, lines: int = 300_000) -> Path:
+    """Write a list past the worker's threshold, with lines of every kind on both sides
+    of the head the building process parses itself."""
+    rows = []
+    for n in range(lines):
+        url = f"{ROOT}section-{n % 13}/story-{n}.html"
+        kind = n % 997
+        if kind == 1:
+            rows.append(f"{url}?a=1&b='2'")  # needs escaping
+        elif kind == 2:
+            rows.append(f"{ROOT}./dots/../story-{n}.html")  # not canonical: normalised
+        elif kind == 3:
+            rows.append(f"https://other.example/{n}")  # another site: rejected
+        elif kind == 4:
+            rows.append(f"{url}\tnot a date")  # rejected
+        elif kind == 5:
+            rows.append("# a comment")
+        elif kind == 6:
+            rows.append(f"{url}\t2021-03-04T05:06:07Z\r")  # CRLF, Z for +00:00
+        elif kind == 7:
+            rows.append(f"{ROOT}caf\u00e9/{n}")  # non-ASCII: percent-encoded
+        elif kind == 8:
+            rows.append("")
+        else:
+            rows.append(f"{url}\t2020-{1 + n % 12:02d}-{1 + n % 28:02d}T10:00:00+00:00")
+    data = ("\n".join(rows) + "\n").encode()
+    # A line that is not UTF-8, past the head.
+    data += f"{ROOT}latin-1-\xe9\n".encode("latin-1") + f"{ROOT}last\n".encode()
+    path.write_bytes(data)
+    assert len(data) >= listworker._ELSEWHERE
+    return path
+
+
+def here(path: Path) -> list[ParsedChunk]:
+    """Return the chunks of the list at `path`, all parsed in this process."""
+    with path.open("rb") as handle:
+        return [
+            ParsedChunk(c.pos, c.first_line, c.digest, PARSER.parse(c.data, c.first_line, c.lines))
+            for c in cut(handle)
+        ]
+
+
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[subprocess.Popen[bytes]]:
+    """Record the workers `parsed_chunks` starts."""
+    workers: list[subprocess.Popen[bytes]] = []
+    start = listworker._start
+
+    def recorded(*args: object) -> subprocess.Popen[bytes] | None:
+        worker = start(*args)  # type: ignore[arg-type]
+        if worker is not None:
+            workers.append(worker)
+        return worker
+
+    monkeypatch.setattr(listworker, "_start", recorded)
+    return workers
+
+
+def test_a_worker_parses_as_this_process_does(
+    tmp_path: Path, started: list[subprocess.Popen[bytes]]
+) -> None:
+    path = big_list(tmp_path / "urls.txt")
+    with path.open("rb") as handle:
+        chunks = list(parsed_chunks(PARSER, handle))
+    assert len(started) == 1
+    assert started[0].returncode == 0
+    expected = here(path)
+    assert chunks == expected
+    # The worker's part is most of the list, and holds rejects of every kind.
+    head = sum(1 for c in cut(path.open("rb")) if c.start < listworker._HEAD)
+    assert len(expected) > 2 * head
+    late = [r.reason for c in expected[head:] for r in c.parsed.rejects]
+    assert any("not valid UTF-8" in r for r in late)
+    assert any("bad datetime" in r for r in late)
+    assert any("%C3%A9" in loc for c in expected[head:] for loc, _ in c.parsed.lines)
+
+
+def test_a_worker_that_dies_half_way_leaves_the_rest_to_this_process(
+    tmp_path: Path, started: list[subprocess.Popen[bytes]], caplog: pytest.LogCaptureFixture
+) -> None:
+    path = big_list(tmp_path / "urls.txt")
+    expected = here(path)
+    chunks: list[ParsedChunk] = []
+    with path.open("rb") as handle, caplog.at_level(logging.WARNING, "sitemapd.sources"):
+        for chunk in parsed_chunks(PARSER, handle):
+            chunks.append(chunk)
+            if len(chunks) == len(expected) // 2:
+                started[0].kill()
+    assert chunks == expected
+    assert "parsing the rest of the list in this process" in caplog.text
+    assert started[0].returncode is not None
+
+
+def test_a_worker_that_cannot_start_leaves_it_all_to_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = big_list(tmp_path / "urls.txt")
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    with path.open("rb") as handle, caplog.at_level(logging.WARNING, "sitemapd.sources"):
+        chunks = list(parsed_chunks(PARSER, handle))
+    assert chunks == here(path)
+    assert "parsing the list in this process" in caplog.text
+
+
+def test_a_worker_no_longer_wanted_is_stopped(
+    tmp_path: Path, started: list[subprocess.Popen[bytes]]
+) -> None:
+    path = big_list(tmp_path / "urls.txt")
+    with path.open("rb") as handle:
+        chunks = parsed_chunks(PARSER, handle)
+        for _ in range(200):  # past the head: the worker's chunks are being read
+            next(chunks)
+        chunks.close()
+    assert started[0].returncode is not None
+
+
+def test_a_big_list_builds_through_the_worker(site: Site) -> None:
+    """A first build of a big list through the CLI: every URL, every reject reported."""
+    path = big_list(site.base / "urls.txt")
+    site.configure(extra='[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"\n')
+    result = site.build()
+    expected = here(path)
+    locs = {loc for c in expected for loc, _ in c.parsed.lines}
+    rejects = sum(len(c.parsed.rejects) for c in expected)
+    assert f"{len(locs)} new" in result.stdout
+    assert result.stderr.count(": skipped ") == rejects
+    assert set(site.urls()) == locs
