@@ -29,7 +29,13 @@ from .ledger import Ledger
 from .parts import part_name, part_number, part_url
 from .render.extensions import without_alternates
 from .render.news import NewsItem, news_files, news_language, news_urlset
-from .render.sitemap import encoded_urlset, plain_urlset, sitemap_index, urlset
+from .render.sitemap import (
+    encoded_urlset,
+    plain_entries,
+    plain_urlset,
+    sitemap_index,
+    urlset,
+)
 from .store import LocalStore, Record, Store
 
 if TYPE_CHECKING:
@@ -280,7 +286,7 @@ class Publisher:
         """Yield the text of a shard in pieces of at most a thousand entries: a full shard's
         rows, its text and its bytes are never all held at once."""
         if not self.ledger.shard_has_extras(shard_id):
-            return plain_urlset(self.ledger.shard_plain_entries(shard_id))
+            return plain_urlset(map(plain_entries, self.ledger.shard_plain_rows(shard_id)))
         rows: Iterable[tuple[str, str, str | None]] = self.ledger.shard_rows(shard_id)
         unlisted = self.ledger.unlisted_alternates(shard_id)
         if unlisted:

@@ -244,7 +244,9 @@ class ListLoad:
             part = rows.part(start, start + count)
             self._insert(source_id, shard, None, part)
             if self.spool is not None and self.spool.active:
-                self.spool.add(shard, plain_entries(part.locs, part.lastmods), count)
+                self.spool.add(
+                    shard, plain_entries(list(zip(part.locs, part.lastmods, strict=True))), count
+                )
             start += count
 
     def _insert(self, source_id: int, shard: int | None, reason: str | None, rows: _Rows) -> None:

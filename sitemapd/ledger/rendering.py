@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from ..render.sitemap import PLAIN_ENTRY_SQL
 from .model import PUBLISHED_CURSOR
 from .schema import LIVE
 from .transaction import Transactions
@@ -26,21 +25,13 @@ class RenderQueries(Transactions):
             "SELECT loc, lastmod, extra FROM urls WHERE shard = ? ORDER BY id", (shard_id,)
         )
 
-    def shard_plain_entries(self, shard_id: int, batch: int = 1000) -> Iterator[str]:
-        """Yield the `<url>` elements (PLAIN_ENTRY_SQL) of the shard's members in stable
-        order, joined `batch` rows at a time."""
-        # SQLite joins the rows: a Python string per row costs more than the query. The
-        # ordered subquery feeds group_concat in order (a LIMIT keeps it a subquery).
-        query = (
-            f"SELECT group_concat(entry, ''), max(id) FROM (SELECT id, {PLAIN_ENTRY_SQL} AS "
-            f"entry FROM urls WHERE shard = ? AND id > ? ORDER BY id LIMIT {int(batch)})"
+    def shard_plain_rows(self, shard_id: int, batch: int = 1000) -> Iterator[list[tuple[str, str]]]:
+        """Yield `(loc, lastmod)` of the shard's members in stable order, `batch` at a time."""
+        rows = self.conn.execute(
+            "SELECT loc, lastmod FROM urls WHERE shard = ? ORDER BY id", (shard_id,)
         )
-        after = 0
-        while True:
-            text, after = self.conn.execute(query, (shard_id, after)).fetchone()
-            if text is None:
-                return
-            yield text
+        while taken := rows.fetchmany(batch):
+            yield taken
 
     def shard_has_extras(self, shard_id: int) -> bool:
         """True when a member of the shard carries alternates or images."""
