@@ -7,7 +7,10 @@ in the list, and one URL changed through the engine (what the daemon does when o
 changes); then a cold build of `--big` URLs (0 skips it). The peer: npm `sitemap` (the
 most used generator), installed into a temporary folder with npm, rebuilding everything
 from the same list with its SitemapAndIndexStream, 50,000 URLs a file, as its README
-shows. Every build runs as its own process, so peak RSS is that of a real run.
+shows: given each URL's datetime, as sitemapd publishes them, and given the URLs alone
+(faster; its files then have no <lastmod>). Cold builds run `--repeat` times each, in
+turn, and the medians are compared. Every build runs as its own process; peak RSS is that
+of the process and its children together.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,14 +32,15 @@ WORK = HERE / "work"
 SITEMAPD = [sys.executable, "-m", "sitemapd"]
 _WROTE = re.compile(r"wrote (\d+) files? \((\d+) bytes\)")
 PEER = "sitemap@9"
-# The peer's documented way for more than 50,000 URLs, given the list's datetimes.
+# The peer's documented way for more than 50,000 URLs; `given` is `datetimes` (each URL's
+# lastmod, as sitemapd publishes them) or `urls` (URLs alone: faster, no <lastmod>).
 PEER_SCRIPT = """
 const { createReadStream, createWriteStream, mkdirSync } = require('fs');
 const { resolve } = require('path');
 const { Transform } = require('stream');
 const { SitemapAndIndexStream, SitemapStream, lineSeparatedURLsToSitemapOptions } =
   require('sitemap');
-const [list, out, base, gzip] = process.argv.slice(2);
+const [list, out, base, gzip, given] = process.argv.slice(2);
 const { createGzip } = require('zlib');
 mkdirSync(out, { recursive: true });
 const sms = new SitemapAndIndexStream({
@@ -51,7 +56,9 @@ const sms = new SitemapAndIndexStream({
 lineSeparatedURLsToSitemapOptions(createReadStream(list))
   .pipe(new Transform({ objectMode: true, transform(line, _, done) {
     const tab = line.indexOf('\\t');
-    done(null, tab < 0 ? { url: line } : { url: line.slice(0, tab), lastmod: line.slice(tab + 1) });
+    if (tab < 0) done(null, { url: line });
+    else if (given === 'urls') done(null, { url: line.slice(0, tab) });
+    else done(null, { url: line.slice(0, tab), lastmod: line.slice(tab + 1) });
   } }))
   .pipe(sms)
   .pipe(createWriteStream(resolve(out, 'sitemap-index.xml')));
@@ -74,16 +81,44 @@ def write_list(path: Path, count: int) -> None:
 
 
 def timed(command: Sequence[str], cwd: Path | None = None) -> tuple[float, str, float]:
-    """Run `command`; return seconds, its stdout and its peak RSS in MiB (children too)."""
+    """Run `command`; return seconds, its stdout and its peak RSS in MiB: that of it and
+    its child processes together (sampled every 10 ms), or of the largest if more."""
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=cwd)
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    stdout = proc.stdout
+    assert stdout is not None
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.append(stdout.read()))
+    reader.start()
+    peak = 0
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        peak = max(peak, tree_rss(proc.pid))
+        time.sleep(0.01)
     seconds = time.perf_counter() - started
-    if status:
-        raise SystemExit(f"{' '.join(command)} failed: {out}")
-    return seconds, out, usage.ru_maxrss / 1024
+    reader.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(command)} failed: {out[0]}")
+    return seconds, out[0], max(peak, usage.ru_maxrss * 1024) / (1 << 20)
+
+
+def tree_rss(pid: int) -> int:
+    """Return the resident bytes of process `pid` and its descendants (0 once gone)."""
+    total = 0
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as children:
+                total += sum(tree_rss(int(child)) for child in children.read().split())
+    except OSError:  # gone meanwhile, or no /proc
+        pass
+    return total
 
 
 def run_build(config: Path) -> tuple[float, int, int, float]:
@@ -145,40 +180,77 @@ def site(folder: Path, listing: Path, gzip: bool) -> Path:
     return config
 
 
-def peer(listing: Path, gzip: bool) -> tuple[str, tuple[float, int, int, float] | None]:
-    """Install npm `sitemap` into a temporary folder and rebuild `listing` with it; return
-    its version and (seconds, files, bytes, RSS MiB), or why it could not run."""
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if npm is None or node is None:
-        return "npm sitemap: not run (npm and node are not installed)", None
-    folder = Path(tempfile.mkdtemp(prefix="sitemapd-bench-peer-"))
-    try:
+class Peer:
+    """npm `sitemap`, installed into a temporary folder."""
+
+    def __init__(self, folder: Path, node: str, version: str) -> None:
+        self.folder, self.node, self.version = folder, node, version
+
+    @classmethod
+    def install(cls) -> Peer | str:
+        """Return the installed peer, or why it cannot run."""
+        npm, node = shutil.which("npm"), shutil.which("node")
+        if npm is None or node is None:
+            return "npm sitemap: not run (npm and node are not installed)"
+        folder = Path(tempfile.mkdtemp(prefix="sitemapd-bench-peer-"))
         install = subprocess.run(
             [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund", PEER],
             capture_output=True,
             text=True,
         )
         if install.returncode:
-            return f"npm sitemap: not run (npm install failed: {install.stderr[-200:]})", None
+            shutil.rmtree(folder, ignore_errors=True)
+            return f"npm sitemap: not run (npm install failed: {install.stderr[-200:]})"
         package = folder / "node_modules" / "sitemap" / "package.json"
         version = re.search(r'"version":\s*"([^"]+)"', package.read_text())
-        script = folder / "build.js"
-        script.write_text(PEER_SCRIPT)
-        out = folder / "out"
+        (folder / "build.js").write_text(PEER_SCRIPT)
+        return cls(folder, node, version.group(1) if version else "?")
+
+    def build(self, listing: Path, gzip: bool, given: str) -> tuple[float, int, int, float]:
+        """Rebuild `listing` from nothing, given `datetimes` or `urls`; return seconds,
+        files, bytes and peak RSS MiB."""
+        out = self.folder / "out"
+        shutil.rmtree(out, ignore_errors=True)
         base = "https://news.example.com/"
-        seconds, _, rss = timed(
-            [node, str(script), str(listing), str(out), base, str(gzip).lower()], cwd=folder
-        )
+        command = [self.node, "build.js", str(listing), str(out), base, str(gzip).lower(), given]
+        seconds, _, rss = timed(command, cwd=self.folder)
         files = list(out.iterdir())
-        size = sum(path.stat().st_size for path in files)
-        return f"npm sitemap {version.group(1) if version else '?'}", (
-            seconds,
-            len(files),
-            size,
-            rss,
-        )
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        return seconds, len(files), sum(path.stat().st_size for path in files), rss
+
+    def remove(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+Run = tuple[float, int, int, float]  # seconds, files, bytes, peak RSS MiB
+
+
+def median(runs: list[Run]) -> Run:
+    """Return the run of median time."""
+    return sorted(runs)[len(runs) // 2]
+
+
+def cold_builds(
+    config: Path, listing: Path, gzip: bool, peer: Peer | None, repeat: int
+) -> tuple[Run, Run | None, Run | None]:
+    """Cold-build `listing` `repeat` times with sitemapd and each peer mode in turn, so that
+    the machine's drift falls on all alike; print every time; return the medians
+    (sitemapd's last build's ledger stays for the phases after)."""
+    ours: list[Run] = []
+    dated: list[Run] = []
+    bare: list[Run] = []
+    for _ in range(repeat):
+        if peer is not None:
+            dated.append(peer.build(listing, gzip, "datetimes"))
+            bare.append(peer.build(listing, gzip, "urls"))
+        for folder in ("out", "state"):
+            shutil.rmtree(config.parent / folder, ignore_errors=True)
+        ours.append(run_build(config))
+    print("cold builds, s:")
+    print(f"  sitemapd                     {' '.join(f'{r[0]:.2f}' for r in ours)}")
+    if peer is not None:
+        print(f"  peer given datetimes         {' '.join(f'{r[0]:.2f}' for r in dated)}")
+        print(f"  peer given URLs only         {' '.join(f'{r[0]:.2f}' for r in bare)}")
+    return median(ours), median(dated) if dated else None, median(bare) if bare else None
 
 
 def main() -> None:
@@ -186,6 +258,7 @@ def main() -> None:
     parser.add_argument("--urls", type=int, default=1_000_000)
     parser.add_argument("--big", type=int, default=10_000_000, help="0: no big cold build")
     parser.add_argument("--gzip", action="store_true", help="publish shards as .xml.gz")
+    parser.add_argument("--repeat", type=int, default=3, help="cold builds of each, medians")
     args = parser.parse_args()
     work = WORK / "build"
     shutil.rmtree(work, ignore_errors=True)
@@ -194,16 +267,24 @@ def main() -> None:
     write_list(listing, args.urls)
     config = site(work / "sitemapd", listing, args.gzip)
 
-    peer_name, peer_cold = peer(listing, args.gzip)
-    rows: list[tuple[str, tuple[float, int, int, float], tuple[float, int, int, float] | None]]
-    rows = [("cold build", run_build(config), peer_cold)]
+    installed = Peer.install()
+    peer = installed if isinstance(installed, Peer) else None
+    try:
+        cold, peer_cold, peer_bare = cold_builds(config, listing, args.gzip, peer, args.repeat)
+    finally:
+        if peer is not None:
+            peer.remove()
+    peer_name = f"npm sitemap {peer.version}" if peer is not None else str(installed)
+    rows: list[tuple[str, Run, Run | None]] = [("cold build", cold, peer_cold)]
+    if peer_bare is not None:
+        rows.append(("cold build, peer given URLs only", cold, peer_bare))
     rows.append(("no-change rebuild", run_build(config), peer_cold))
     os.utime(listing)
     rows.append(("rebuild after touch", run_build(config), peer_cold))
     url = change_one_line(listing, args.urls // 2)
     rows.append(("one line changed in the list", run_build(config), peer_cold))
     rows.append(("one URL changed via the engine", engine_one_change(config, url), None))
-    big: tuple[float, int, int, float] | None = None
+    big: Run | None = None
     if args.big:
         big_list = work / "big.txt"
         write_list(big_list, args.big)
@@ -211,9 +292,12 @@ def main() -> None:
         big_list.unlink()
 
     print(f"\n{args.urls:,} URLs, gzip={'on' if args.gzip else 'off'}, {os.cpu_count()} cores")
-    print(f"peer: {peer_name}, rebuilding everything every time\n")
+    print(
+        f"peer: {peer_name}, rebuilding everything every time, given each URL's datetime "
+        "(as sitemapd publishes them) but where it says URLs only\n"
+    )
     header = ("phase", "sitemapd s", "files", "bytes", "RSS MiB", "peer s", "RSS MiB", "ratio")
-    widths = (30, 10, 5, 11, 7, 7, 7, 5)
+    widths = (32, 10, 5, 11, 7, 7, 7, 5)
     print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |")
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for name, (seconds, files, size, rss), other in rows:
@@ -221,7 +305,7 @@ def main() -> None:
         if other is not None:
             theirs = (f"{other[0]:.3f}", f"{other[3]:.0f}", f"{seconds / other[0]:.2f}")
         print(
-            f"| {name:<30} | {seconds:>10.3f} | {files:>5} | {size:>11,} | {rss:>7.0f} | "
+            f"| {name:<32} | {seconds:>10.3f} | {files:>5} | {size:>11,} | {rss:>7.0f} | "
             f"{theirs[0]:>7} | {theirs[1]:>7} | {theirs[2]:>5} |"
         )
     if big is not None:
