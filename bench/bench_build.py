@@ -154,6 +154,7 @@ from sitemapd.observation import Observation
 cfg = config.load({str(config)!r})
 engine = Engine(cfg)
 source = cfg.sources[0].name
+time.sleep(1.1)  # past the second the list's changed line was given: a real change
 started = time.perf_counter()
 now = w3c.now()
 engine.ledger.apply([Observation({loc!r}, source, None, now)], now=now)
