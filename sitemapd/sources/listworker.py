@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import logging
 import os
 import pickle
 import struct
@@ -24,10 +23,8 @@ import sys
 from collections.abc import Iterator
 from typing import IO, BinaryIO, NamedTuple
 
-from ..observation import Rejected
+from .base import log
 from .listchunks import Chunk, LineParser, Parsed, cut
-
-log = logging.getLogger("sitemapd.sources")
 
 # Lists of this many bytes or more go to a worker, but for the chunks that start in
 # their first `_HEAD` bytes: this process parses those while the worker starts.
@@ -145,14 +142,13 @@ def _work(fd: int, parser: LineParser, out: IO[bytes]) -> None:
             if chunk.start < _HEAD:
                 continue
             parsed = parser.parse(chunk.data, chunk.first_line, chunk.lines)
-            rejects: list[Rejected] = parsed.rejects
             payload = pickle.dumps(
                 (
                     chunk.pos,
                     chunk.first_line,
                     chunk.digest,
                     len(parsed.lines),
-                    rejects,
+                    parsed.rejects,
                     "\n".join([loc for loc, _ in parsed.lines]).encode(),
                     "\n".join([stamp for _, stamp in parsed.lines]).encode(),
                 ),
