@@ -32,8 +32,10 @@ from lxml import etree
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
+from corpora import CORPORA, HELD_OUT, Sample  # noqa: E402
 from sitegen import STYLES, Site, new_heavy_site  # noqa: E402
 
+from sitemapd.drill.run import Report, drill  # noqa: E402
 from sitemapd.fingerprint import Settings, TemplateMemory  # noqa: E402
 from sitemapd.fingerprint.decode import decoded  # noqa: E402
 from sitemapd.pages import read_file  # noqa: E402
@@ -295,6 +297,49 @@ def _rewhitespace(text: str) -> str:
     return "".join(out)
 
 
+def _drilled(sample: Sample) -> Report:
+    return drill([(sample.name, sample.data)], Settings(), TemplateMemory(), sample.oracle)
+
+
+def corpora_truth() -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """Drill every page of the public corpora under `bench/work/` (one page a site, no
+    template learned), and return a table per corpus and half: tuning, held out."""
+    from multiprocessing import Pool
+
+    tables = []
+    for name, load in CORPORA.items():
+        samples = list(load())
+        if not samples:
+            continue
+        halves = (
+            {"held out": samples}
+            if name in HELD_OUT
+            else {
+                "tuning half": [s for s in samples if not s.held_out],
+                "held-out half": [s for s in samples if s.held_out],
+            }
+        )
+        for half, chosen in halves.items():
+            with Pool(2) as pool:
+                reports = pool.map(_drilled, chosen, chunksize=4)
+            totals: dict[str, list[int | bool]] = {}
+            for report in reports:
+                for row in report.rows.values():
+                    total = totals.setdefault(row.name, [row.real, 0, 0])
+                    total[1] += row.applied
+                    total[2] += row.moved
+            rows = [
+                (
+                    change,
+                    f"{moved / max(applied, 1):.1%} moved ({moved}/{applied})",
+                    "should move" if real else "should not",
+                )
+                for change, (real, applied, moved) in totals.items()
+            ]
+            tables.append((f"{name}, {half}, {len(chosen)} pages", rows))
+    return tables
+
+
 def table(title: str, header: tuple[str, str, str], rows: list[tuple[str, str, str]]) -> None:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
     print(f"\n{title}\n")
@@ -324,6 +369,12 @@ def main() -> None:
         )
     else:
         print("\n(real-page truth skipped: no bench/work/aeb corpus)")
+    for title, rows in corpora_truth():
+        table(
+            f"lastmod truth by `sitemapd drill`'s changes: {title}",
+            ("change", "pages moved", "expected"),
+            rows,
+        )
 
 
 if __name__ == "__main__":

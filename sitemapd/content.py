@@ -75,7 +75,7 @@ def read_page(
     # Nearly everything we read lives in <head>; parsing only that keeps large pages cheap.
     match = _BODY.search(data)
     head = data[: match.start()] if match else data
-    head_tree = parse_html(head) if head and not head.isspace() else None
+    head_tree = parse_html(head, data) if head and not head.isspace() else None
     if head_tree is None:
         return PageFacts()
     facts, meta, images = _head_facts(head_tree)

@@ -32,6 +32,7 @@ from .extract import (
     text_nodes,
     text_of,
 )
+from .headline import headline, title_text
 from .material import Material, kept, material
 from .template import TemplateMemory, shape
 
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 # Bumped whenever a change to this package can give an unchanged page another digest.
-FINGERPRINT_VERSION = 1
+FINGERPRINT_VERSION = 2
 # Characters of main text below which the site's template is not left out.
 MIN_KEPT = 140
 # Plain elements: lxml.html's element classes cost a Python lookup per element.
@@ -69,6 +70,8 @@ _SELF = {"", "#", ".", "./"}
 _XPATH_SPACE = " \t\r\n"
 _CURRENT = re.compile(r"(?:^|\s)(?:current|active)(?:\s|$)", re.IGNORECASE)
 _NAVIGATION = re.compile(r"(?:^|[\s_-])(?:nav|navbar|menu|toc|toctree|sidebar)(?:$|[\s_-])", re.I)
+# The parts that state the page's headline, against which its `<h1>` are matched.
+_STATED = {"title", "og:title", "ld:headline", "ld:name", "ld:alternativeHeadline"}
 # JSON-LD fields of an article that are what it says (not counters such as commentCount).
 _LD_FIELDS = (
     "headline",
@@ -177,9 +180,12 @@ def without_ignored(data: bytes, ignore: tuple[re.Pattern[bytes], ...]) -> bytes
     return data
 
 
-def parse_html(data: bytes) -> Element | None:
-    """Return the document `data` holds, decoded as a browser would, or None if empty."""
-    text, utf8 = decoded(data)
+def parse_html(data: bytes, whole: bytes | None = None) -> Element | None:
+    """Return the document `data` holds, decoded as a browser would, or None if empty.
+
+    `whole` is the document when `data` is its head alone: its charset is found there.
+    """
+    text, utf8 = decoded(data, whole)
     declaration = _XML_DECLARATION.match(text)
     if declaration:
         text, utf8 = text[declaration.end() :], None
@@ -253,9 +259,14 @@ def read_html(
     if body is None:
         body = tree
     # Text nodes joined by spaces: "<h1>a<span>b</span></h1>" and "a <span>b" read alike.
-    parts.extend(("h1", _normal(" ".join(text_nodes(h)))) for h in body.iter("h1"))
+    h1s = [(h, _normal(" ".join(text_nodes(h)))) for h in body.iter("h1")]
     select = compile_selector(settings.selector) if settings.selector else None
     extract = main_content(body, select)
+    stated = [text for label, text in parts if label in _STATED]
+    first = None if extract.fallback else extract.main[0]
+    title = headline([(h, text) for h, text in h1s if text], stated, first)
+    if title is not None:
+        parts.append(("h1", title))
     texts: list[tuple[int | None, str]] = []
     for element, text in fragments(extract):
         words = text.split()
@@ -277,12 +288,6 @@ def read_html(
         reading.dropped = [(describe(e), why) for e, why in extract.dropped.items()]
         reading.around = [describe(e) for e in outside(extract, body)]
     return reading
-
-
-def title_text(tree: Element) -> str | None:
-    """Return the text of the document's first `<title>`, or None when it has none."""
-    title = next(tree.iterdescendants("title"), None)
-    return None if title is None else title.text
 
 
 def _drop(element: Element) -> None:

@@ -79,7 +79,9 @@ _ARTICLE_WORDS = re.compile(
 )
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 _PARAGRAPHS = {"p", "pre", "td", "blockquote", "dd"}
-_BLOCKS = {
+# Containers whose own loose text counts as a paragraph of theirs.
+_LOOSE = {"div", "article", "section", "main", "span", "font", "center"}
+BLOCKS = {
     "address",
     "article",
     "aside",
@@ -113,7 +115,11 @@ _BLOCKS = {
     "tr",
     "ul",
 }
-_LINK_LISTS = {"ul", "ol", "dl", "div", "section", "table", "tbody", "tr", "td", "p", "span"}
+# Elements never left out for their links: a link is itself, the rest hold the page.
+_NOT_LISTS = {"a", "body", "html", "main", "article"}
+# Characters below which one link that is most of a block's text makes it chrome: a
+# byline, a section label, another story's headline.
+_SHORT_LINKED = 100
 # Commas as Latin, CJK full-width and ideographic text write them.
 _COMMAS = re.compile("[,\uff0c\u3001]")
 # A paragraph shorter than this says too little to tell article from template.
@@ -237,6 +243,30 @@ class _Sizes:
         self.text = text
         self.links = links
 
+    def prose(self) -> Callable[[Element], float]:
+        """Return a function giving an element's link density less its template parts."""
+        removed: dict[Element, int] = {}
+        removed_links: dict[Element, int] = {}
+        for element in reversed(self.elements):
+            parent = element.getparent()
+            if parent not in self.text:
+                continue
+            if _template_reason(element, self, 1 << 62):
+                text, links = self.text[element], self.links[element]
+            else:
+                text, links = removed.get(element, 0), removed_links.get(element, 0)
+            if text:
+                removed[parent] = removed.get(parent, 0) + text
+                removed_links[parent] = removed_links.get(parent, 0) + links
+        sizes, link_sizes = self.text, self.links
+
+        def density(element: Element) -> float:
+            total = sizes[element] - removed.get(element, 0)
+            links = link_sizes[element] - removed_links.get(element, 0)
+            return links / total if total > 0 else 0.0
+
+        return density
+
     def link_density(self, element: Element) -> float:
         """Return the share of `element`'s text that is link text."""
         total = self.text[element]
@@ -259,16 +289,27 @@ def _best_container(body: Element, sizes: _Sizes) -> Element | None:
     stop = body.getparent()
     for element in sizes.elements:
         tag = element.tag
-        if tag not in _PARAGRAPHS and not (tag == "div" and _is_leaf_block(element)):
+        leaf = tag in _PARAGRAPHS or (tag == "div" and _is_leaf_block(element))
+        if leaf:
+            length = sizes.text[element]
+            if length < _MIN_PARAGRAPH or _template_reason(element, sizes, 1 << 62):
+                continue
+            text = text_of(element)
+            score = (1 + len(_COMMAS.findall(text)) + min(length / 100, 3)) * (
+                1 - sizes.link_density(element)
+            )
+            ancestor = element.getparent()
+        elif tag in _LOOSE:
+            # Text written straight into a container between its blocks, lines cut by
+            # <br> (Blogger, legacy CMSs): a paragraph of the container itself.
+            text = _loose_text(element)
+            length = len(text)
+            if length < _MIN_PARAGRAPH or _template_reason(element, sizes, 1 << 62):
+                continue
+            score = 1 + len(_COMMAS.findall(text)) + min(length / 100, 3)
+            ancestor = element
+        else:
             continue
-        length = sizes.text[element]
-        if length < _MIN_PARAGRAPH or _template_reason(element, sizes, 1 << 62):
-            continue
-        text = text_of(element)
-        score = (1 + len(_COMMAS.findall(text)) + min(length / 100, 3)) * (
-            1 - sizes.link_density(element)
-        )
-        ancestor = element.getparent()
         for divider in _DIVIDERS:
             if ancestor is None or ancestor is stop:
                 break
@@ -276,7 +317,10 @@ def _best_container(body: Element, sizes: _Sizes) -> Element | None:
             ancestor = ancestor.getparent()
     if not scores:
         return None
-    final = {e: v * (1 - sizes.link_density(e)) + _weight(e) for e, v in scores.items()}
+    # Link density without the template parts a container holds: a "latest" box that
+    # rotates must not decide which container is the article.
+    prose = sizes.prose()
+    final = {e: v * (1 - prose(e)) + _weight(e) for e, v in scores.items()}
     ranked = sorted(final, key=final.__getitem__, reverse=True)
     return _climb(ranked[0], ranked[1:_TOP], final, stop)
 
@@ -323,9 +367,16 @@ def _climb(
     return top
 
 
+def _loose_text(element: Element) -> str:
+    """Return the text `element` holds outside its child elements, stripped."""
+    parts = [element.text or ""]
+    parts.extend(child.tail or "" for child in element)
+    return " ".join(" ".join(parts).split())
+
+
 def _is_leaf_block(element: Element) -> bool:
     """True for a `<div>` used as a paragraph: text and no block-level children."""
-    return not any(child.tag in _BLOCKS for child in element)
+    return not any(child.tag in BLOCKS for child in element)
 
 
 def _weight(element: Element) -> float:
@@ -427,9 +478,9 @@ def _template_reason(element: Element, sizes: _Sizes, main_text: int) -> str | N
             and (text < _MIN_PARAGRAPH or sizes.links[element] > _WEAK_LINKS * text)
         ):
             return "template class or id, mostly links"
-    if tag in _LINK_LISTS and text:
+    if text and tag not in _NOT_LISTS:
         links = sizes.links[element]
-        if links / text > 0.5 and _link_count(element) >= 2:
+        if links / text > 0.5 and (text < _SHORT_LINKED or _link_count(element) >= 2):
             return f"link list ({round(100 * links / text)}% link text)"
     return None
 

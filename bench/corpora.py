@@ -1,0 +1,168 @@
+"""Public sets of real pages for the lastmod-truth benchmark, read from `bench/work/`.
+
+None is part of this repository; each comes from a public repository, extracted into
+the folder named:
+
+- `aeb/`: 181 news articles, scrapinghub/article-extraction-benchmark (`html/`,
+  `ground-truth.json`); truth: each page's `articleBody`.
+- `readability/`: 130 pages of many kinds, mozilla/readability (`test/test-pages/`);
+  truth: `expected.html`.
+- `trafilatura/`: 923 web pages of many kinds and languages, adbar/trafilatura
+  (`tests/eval/`, `tests/evaldata.json`); truth: sentences the content holds.
+- `postlight/`: 171 news and blog pages, postlight/parser (`fixtures/`); no truth: the
+  page's structure decides, as in `sitemapd drill`.
+
+Each set is split by a hash of the page's name: one half tunes, the other is held out,
+never looked at while tuning; `postlight/` is held out whole.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import lxml.html
+from lxml import etree
+
+from sitemapd.drill.mutate import (
+    PROSE_LINKS,
+    Element,
+    is_prose,
+    link_share,
+    normal,
+    prose_paragraphs,
+    text_of,
+)
+
+WORK = Path(__file__).resolve().parent / "work"
+Oracle = Callable[[Element], list[Element]]
+_SPACE = re.compile(r"\s+")
+# Characters of a block that the ground truth holds for it to be content, prose or not.
+_HELD = 40
+_BLOCKS = ("p", "blockquote", "pre", "dd", "li", "td", "div", "h2", "h3", "h4")
+
+
+def squashed(text: str) -> str:
+    """Return `text` without whitespace: where a ground truth and a page agree on words
+    but not on the spaces between them."""
+    return _SPACE.sub("", text)
+
+
+@dataclass
+class Sample:
+    """A real page and how its content is known."""
+
+    name: str
+    data: bytes
+    oracle: Oracle
+
+    @property
+    def held_out(self) -> bool:
+        """True for the pages kept aside from tuning."""
+        return hashlib.blake2b(self.name.encode(), digest_size=2).digest()[1] % 2 == 1
+
+
+def truth(body: str) -> Oracle:
+    """Return an oracle naming the page's paragraphs whose text the ground truth holds."""
+    body = squashed(body)
+
+    def oracle(tree: Element) -> list[Element]:
+        found: list[Element] = []
+        chosen: set[Element] = set()
+        for element in tree.iter(*_BLOCKS):
+            if any(a in chosen for a in element.iterancestors()):
+                continue
+            text = text_of(element)
+            # Prose the truth holds, and whatever else it holds: a list of links in the
+            # article is content too.
+            if squashed(text) in body and (
+                len(squashed(text)) >= _HELD
+                or (is_prose(text) and link_share(element) < PROSE_LINKS)
+            ):
+                found.append(element)
+                chosen.add(element)
+        return found
+
+    return oracle
+
+
+def snippets(holds: list[str]) -> Oracle:
+    """Return an oracle naming the page's innermost blocks that hold a sentence of
+    `holds`."""
+    wanted = [squashed(s) for s in holds if len(normal(s)) >= 12]
+
+    def oracle(tree: Element) -> list[Element]:
+        found = []
+        for element in tree.iter(*_BLOCKS):
+            text = squashed(text_of(element))
+            if not any(s in text for s in wanted):
+                continue
+            if any(
+                s in squashed(text_of(c))
+                for c in element.iter(*_BLOCKS)
+                if c is not element
+                for s in wanted
+            ):
+                continue
+            found.append(element)
+        return found
+
+    return oracle
+
+
+def aeb() -> Iterator[Sample]:
+    base = WORK / "aeb"
+    if not (base / "ground-truth.json").exists():
+        return
+    ground = json.loads((base / "ground-truth.json").read_text())
+    for path in sorted((base / "html").glob("*.html.gz")):
+        key = path.name.split(".")[0]
+        yield Sample(
+            f"aeb/{key[:12]}", gzip.decompress(path.read_bytes()), truth(ground[key]["articleBody"])
+        )
+
+
+def readability() -> Iterator[Sample]:
+    base = WORK / "readability" / "test" / "test-pages"
+    for folder in sorted(base.glob("*")) if base.exists() else []:
+        source, expected = folder / "source.html", folder / "expected.html"
+        if not (source.exists() and expected.exists()):
+            continue
+        try:
+            body = text_of(lxml.html.document_fromstring(expected.read_text()))
+        except (etree.ParserError, ValueError):
+            continue
+        yield Sample(f"readability/{folder.name}", source.read_bytes(), truth(body))
+
+
+def trafilatura() -> Iterator[Sample]:
+    base = WORK / "trafilatura" / "tests"
+    if not (base / "evaldata.json").exists():
+        return
+    for entry in json.loads((base / "evaldata.json").read_text()).values():
+        path = base / "eval" / entry["file"]
+        if path.exists():
+            yield Sample(
+                f"trafilatura/{entry['file'][:40]}", path.read_bytes(), snippets(entry["with"])
+            )
+
+
+def postlight() -> Iterator[Sample]:
+    base = WORK / "postlight" / "fixtures"
+    for path in sorted(base.glob("*.html")) if base.exists() else []:
+        yield Sample(f"postlight/{path.stem}", path.read_bytes(), prose_paragraphs)
+
+
+CORPORA: dict[str, Callable[[], Iterator[Sample]]] = {
+    "aeb": aeb,
+    "readability": readability,
+    "trafilatura": trafilatura,
+    "postlight": postlight,
+}
+# Held out whole: never looked at while tuning.
+HELD_OUT = {"postlight"}

@@ -1,0 +1,89 @@
+"""Find a page's one headline and its one title, not every heading that looks like one.
+
+Pages carry other stories' headlines as `<h1>` in "latest" lists, a logo or blog name
+as `<h1>`, and `<title>` inside inline SVG icons. The title is the document's own; the
+headline is the `<h1>` that says what the title, `og:title` or the structured data's
+headline say, else the one that opens or precedes the main content.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from .extract import Element
+
+# Elements whose `<title>` is not the document's: icons, formulas, embedded documents.
+_FOREIGN = {"svg", "math", "object", "iframe", "template"}
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Scripts written without spaces between words, compared by pairs of characters.
+_UNSPACED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+# Words an `<h1>` must share with the page's stated headlines to be taken for it, unless
+# it shares half of its own.
+_SHARED = 3
+
+
+def title_element(tree: Element) -> Element | None:
+    """Return the document's `<title>`: the head's, else the first outside SVG, MathML
+    and embedded documents (parsers move a title after a stray tag into the body)."""
+    head = next(tree.iterchildren("head"), None)
+    if head is not None:
+        title = next(head.iterchildren("title"), None)
+        if title is not None:
+            return title
+    for title in tree.iter("title"):
+        if not any(a.tag in _FOREIGN for a in title.iterancestors()):
+            return title
+    return None
+
+
+def title_text(tree: Element) -> str | None:
+    """Return the text of the document's title, or None when it has none."""
+    title = title_element(tree)
+    return None if title is None else title.text
+
+
+def tokens(text: str) -> set[str]:
+    """Return the words of `text`, lower-cased, and pairs of characters of unspaced
+    scripts."""
+    words = {w for w in _WORD.findall(text.lower()) if len(w) > 1 or not w.isascii()}
+    unspaced = "".join(_UNSPACED.findall(text))
+    words.update(unspaced[n : n + 2] for n in range(len(unspaced) - 1))
+    return words
+
+
+def headline(
+    h1s: list[tuple[Element, str]], stated: Iterable[str], first_main: Element | None
+) -> str | None:
+    """Return the page's headline among its `<h1>` texts `h1s` (element, text).
+
+    The one sharing most words with the `stated` headlines (title, og:title, JSON-LD)
+    wins; without one, the last `<h1>` before the main content's first element
+    `first_main`, else the first inside it.
+    """
+    if not h1s:
+        return None
+    reference: set[str] = set()
+    for text in stated:
+        reference |= tokens(text)
+    best, score = None, 0
+    for _, text in h1s:
+        own = tokens(text)
+        shared = len(own & reference)
+        if (shared >= _SHARED or (own and shared * 2 >= len(own))) and shared > score:
+            best, score = text, shared
+    if best is not None:
+        return best
+    if first_main is None:
+        return h1s[0][1]
+    order = {element: n for n, element in enumerate(first_main.getroottree().iter())}
+    start = order.get(first_main, 0)
+    before = [text for element, text in h1s if order.get(element, 0) < start]
+    inside = [
+        text
+        for element, text in h1s
+        if element is first_main or any(a is first_main for a in element.iterancestors())
+    ]
+    if before:
+        return before[-1]
+    return inside[0] if inside else None

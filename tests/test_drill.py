@@ -1,0 +1,100 @@
+"""`sitemapd drill` through the CLI: it passes a site whose lastmods hold and fails one
+whose template rotates a list the fingerprint keeps."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from conftest import Site
+from sitegen import new_site
+
+WORDS = [
+    "council",
+    "river",
+    "bridge",
+    "budget",
+    "vote",
+    "tram",
+    "airport",
+    "station",
+    "mayor",
+    "school",
+    "hospital",
+    "library",
+    "museum",
+    "festival",
+    "harbour",
+    "market",
+    "weather",
+    "flood",
+    "storm",
+    "league",
+    "match",
+]
+
+
+def article(n: int, latest: str) -> str:
+    """Return an article whose body holds the `latest` box between its paragraphs."""
+    rng = random.Random(n)
+    paragraphs = [
+        "<p>" + " ".join(rng.choice(WORDS) for _ in range(40)) + ".</p>" for _ in range(6)
+    ]
+    body = "".join(paragraphs[:3]) + latest + "".join(paragraphs[3:])
+    return (
+        f"<html><head><title>Story {n} | Gazette</title></head><body>"
+        "<header><a href='/'>Gazette</a></header>"
+        f"<article><h1>Story {n}</h1><div>{body}</div></article>"
+        "<footer>© Gazette</footer></body></html>"
+    )
+
+
+def teasers(count: int) -> str:
+    # Each item is a link and a summary of its own: half of its text is not a link.
+    items = "".join(
+        f"<li><a href='/story-{k}.html'>Story {k} headline</a> what happened there today</li>"
+        for k in range(count)
+    )
+    return f"<ul>{items}</ul>"
+
+
+def test_a_site_whose_lastmods_hold_passes(site: Site) -> None:
+    new_site("semantic", 12, seed=5).write(site.root)
+    result = site.cli("drill", "--pages", "12")
+    assert "12 pages" in result.stdout
+    assert "FAIL" not in result.stdout
+    assert "link lists outside the content rotate    0.0%" in result.stdout
+
+
+def test_a_rotating_list_inside_the_article_is_reported(site: Site) -> None:
+    for n in range(10):
+        site.write(f"story-{n}.html", article(n, teasers(6)))
+    result = site.cli("drill", "--pages", "10", check=False)
+    assert result.returncode == 1, result.stdout
+    rotation = next(line for line in result.stdout.splitlines() if "rotate" in line)
+    assert "FAIL" in rotation
+    # Each page names what moved its fingerprint: the new story's link and words.
+    assert "moved for nothing on link lists outside the content rotate:" in result.stdout
+    assert "+a: /news/2026/11/fresh-story-0" in result.stdout
+    assert "moved (10/10)" in rotation
+
+
+def test_plain_link_lists_inside_the_article_pass(site: Site) -> None:
+    links = "".join(f"<li><a href='/story-{k}.html'>Story {k} headline</a></li>" for k in range(6))
+    for n in range(10):
+        site.write(f"story-{n}.html", article(n, f"<ul>{links}</ul>"))
+    result = site.cli("drill", "--pages", "10", "--json")
+    (report,) = json.loads(result.stdout)
+    rows = report["report"]["rows"]
+    rotation = rows["link lists outside the content rotate"]
+    assert rotation["applied"] == 10
+    assert rotation["moved"] == 0
+    assert rows["one word of a paragraph"]["moved"] == 10
+    assert rows["correction appended"]["moved"] == 10
+    assert rows["headline element alone"]["moved"] == 10
+
+
+def test_a_site_without_pages_is_an_error(site: Site) -> None:
+    result = site.cli("drill", check=False)
+    assert result.returncode == 1
+    assert "no HTML page to drill" in result.stderr
