@@ -26,7 +26,8 @@ lint: $(VENV)/.test-extras
 # Debian packages the tests use (systemd-analyze, a PostgreSQL server for the change-log
 # tests); installed when missing and we are root.
 SYSTEM_PACKAGES = $(if $(shell command -v systemd-analyze),,systemd) \
-	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql)
+	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql) \
+	$(if $(wildcard /usr/bin/chromedriver),,chromium chromium-driver)
 system-deps:
 	@packages="$(strip $(SYSTEM_PACKAGES))"; [ -z "$$packages" ] || { [ "$$(id -u)" = 0 ] && \
 		apt-get update -q && apt-get install -y -q --no-install-recommends $$packages; }
