@@ -179,6 +179,9 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"  # keep-alive
     timeout = 15  # seconds a slow client may take per read or write
+    # Headers and body go out in separate writes: with Nagle's algorithm, a keep-alive
+    # client's delayed ACK would hold the body back some 40 ms.
+    disable_nagle_algorithm = True
     server_version = "sitemapd"
 
     def version_string(self) -> str:
