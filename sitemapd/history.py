@@ -8,6 +8,7 @@ and the status page both word changes through `why`.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,10 @@ _COLUMNS = (
     "fp_fallback",
     "title",
 )
+
+
+# The columns unqualified, for selecting from a subquery of `state_columns()`.
+STATE = ", ".join(_COLUMNS)
 
 
 def state_columns(table: str = "urls") -> str:
@@ -98,11 +103,14 @@ def url_state(conn: sqlite3.Connection, loc: str) -> UrlState | None:
 def changes(conn: sqlite3.Connection, url: UrlState, limit: int) -> list[dict[str, Any]]:
     """Return the newest `limit` journalled changes of `url`, newest first, each
     `{seq, kind, at, why}`."""
-    rows = conn.execute(
-        "SELECT seq, kind, at FROM journal WHERE url_id = ? ORDER BY seq DESC LIMIT ?",
+    # One row of JSON: a reader in the daemon steps once, not once per change, so the
+    # writer thread cannot hold the GIL between its rows.
+    (rows,) = conn.execute(
+        "SELECT json_group_array(json_array(seq, kind, at)) FROM ("
+        "SELECT seq, kind, at FROM journal WHERE url_id = ? ORDER BY seq DESC LIMIT ?)",
         (url.id, limit),
-    ).fetchall()
+    ).fetchone()
     return [
         {"seq": seq, "kind": kind, "at": at, "why": why(kind, at, url, n == 0)}
-        for n, (seq, kind, at) in enumerate(rows)
+        for n, (seq, kind, at) in enumerate(sorted(json.loads(rows), reverse=True))
     ]

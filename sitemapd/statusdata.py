@@ -26,7 +26,7 @@ from .errors import InvalidURL
 from .ledger.journal import first_seq_since
 from .ledger.model import BASELINE_CURSOR, NEW, PUBLISHED_CURSOR, UPDATED
 from .ledger.schema import GONE
-from .outbox import INDEXNOW, KEY_REJECTED, WEBSUB, answer_cursor, websub_cursor
+from .outbox import ANSWER_PREFIX, INDEXNOW, KEY_REJECTED, WEBSUB, answer_cursor, websub_cursor
 from .publish import OutputNames
 from .removals import holds
 from .status import published_counts
@@ -39,7 +39,7 @@ HISTORY_SHOWN = 100
 CHART_HOURS = 48
 KINDS = (NEW, UPDATED, GONE)
 # Journal rows a request counts into the chart at most; the rest on the next requests.
-COUNT_STEP = 100_000
+COUNT_STEP = 25_000
 _HOUR = 3600
 
 
@@ -93,25 +93,34 @@ class ChangeChart:
     def __init__(self) -> None:
         self._hours: dict[str, Counter[str]] = {}
         self._through = 0  # the last journal seq counted
+        # The first hour shown (Unix time) and the first journal seq at or after it.
+        self._window = (0, 0)
 
-    def read(self, conn: sqlite3.Connection, now: float) -> dict[str, Any]:
-        """Return `{hours: [{hour, new, updated, gone}], complete}`, oldest hour first;
-        `complete` False while rows remain to be counted."""
+    def read(
+        self, conn: sqlite3.Connection, now: float, last: int, baseline: int
+    ) -> dict[str, Any]:
+        """Return `{hours: [{hour, new, updated, gone}], complete}`, oldest hour first,
+        for a journal whose newest seq is `last` and whose first build ended at seq
+        `baseline`; `complete` False while rows remain to be counted."""
         first = int(now) // _HOUR * _HOUR - (CHART_HOURS - 1) * _HOUR
         labels = [w3c.format_epoch(first + n * _HOUR)[:13] for n in range(CHART_HOURS)]
-        (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM journal").fetchone()
-        baseline = int(_cursor(conn, BASELINE_CURSOR) or 0)
-        start = max(first_seq_since(conn, w3c.format_epoch(first), last), baseline + 1)
-        if self._through + 1 < start or self._through > last:
-            # Counted nothing of the window yet, or a new ledger: start over from it.
+        if self._through > last:  # a new ledger: start over
+            self._hours.clear()
+            self._through, self._window = 0, (0, 0)
+        if self._window[0] != first:  # a binary search, once an hour
+            self._window = (first, first_seq_since(conn, w3c.format_epoch(first), last))
+        start = max(self._window[1], baseline + 1)
+        if self._through + 1 < start:
             self._hours.clear()
             self._through = start - 1
         upto = min(last, self._through + COUNT_STEP)
-        for hour, kind, n in conn.execute(
-            "SELECT substr(at, 1, 13), kind, count(*) FROM journal "
-            "WHERE seq > ? AND seq <= ? GROUP BY 1, 2",
+        (counted,) = conn.execute(
+            "SELECT json_group_array(json_array(hour, kind, n)) FROM ("
+            "SELECT substr(at, 1, 13) AS hour, kind, count(*) AS n FROM journal "
+            "WHERE seq > ? AND seq <= ? GROUP BY 1, 2)",
             (self._through, upto),
-        ):
+        ).fetchone()
+        for hour, kind, n in json.loads(counted):
             self._hours.setdefault(hour, Counter())[kind] += n
         self._through = max(self._through, upto)
         self._hours = {hour: self._hours[hour] for hour in labels if hour in self._hours}
@@ -202,9 +211,17 @@ def _url_of(config: Config, text: str) -> str:
         return text
 
 
-def _cursor(conn: sqlite3.Connection, name: str) -> str | None:
-    row = conn.execute("SELECT value FROM cursors WHERE name = ?", (name,)).fetchone()
-    return None if row is None else str(row[0])
+# The figures and cursors of a report in one row: each row a statement steps through
+# lets the daemon's writer thread take the GIL for a switch interval (5 ms) meanwhile.
+_FIGURES = (
+    "SELECT (SELECT coalesce(sum(url_count), 0) FROM shards WHERE url_count > 0), "
+    "(SELECT count(*) FROM shards WHERE url_count > 0), "
+    "(SELECT max(at) FROM published), "
+    "(SELECT coalesce(max(seq), 0) FROM journal), "
+    "(SELECT json_group_object(name, value) FROM cursors WHERE name IN (?, ?, ?, ?) "
+    "OR name GLOB ? OR name GLOB 'websub *'), "
+    "(SELECT json_group_object(name, sha256) FROM published WHERE name IN (?, ?))"
+)
 
 
 def _report(
@@ -214,10 +231,12 @@ def _report(
     epoch = w3c.to_epoch(now)
     mask = _Masker(config)
     names = OutputNames(config)
-    live_urls, shards = conn.execute(
-        "SELECT coalesce(sum(url_count), 0), count(*) FROM shards WHERE url_count > 0"
+    feeds = (config.feed.atom, config.feed.rss) if config.feed is not None else ("", "")
+    live_urls, shards, published_at, last, cursors, feed_sha = conn.execute(
+        _FIGURES,
+        (BASELINE_CURSOR, PUBLISHED_CURSOR, INDEXNOW, KEY_REJECTED, ANSWER_PREFIX + "*", *feeds),
     ).fetchone()
-    (published_at,) = conn.execute("SELECT max(at) FROM published").fetchone()
+    cursors, feed_sha = json.loads(cursors), json.loads(feed_sha)
     partition = config.site.partition
     s3 = config.publish.s3
     return {
@@ -259,9 +278,9 @@ def _report(
         ],
         "counts": {"live_urls": int(live_urls), "shards": int(shards)}
         | _entries(published_counts(config, names)),
-        "chart": chart.read(conn, epoch),
+        "chart": chart.read(conn, epoch, last, int(cursors.get(BASELINE_CURSOR) or 0)),
         "changes": _changes(conn),
-        "notifications": _notifications(conn, config, live, mask),
+        "notifications": _notifications(config, cursors, feed_sha, live, mask),
     }
 
 
@@ -286,13 +305,15 @@ def _source(name: str, kind: str, live: LiveState, now: float, mask: _Masker) ->
 
 def _changes(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     """Return the newest journalled changes, newest first, with why each happened."""
+    (rows,) = conn.execute(
+        f"SELECT json_group_array(json_array(seq, kind, at, {history.STATE})) FROM ("
+        f"SELECT j.seq, j.kind, j.at, {history.state_columns('u')} FROM journal j "
+        "JOIN urls u ON u.id = j.url_id ORDER BY j.seq DESC LIMIT ?)",
+        (CHANGES_SHOWN,),
+    ).fetchone()
     seen: set[int] = set()
     found = []
-    for seq, kind, at, *row in conn.execute(
-        f"SELECT j.seq, j.kind, j.at, {history.state_columns('u')} FROM journal j "
-        "JOIN urls u ON u.id = j.url_id ORDER BY j.seq DESC LIMIT ?",
-        (CHANGES_SHOWN,),
-    ):
+    for seq, kind, at, *row in sorted(json.loads(rows), reverse=True):
         url = history.UrlState(*row)
         # Newer changes of the URL would be among these: its first here is its latest.
         latest = url.id not in seen
@@ -310,9 +331,9 @@ def _changes(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return found
 
 
-def _answer(conn: sqlite3.Connection, kind: str, target: str, mask: _Masker) -> Any:
+def _answer(cursors: dict[str, str], kind: str, target: str, mask: _Masker) -> Any:
     """Return the last answer recorded of `target`, or None."""
-    text = _cursor(conn, answer_cursor(kind, target))
+    text = cursors.get(answer_cursor(kind, target))
     if text is None:
         return None
     answer = json.loads(text)
@@ -320,22 +341,26 @@ def _answer(conn: sqlite3.Connection, kind: str, target: str, mask: _Masker) -> 
 
 
 def _notifications(
-    conn: sqlite3.Connection, config: Config, live: LiveState, mask: _Masker
+    config: Config,
+    cursors: dict[str, str],
+    feed_sha: dict[str, str],
+    live: LiveState,
+    mask: _Masker,
 ) -> dict[str, Any]:
     """Return what is owed to IndexNow and each WebSub hub, and their last answers."""
     indexnow = None
     settings = config.indexnow
     if settings is not None:
-        published = int(_cursor(conn, PUBLISHED_CURSOR) or 0)
-        sent = _cursor(conn, INDEXNOW)
+        published = int(cursors.get(PUBLISHED_CURSOR) or 0)
+        sent = cursors.get(INDEXNOW)
         indexnow = {
             "endpoint": redact(settings.endpoint),
             "key_file": Path(urlsplit(settings.key_location).path).name,
             # Journal rows published and not yet accepted (the cursor starts at the
             # first publish after IndexNow is configured).
             "owed": max(0, published - int(sent)) if sent is not None else 0,
-            "key_rejected": mask(_cursor(conn, KEY_REJECTED) or None),
-            "last_answer": _answer(conn, INDEXNOW, settings.endpoint, mask),
+            "key_rejected": mask(cursors.get(KEY_REJECTED) or None),
+            "last_answer": _answer(cursors, INDEXNOW, settings.endpoint, mask),
             "retrying": mask(live.retrying.get(f"{INDEXNOW} {settings.endpoint}")),
         }
     hubs = []
@@ -344,15 +369,14 @@ def _notifications(
         owed = []
         if feed is not None:
             for name, topic in ((feed.atom, feed.atom_url), (feed.rss, feed.rss_url)):
-                row = conn.execute("SELECT sha256 FROM published WHERE name = ?", (name,))
-                record = row.fetchone()
-                if record is not None and _cursor(conn, websub_cursor(hub, topic)) != record[0]:
+                sha = feed_sha.get(name)
+                if sha is not None and cursors.get(websub_cursor(hub, topic)) != sha:
                     owed.append(topic)
         hubs.append(
             {
                 "hub": redact(hub),
                 "owed": owed,
-                "last_answer": _answer(conn, WEBSUB, hub, mask),
+                "last_answer": _answer(cursors, WEBSUB, hub, mask),
                 "retrying": mask(live.retrying.get(f"{WEBSUB} {hub}")),
             }
         )

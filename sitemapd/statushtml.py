@@ -33,13 +33,18 @@ dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em;margin:0}dt{
 dd{margin:0}.counts{display:flex;gap:2em;flex-wrap:wrap}.counts div{font-size:1.4em}
 .counts span{display:block;font-size:.65em;color:#555}
 .kind-new{color:#2e7d32}.kind-updated{color:#1565c0}.kind-gone{color:#c62828}
-form{margin:.6em 0}input[type=search]{width:32em;max-width:70%;padding:.3em}
+time{white-space:nowrap}form{margin:.6em 0}input[type=search]{width:32em;max-width:70%;padding:.3em}
 """
 
 
 def _e(value: object) -> str:
     """Return `value` as escaped HTML text ("-" for None)."""
     return "-" if value is None else escape(str(value), quote=True)
+
+
+def _when(at: str | None) -> str:
+    """Return a time as a `<time>` element (kept on one line), "-" for None."""
+    return "-" if at is None else f'<time datetime="{_e(at)}">{_e(at)}</time>'
 
 
 def _history_link(url: str) -> str:
@@ -172,10 +177,10 @@ def render_report(report: dict[str, Any]) -> str:
                 [
                     _e(s["name"]),
                     _e(s["type"]),
-                    _e(s["last_read_at"]),
+                    _when(s["last_read_at"]),
                     _e(s["lag_seconds"]),
                     _e(s["backlog"]),
-                    _e(s["waiting_since"]),
+                    _when(s["waiting_since"]),
                     _e(s["failing"]),
                 ]
                 for s in report["sources"]
@@ -209,7 +214,7 @@ def render_report(report: dict[str, Any]) -> str:
                     _history_link(c["url"]),
                     _e(c["title"]),
                     f'<span class="kind-{_e(c["kind"])}">{_e(c["kind"])}</span>',
-                    _e(c["at"]),
+                    _when(c["at"]),
                     _e(c["why"]),
                 ]
                 for c in report["changes"]
@@ -298,7 +303,7 @@ def render_url(found: dict[str, Any]) -> str:
             ["When", "What", "Why"],
             [
                 [
-                    _e(c["at"]),
+                    _when(c["at"]),
                     f'<span class="kind-{_e(c["kind"])}">{_e(c["kind"])}</span>',
                     _e(c["why"]),
                 ]
