@@ -24,7 +24,8 @@ lint: $(VENV)/.test-extras
 	$(BIN)/mypy
 
 # Debian packages the tests use (systemd-analyze, a PostgreSQL server for the change-log
-# tests); installed when missing and we are root.
+# tests, Chromium and its driver for the status page's browser tests); installed when
+# missing and we are root.
 SYSTEM_PACKAGES = $(if $(shell command -v systemd-analyze),,systemd) \
 	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql) \
 	$(if $(wildcard /usr/bin/chromedriver),,chromium chromium-driver)
