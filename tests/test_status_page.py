@@ -284,3 +284,28 @@ def test_hostile_title_and_url_shown_as_text(site: Site, browser: Any) -> None:
         assert browser.find_element("id", "title").text == HOSTILE
     finally:
         assert daemon.stop() == 0
+
+
+def test_held_removal_with_its_confirm_command(site: Site) -> None:
+    status_site(site)
+    for n in range(30):
+        site.write(f"p{n}.html", page(f"P{n}"))
+    daemon = start(site)
+    try:
+        port = http_port(daemon)
+        for n in range(25):
+            (site.root / f"p{n}.html").unlink()
+        daemon.wait_until(lambda: report(port)["holds"] != [], what="the removal held")
+        [hold] = report(port)["holds"]
+        assert (hold["removing"], hold["live"]) == (25, 30)
+        assert hold["confirm_command"] == f"sitemapd build -c {site.config} --confirm-removal"
+        assert report(port)["health"]["ready"] is False
+        doc = lxml.html.fromstring(request(port, "/status")[2])
+        [held] = doc.xpath("//section[@id='holds']//div")
+        assert "removal held: a scan would remove 25 of 30 live URLs" in held.text_content()
+        assert held.xpath(".//code")[0].text == hold["confirm_command"]
+        site.cli("build", "--confirm-removal")
+        daemon.wait_until(lambda: report(port)["holds"] == [], what="the removal confirmed")
+        assert report(port)["counts"]["live_urls"] == 5
+    finally:
+        assert daemon.stop() == 0
