@@ -174,10 +174,13 @@ def test_status_page_only_on_loopback_by_default(site: Site) -> None:
 
 
 def test_no_secret_on_the_status_page(site: Site) -> None:
-    key = "0a1b2c3d4e5f6789"
+    key, password = "0a1b2c3d4e5f6789", "s3cr3t-pw"
+    # A change log whose database is down: its failure names the DSN.
     site.configure(
+        source=f'[[source]]\ntype = "changelog"\n'
+        f'dsn = "postgresql://cms:{password}@127.0.0.1:1/cms"\n',
         extra=f'[indexnow]\nkey = "{key}"\nendpoint = "http://127.0.0.1:9/indexnow"\n'
-        '[daemon]\ndebounce = 0.05\n[http]\nlisten = "127.0.0.1:0"\n'
+        '[daemon]\ndebounce = 0.05\n[http]\nlisten = "127.0.0.1:0"\n',
     )
     site.write("a.html", page("A"))
     daemon = start(site)
@@ -194,11 +197,16 @@ def test_no_secret_on_the_status_page(site: Site) -> None:
         assert indexnow["key_file"] == f"{key}.txt"
         assert indexnow["owed"] == 1
         assert indexnow["last_answer"] is None
+        [failing] = [s for s in data["sources"] if s["type"] == "changelog"]
+        assert "127.0.0.1:1" in failing["failing"]
         text = json.dumps(data).replace(f'"key_file": "{key}.txt"', "")
         assert key not in text
         html = request(port, "/status")[2].decode()
         assert html.count(key) == 1
         assert f"{key}.txt" in html
+        assert "127.0.0.1:1" in html
+        assert password not in text
+        assert password not in html
     finally:
         assert daemon.stop() == 0
 
