@@ -76,7 +76,8 @@ class _Masker:
 
     def text(self, text: str) -> str:
         """Return `text` with passwords and the IndexNow key replaced by `***`."""
-        text = redact(text)
+        # Word by word: a database URL or a `password=` anywhere in a message.
+        text = " ".join(redact(word) for word in text.split(" "))
         return text.replace(self._key, "***") if self._key else text
 
     def __call__(self, text: str | None) -> str | None:
@@ -245,7 +246,7 @@ def _report(
         "site": {
             "base_url": config.site.base_url,
             "index": names.index_url,
-            "target": redact(s3.url) if s3 is not None else str(config.site.output_dir),
+            "target": s3.url if s3 is not None else str(config.site.output_dir),
             "partition": f"{partition.number}/{partition.count}" if partition else None,
             "role": live.role,
         },
@@ -354,7 +355,7 @@ def _notifications(
         published = int(cursors.get(PUBLISHED_CURSOR) or 0)
         sent = cursors.get(INDEXNOW)
         indexnow = {
-            "endpoint": redact(settings.endpoint),
+            "endpoint": mask.text(settings.endpoint),
             "key_file": Path(urlsplit(settings.key_location).path).name,
             # Journal rows published and not yet accepted (the cursor starts at the
             # first publish after IndexNow is configured).
@@ -374,7 +375,7 @@ def _notifications(
                     owed.append(topic)
         hubs.append(
             {
-                "hub": redact(hub),
+                "hub": mask.text(hub),
                 "owed": owed,
                 "last_answer": _answer(cursors, WEBSUB, hub, mask),
                 "retrying": mask(live.retrying.get(f"{WEBSUB} {hub}")),

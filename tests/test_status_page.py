@@ -180,6 +180,7 @@ def test_no_secret_on_the_status_page(site: Site) -> None:
         source=f'[[source]]\ntype = "changelog"\n'
         f'dsn = "postgresql://cms:{password}@127.0.0.1:1/cms"\n',
         extra=f'[indexnow]\nkey = "{key}"\nendpoint = "http://127.0.0.1:9/indexnow"\n'
+        f'[feed]\ntitle = "Updates"\n[websub]\nhubs = ["http://hub:{password}@127.0.0.1:9/"]\n'
         '[daemon]\ndebounce = 0.05\n[http]\nlisten = "127.0.0.1:0"\n',
     )
     site.write("a.html", page("A"))
@@ -197,6 +198,8 @@ def test_no_secret_on_the_status_page(site: Site) -> None:
         assert indexnow["key_file"] == f"{key}.txt"
         assert indexnow["owed"] == 1
         assert indexnow["last_answer"] is None
+        [hub] = data["notifications"]["websub"]
+        assert hub["hub"] == "http://hub:***@127.0.0.1:9/"
         [failing] = [s for s in data["sources"] if s["type"] == "changelog"]
         assert "127.0.0.1:1" in failing["failing"]
         text = json.dumps(data).replace(f'"key_file": "{key}.txt"', "")
