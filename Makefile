@@ -24,9 +24,11 @@ lint: $(VENV)/.test-extras
 	$(BIN)/mypy
 
 # Debian packages the tests use (systemd-analyze, a PostgreSQL server for the change-log
-# tests); installed when missing and we are root.
+# tests, Chromium and its driver for the status page's browser tests); installed when
+# missing and we are root.
 SYSTEM_PACKAGES = $(if $(shell command -v systemd-analyze),,systemd) \
-	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql)
+	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql) \
+	$(if $(wildcard /usr/bin/chromedriver),,chromium chromium-driver)
 system-deps:
 	@packages="$(strip $(SYSTEM_PACKAGES))"; [ -z "$$packages" ] || { [ "$$(id -u)" = 0 ] && \
 		apt-get update -q && apt-get install -y -q --no-install-recommends $$packages; }
@@ -45,6 +47,7 @@ bench: $(VENV)/.test-extras
 	$(BIN)/python bench/bench_changelog.py
 	$(BIN)/python bench/bench_fingerprint.py
 	$(BIN)/python bench/bench_s3.py
+	$(BIN)/python bench/bench_status.py
 
 # Debian 12 refuses `pip install` into the system Python (externally managed): install into
 # a venv of its own under PREFIX, and the units (which run PREFIX/bin/sitemapd), the system

@@ -7,6 +7,7 @@ Every error is a ConfigError whose message names the file and the key, for examp
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import re
 import tomllib
 from collections.abc import Callable
@@ -177,6 +178,8 @@ class HttpConfig:
 
     listen: str = ""
     serve_files: bool = False
+    # `/status` and `/status.json`: on by default only where the listener is loopback.
+    status_page: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -659,11 +662,28 @@ def _http(table: _Table) -> HttpConfig:
             parse_listen(listen)
         except ValueError as exc:
             raise table.error("listen", str(exc)) from exc
-    config = HttpConfig(listen=listen, serve_files=table.flag("serve_files", False))
+    config = HttpConfig(
+        listen=listen,
+        serve_files=table.flag("serve_files", False),
+        status_page=table.flag("status_page", bool(listen) and _loopback(listen)),
+    )
     if config.serve_files and not listen:
         raise table.error("serve_files", "needs http.listen")
+    if config.status_page and not listen:
+        raise table.error("status_page", "needs http.listen")
     table.done()
     return config
+
+
+def _loopback(listen: str) -> bool:
+    """True when the listen address `listen` (already valid) only takes local clients."""
+    host = parse_listen(listen)[0]
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to any interface
 
 
 def _daemon(table: _Table) -> DaemonConfig:

@@ -34,6 +34,8 @@ from .sidecar import Sidecar
 from .sources import changelog
 from .sources.accesslog import crawler_of
 from .status import DAEMON_FILE
+from .statusdata import LiveState
+from .statuspage import StatusPage
 from .store import atomic_write
 from .systemd import Notifier
 from .watch import Watcher
@@ -181,11 +183,14 @@ class Daemon:
             self.queue.depth,
             self.courier.waiting,
             self.role,
+            lambda: len(self.held),
         )
         # Change-log rows waiting, per source, measured after each read, and since when
         # (Unix time) some have been waiting.
         self.backlogs: dict[str, int] = {}
         self.waiting_since: dict[str, float] = {}
+        # Per source, the Unix time of its last read without error.
+        self.read_at: dict[str, float] = {}
         self.sidecar: Sidecar | None = None
         if config.http.listen:
             self.sidecar = Sidecar(
@@ -197,6 +202,7 @@ class Daemon:
                 config.ledger_path,
                 self._served,
                 self.role,
+                StatusPage(lambda: self.config, self.live_state, config.ledger_path),
             )
         self.writer = threading.Thread(target=self._write_loop, name="sitemapd-writer")
         self._live = 0
@@ -360,6 +366,7 @@ class Daemon:
         if result.report.written:
             self.last_publish = w3c.now()
         for name in result.scanned:
+            self.read_at[name] = time.time()
             self.failing.pop(name, None)
             self._retries.pop(name, None)
         for name, reason in result.failed.items():
@@ -493,6 +500,23 @@ class Daemon:
         if self.key_rejected:
             found.append(f"indexnow: the key was refused: {self.key_rejected}")
         return found
+
+    def live_state(self) -> LiveState:
+        """Return what the status page shows of the daemon besides its ledger."""
+        return LiveState(
+            problems=self.problems(),
+            faults=self.faults(),
+            role=self.role(),
+            last_publish=self.last_publish,
+            publish_error=self.batch_error,
+            errors=self.errors,
+            read_at=dict(self.read_at),
+            failing=dict(self.failing),
+            backlogs=dict(self.backlogs),
+            waiting_since=dict(self.waiting_since),
+            notifications_waiting=self.courier.waiting(),
+            retrying=dict(self.courier.failing),
+        )
 
     def faults(self) -> list[str]:
         """Return the problems of the daemon itself, which a restart may cure; a database

@@ -12,6 +12,7 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from . import history
 from .config import Config, DirectorySource
 from .errors import InvalidURL, SitemapdError
 from .fingerprint import TemplateMemory
@@ -136,28 +137,22 @@ def _history(config: Config, loc: str) -> tuple[list[str], dict[str, str]]:
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
     try:
         cursors = dict(conn.execute("SELECT name, value FROM cursors"))
-        row = conn.execute(
-            "SELECT id, status, reason, first_seen, lastmod, change_count, content_hash, "
-            "fp_settings, fp_fallback FROM urls WHERE loc = ?",
-            (loc,),
-        ).fetchone()
-        if row is None:
+        url = history.url_state(conn, loc)
+        if url is None:
             return ["history:      not in the ledger yet"], cursors
-        url_id, status, reason, first_seen, lastmod, count, stored, settings, fallback = row
-        changes = conn.execute(
-            "SELECT kind, at FROM journal WHERE url_id = ? ORDER BY seq DESC LIMIT 10", (url_id,)
-        ).fetchall()
+        changes = history.changes(conn, url, 10)
     except sqlite3.Error as exc:
         raise SitemapdError(f"{path}: cannot read the ledger ({exc})") from exc
     finally:
         conn.close()
     lines = [
-        f"status:       {status}" + (f" ({reason})" if reason else ""),
-        f"first seen:   {first_seen}",
-        f"lastmod:      {lastmod} (content changes recorded: {count})",
-        f"stored:       {stored} (settings {settings or 'of an earlier sitemapd'})"
-        + (", main content not found" if fallback else ""),
+        f"status:       {url.status}" + (f" ({url.reason})" if url.reason else ""),
+        f"first seen:   {url.first_seen}",
+        f"lastmod:      {url.lastmod} (content changes recorded: {url.change_count})",
+        f"stored:       {url.content_hash} (settings {url.fp_settings or 'of an earlier sitemapd'})"
+        + (", main content not found" if url.fp_fallback else ""),
     ]
     if changes:
-        lines.append("journal:      " + ", ".join(f"{kind} {at}" for kind, at in changes))
+        lines.append("journal:")
+        lines += [f"  {c['at']} {c['kind']}: {c['why']}" for c in changes]
     return lines, cursors

@@ -46,6 +46,7 @@ class Metrics:
         depth: Callable[[], int],
         notifications_waiting: Callable[[], int] = lambda: 0,
         role: Callable[[], str | None] = lambda: None,
+        removals_held: Callable[[], int] = lambda: 0,
     ) -> None:
         self.registry = CollectorRegistry()
         self.registry.register(_LedgerCollector(ledger_path))
@@ -93,6 +94,11 @@ class Metrics:
             "1 while this daemon publishes (holds the lease or needs none), 0 as a standby",
             registry=self.registry,
         ).set_function(lambda: float(role() != "standby"))
+        Gauge(
+            "sitemapd_removals_held",
+            "Sources whose mass removal is held until confirmed or still seen after the grace",
+            registry=self.registry,
+        ).set_function(lambda: float(removals_held()))
         self.notifications = Counter(
             "sitemapd_notifications",
             "IndexNow and WebSub requests finished, by kind and outcome",

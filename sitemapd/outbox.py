@@ -11,6 +11,7 @@ the network; `settle()` records the outcomes, on the writer thread, in the ledge
 from __future__ import annotations
 
 import heapq
+import json
 import logging
 import threading
 import time
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from . import w3c
 from .config import Config
 from .ledger import BASELINE_CURSOR, PUBLISHED_CURSOR, Ledger
 
@@ -30,6 +32,7 @@ INDEXNOW = "indexnow"
 WEBSUB = "websub"
 # Why IndexNow refused the key (403), until a request succeeds again.
 KEY_REJECTED = "indexnow_key_rejected"
+ANSWER_PREFIX = "answer "
 _MAX_BACKOFF = 3600.0
 _MAX_RETRY_AFTER = 86400.0
 
@@ -50,8 +53,16 @@ class Delivery:
         return (self.kind, self.target, "" if self.kind == INDEXNOW else self.urls[0])
 
 
-def _websub_cursor(hub: str, topic: str) -> str:
+def websub_cursor(hub: str, topic: str) -> str:
+    """Return the name of the cursor holding the feed bytes `hub` last heard of for
+    `topic` (the sha256 of the published feed)."""
     return f"websub {hub} {topic}"
+
+
+def answer_cursor(kind: str, target: str) -> str:
+    """Return the name of the cursor holding the last answer of `target` (an IndexNow
+    endpoint or a WebSub hub) as JSON `{at, outcome, status, detail}`."""
+    return f"{ANSWER_PREFIX}{kind} {target}"
 
 
 def pending(ledger: Ledger, config: Config) -> list[Delivery]:
@@ -82,7 +93,7 @@ def pending(ledger: Ledger, config: Config) -> list[Delivery]:
         for hub in config.websub.hubs:
             for name, topic in ((feed.atom, feed.atom_url), (feed.rss, feed.rss_url)):
                 record = ledger.published(name)
-                cursor = _websub_cursor(hub, topic)
+                cursor = websub_cursor(hub, topic)
                 if record is not None and ledger.cursor(cursor) != record[0]:
                     found.append(Delivery(WEBSUB, hub, (topic,), cursor, record[0]))
     return found
@@ -120,6 +131,11 @@ def settle(ledger: Ledger, results: list[tuple[Delivery, Outcome]]) -> None:
             elif outcome.kind == "done" and ledger.cursor(KEY_REJECTED):
                 ledger.set_cursor(KEY_REJECTED, "")
         ledger.set_cursor(delivery.cursor, delivery.value)
+        answer = {"at": w3c.now(), "outcome": outcome.kind, "status": outcome.status}
+        ledger.set_cursor(
+            answer_cursor(delivery.kind, delivery.target),
+            json.dumps(answer | {"detail": outcome.detail}, sort_keys=True),
+        )
 
 
 def deliver_now(ledger: Ledger, config: Config, timeout: float = 10.0) -> int:

@@ -39,6 +39,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from .ledger import is_published
 from .listen import parse_listen
 from .metrics import Metrics
+from .statuspage import PATHS as STATUS_PATHS
+from .statuspage import StatusPage
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +108,7 @@ class _Server(ThreadingHTTPServer):
     # fetches of feeds.
     on_served: Callable[[str, int, str], None]
     role: Callable[[], str | None]
+    status_page: StatusPage | None
 
     def __init__(self, address: tuple[str, int], max_connections: int) -> None:
         self.max_connections = max_connections
@@ -176,6 +179,9 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"  # keep-alive
     timeout = 15  # seconds a slow client may take per read or write
+    # Headers and body go out in separate writes: with Nagle's algorithm, a keep-alive
+    # client's delayed ACK would hold the body back some 40 ms.
+    disable_nagle_algorithm = True
     server_version = "sitemapd"
 
     def version_string(self) -> str:
@@ -229,6 +235,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_bytes(status, body.encode(), "text/plain; charset=utf-8", head)
         elif path == "/metrics":
             self._send_bytes(HTTPStatus.OK, self.server.metrics.render(), CONTENT_TYPE_LATEST, head)
+        elif path in STATUS_PATHS and self.server.status_page is not None:
+            answer = self.server.status_page.answer(path, urlsplit(self.path).query)
+            self._send_bytes(answer.status, answer.body, answer.kind, head, answer.headers)
         elif self.server.serve_files:
             self._send_file(unquote(path), head)
         else:
@@ -340,6 +349,7 @@ class Sidecar:
         ledger_path: Path,
         on_served: Callable[[str, int, str], None] = lambda name, status, agent: None,
         role: Callable[[], str | None] = lambda: None,
+        status_page: StatusPage | None = None,
     ) -> None:
         host, port = parse_listen(listen)
         self.server = (_Server6 if ":" in host else _Server)((host, port), connection_cap())
@@ -351,6 +361,7 @@ class Sidecar:
         self.server.on_served = on_served
         # "publisher" or "standby" when daemons share a target; None otherwise.
         self.server.role = role
+        self.server.status_page = status_page
         self.thread = threading.Thread(
             target=self.server.serve_forever, name="sitemapd-http", daemon=True
         )
@@ -373,3 +384,5 @@ class Sidecar:
         self.server.shutdown()
         self.server.server_close()
         self.server.is_published.close()
+        if self.server.status_page is not None:
+            self.server.status_page.close()

@@ -89,7 +89,7 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
             conn.execute("SELECT crawler, fetched_at FROM crawls WHERE page = 1 ORDER BY crawler")
         ),
         "feed_later_pages": conn.execute("SELECT count(*) FROM feed_pages").fetchone()[0],
-        **_published_counts(config, names),
+        **published_counts(config, names),
         "changelogs": [
             _changelog(source, cursors)
             for source in config.sources
@@ -217,7 +217,7 @@ def _daemon_line(daemon: dict[str, Any]) -> str:
     return line
 
 
-def _published_counts(config: Config, names: OutputNames) -> dict[str, int | None]:
+def published_counts(config: Config, names: OutputNames) -> dict[str, int | None]:
     """Return the items of the published news sitemaps and of the first Atom feed page
     (None when the site has none, or nothing is published yet)."""
     out = config.site.output_dir

@@ -3,11 +3,28 @@ that hold older changes."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Iterator
 
 from .model import FeedPageRange
 from .schema import GONE, LIVE
 from .transaction import Transactions
+
+
+def first_seq_since(conn: sqlite3.Connection, at: str, last_seq: int) -> int:
+    """Return the first journal seq recorded at or after `at` (`last_seq` + 1 when none
+    is), on any connection: a binary search on seq, as journal times grow with seq."""
+    low, high = 1, last_seq + 1
+    while low < high:
+        middle = (low + high) // 2
+        row = conn.execute(
+            "SELECT at FROM journal WHERE seq >= ? ORDER BY seq LIMIT 1", (middle,)
+        ).fetchone()
+        if row is None or row[0] >= at:
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 class JournalQueries(Transactions):
@@ -19,19 +36,8 @@ class JournalQueries(Transactions):
         return int(seq or 0)
 
     def first_seq_since(self, at: str) -> int:
-        """Return the first journal seq recorded at or after `at` (binary search on seq:
-        journal times grow with seq)."""
-        low, high = 1, self.last_seq() + 1
-        while low < high:
-            middle = (low + high) // 2
-            row = self.conn.execute(
-                "SELECT at FROM journal WHERE seq >= ? ORDER BY seq LIMIT 1", (middle,)
-            ).fetchone()
-            if row is None or row[0] >= at:
-                high = middle
-            else:
-                low = middle + 1
-        return low
+        """Return the first journal seq recorded at or after `at`."""
+        return first_seq_since(self.conn, at, self.last_seq())
 
     def recent_changes(self, after_seq: int) -> Iterator[tuple[int, str, str, str | None, str]]:
         """Yield `(seq, at, loc, title, lastmod)` of new/updated changes of live URLs after

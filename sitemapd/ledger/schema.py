@@ -260,6 +260,12 @@ def _migrate_v6(db: Database) -> None:
     )
 
 
+def _migrate_v7(db: Database) -> None:
+    # One URL's changes (its history on the status page, `explain`, `forget`) without
+    # reading the whole journal, which holds a row per URL of the first build and grows.
+    db.conn.execute("CREATE INDEX IF NOT EXISTS journal_url ON journal (url_id)")
+
+
 # Append only: a released migration never changes; the list index + 1 is the version.
 MIGRATIONS: list[Callable[[Database], None]] = [
     _migrate_v1,
@@ -268,6 +274,7 @@ MIGRATIONS: list[Callable[[Database], None]] = [
     _migrate_v4,
     _migrate_v5,
     _migrate_v6,
+    _migrate_v7,
 ]
 
 

@@ -1,0 +1,116 @@
+"""What the ledger remembers of a URL, and why each journalled change happened.
+
+The journal records what happened (new, updated, gone) and when; why is read from the
+URL's row: what its source gives (content or only a time) and, for its latest change,
+its present state (the exclusion that took it out, a return after a removal). `explain`
+and the status page both word changes through `why`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from .ledger.model import NEW, ROBOTS_REASON, UPDATED
+from .ledger.schema import EXCLUDED, GONE
+
+# The columns of `urls` a `UrlState` holds, in its field order.
+_COLUMNS = (
+    "id",
+    "loc",
+    "status",
+    "reason",
+    "first_seen",
+    "lastmod",
+    "change_count",
+    "content_hash",
+    "source_time",
+    "fp_settings",
+    "fp_fallback",
+    "title",
+)
+
+
+# The columns unqualified, for selecting from a subquery of `state_columns()`.
+STATE = ", ".join(_COLUMNS)
+
+
+def state_columns(table: str = "urls") -> str:
+    """Return the select list of a `UrlState`, each column qualified by `table`."""
+    return ", ".join(f"{table}.{column}" for column in _COLUMNS)
+
+
+@dataclass(frozen=True, slots=True)
+class UrlState:
+    """A URL's row as the reasons for its changes need it."""
+
+    id: int
+    loc: str
+    status: str
+    reason: str | None
+    first_seen: str
+    lastmod: str
+    change_count: int
+    content_hash: str | None
+    source_time: str | None
+    fp_settings: str | None
+    fp_fallback: int | None
+    title: str | None
+
+
+def exclusion(reason: str) -> str:
+    """Return why a URL with exclusion `reason` (as the ledger records it) is in no
+    sitemap, as a sentence."""
+    if reason == ROBOTS_REASON:
+        return "the site's robots.txt disallows it"
+    if reason.startswith("canonical:"):
+        return f"its page names another canonical URL ({reason.partition(':')[2].strip()})"
+    if reason == "noindex":
+        return "its page says noindex"
+    return f"excluded ({reason})"
+
+
+def why(kind: str, at: str, url: UrlState, latest: bool) -> str:
+    """Return why the change `kind` journalled at `at` happened to `url`; `latest` when
+    it is the URL's newest change, which its present state explains."""
+    if kind == NEW:
+        if at == url.first_seen:
+            return "first seen in its source"
+        return "back in the sitemaps after a removal or an exclusion"
+    if kind == UPDATED:
+        if url.content_hash is None:
+            return "its source's time for it moved forward"
+        if url.fp_fallback:
+            return "its page's text changed (main content not found: the whole text counts)"
+        return "its significant content changed (main text, title, description or metadata)"
+    if not latest:
+        return "left the sitemaps: removed from its source or excluded"
+    if url.status == EXCLUDED and url.reason:
+        return exclusion(url.reason)
+    if url.status == GONE:
+        return "no longer in its source (file deleted or URL dropped)"
+    return "left the sitemaps: removed from its source or excluded"
+
+
+def url_state(conn: sqlite3.Connection, loc: str) -> UrlState | None:
+    """Return the row of `loc`, or None when the ledger does not hold it."""
+    row = conn.execute(f"SELECT {state_columns()} FROM urls WHERE loc = ?", (loc,)).fetchone()
+    return None if row is None else UrlState(*row)
+
+
+def changes(conn: sqlite3.Connection, url: UrlState, limit: int) -> list[dict[str, Any]]:
+    """Return the newest `limit` journalled changes of `url`, newest first, each
+    `{seq, kind, at, why}`."""
+    # One row of JSON: a reader in the daemon steps once, not once per change, so the
+    # writer thread cannot hold the GIL between its rows.
+    (rows,) = conn.execute(
+        "SELECT json_group_array(json_array(seq, kind, at)) FROM ("
+        "SELECT seq, kind, at FROM journal WHERE url_id = ? ORDER BY seq DESC LIMIT ?)",
+        (url.id, limit),
+    ).fetchone()
+    return [
+        {"seq": seq, "kind": kind, "at": at, "why": why(kind, at, url, n == 0)}
+        for n, (seq, kind, at) in enumerate(sorted(json.loads(rows), reverse=True))
+    ]
