@@ -197,11 +197,25 @@ def _items(element: Element) -> list[Element]:
     for child in children:
         tags[str(child.tag)] = tags.get(str(child.tag), 0) + 1
     tag = max(tags, key=tags.__getitem__)
-    # Paragraphs with a link each are prose that cites, not a list.
-    items = [
-        c for c in children if c.tag == tag and _linked(c) and (tag != "p" or link_share(c) > 0.5)
-    ]
-    return items if len(items) >= LIST_ITEMS else []
+    items = [c for c in children if c.tag == tag and _linked(c)]
+    # Paragraphs that cite with a link are prose, not a list of links; so is a paragraph
+    # whose links are its children: its words between them say more than separators.
+    if len(items) < LIST_ITEMS or any(_prose_item(item) for item in items):
+        return []
+    loose = (element.text or "") + "".join(item.tail or "" for item in children)
+    if len(loose.split()) > len(items):
+        return []
+    return items
+
+
+def _prose_item(item: Element) -> bool:
+    """True when `item` says a paragraph's worth of its own besides its links."""
+    if link_share(item) > 0.5:
+        return False
+    own = text_of(item)
+    for a in item.iter("a"):
+        own = own.replace(text_of(a), " ", 1)
+    return is_prose(own)
 
 
 def _linked(item: Element) -> bool:
@@ -358,10 +372,12 @@ def headline(tree: Element, content: Iterable[Element]) -> Element | None:
 
 
 def _updated(element: Element) -> None:
-    last = element
-    while len(last):
-        last = last[-1]
-    last.text = (last.text or "") + " (updated)"
+    """Append to `element`'s text, after whatever it holds."""
+    if len(element):
+        last = element[-1]
+        last.tail = (last.tail or "") + " (updated)"
+    else:
+        element.text = (element.text or "") + " (updated)"
 
 
 def edit_title(page: Page) -> bool:

@@ -117,6 +117,9 @@ BLOCKS = {
 }
 # Elements never left out for their links: a link is itself, the rest hold the page.
 _NOT_LISTS = {"a", "body", "html", "main", "article"}
+# Characters of text outside links from which a block holds prose, whatever its links:
+# a page wrapper with a big sidebar is not a link list, though its lists are.
+_PROSE_HELD = 400
 # Characters below which one link that is most of a block's text makes it chrome: a
 # byline, a section label, another story's headline.
 _SHORT_LINKED = 100
@@ -438,7 +441,7 @@ def _paragraph_share(element: Element, sizes: _Sizes) -> float:
     total = sizes.text[element]
     if not total:
         return 0.0
-    inside = sum(sizes.text[p] for p in element.iter(*_PARAGRAPHS) if p in sizes.text)
+    inside = sum(sizes.text[p] for p in element.iter(*_PARAGRAPHS, "li") if p in sizes.text)
     return min(inside / total, 1.0)
 
 
@@ -480,7 +483,11 @@ def _template_reason(element: Element, sizes: _Sizes, main_text: int) -> str | N
             return "template class or id, mostly links"
     if text and tag not in _NOT_LISTS:
         links = sizes.links[element]
-        if links / text > 0.5 and (text < _SHORT_LINKED or _link_count(element) >= 2):
+        if (
+            links / text > 0.5
+            and text - links < _PROSE_HELD
+            and (text < _SHORT_LINKED or _link_count(element) >= 2)
+        ):
             return f"link list ({round(100 * links / text)}% link text)"
     return None
 

@@ -57,33 +57,35 @@ def headline(
 ) -> str | None:
     """Return the page's headline among its `<h1>` texts `h1s` (element, text).
 
-    The one sharing most words with the `stated` headlines (title, og:title, JSON-LD)
-    wins; without one, the last `<h1>` before the main content's first element
-    `first_main`, else the first inside it.
+    The ones sharing most words with the `stated` headlines (title, og:title, JSON-LD)
+    are candidates, else all; of those, the first inside the main content (whose first
+    element is `first_main`), else the last before it.
     """
     if not h1s:
         return None
     reference: set[str] = set()
     for text in stated:
         reference |= tokens(text)
-    best, score = None, 0
-    for _, text in h1s:
+    scored = []
+    for element, text in h1s:
         own = tokens(text)
         shared = len(own & reference)
-        if (shared >= _SHARED or (own and shared * 2 >= len(own))) and shared > score:
-            best, score = text, shared
-    if best is not None:
-        return best
-    if first_main is None:
+        if shared >= _SHARED or (own and shared * 2 >= len(own)):
+            scored.append((shared, element, text))
+    best = max((shared for shared, _, _ in scored), default=0)
+    candidates = [(e, t) for shared, e, t in scored if shared == best] or h1s
+    return _nearest(candidates, first_main)
+
+
+def _nearest(h1s: list[tuple[Element, str]], first_main: Element | None) -> str:
+    """Return the text of the first of `h1s` inside the main content, else of the last
+    before it, else of the first."""
+    if first_main is None or len(h1s) == 1:
         return h1s[0][1]
     order = {element: n for n, element in enumerate(first_main.getroottree().iter())}
     start = order.get(first_main, 0)
+    for element, text in h1s:
+        if element is first_main or any(a is first_main for a in element.iterancestors()):
+            return text
     before = [text for element, text in h1s if order.get(element, 0) < start]
-    inside = [
-        text
-        for element, text in h1s
-        if element is first_main or any(a is first_main for a in element.iterancestors())
-    ]
-    if before:
-        return before[-1]
-    return inside[0] if inside else None
+    return before[-1] if before else h1s[0][1]
