@@ -349,7 +349,7 @@ def table(title: str, header: tuple[str, str, str], rows: list[tuple[str, str, s
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--pages", type=int, default=600)
+    parser.add_argument("--pages", type=int, default=2000)
     args = parser.parse_args()
     table(
         "fingerprint throughput, sitemapd build",

@@ -35,7 +35,7 @@ from sitemapd.drill.mutate import (
     is_prose,
     link_share,
     normal,
-    prose_paragraphs,
+    page_content,
     text_of,
 )
 
@@ -155,7 +155,7 @@ def trafilatura() -> Iterator[Sample]:
 def postlight() -> Iterator[Sample]:
     base = WORK / "postlight" / "fixtures"
     for path in sorted(base.glob("*.html")) if base.exists() else []:
-        yield Sample(f"postlight/{path.stem}", path.read_bytes(), prose_paragraphs)
+        yield Sample(f"postlight/{path.stem}", path.read_bytes(), page_content)
 
 
 CORPORA: dict[str, Callable[[], Iterator[Sample]]] = {

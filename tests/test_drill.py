@@ -98,3 +98,30 @@ def test_a_site_without_pages_is_an_error(site: Site) -> None:
     result = site.cli("drill", check=False)
     assert result.returncode == 1
     assert "no HTML page to drill" in result.stderr
+
+
+def test_list_pages_are_drilled_by_their_list(site: Site) -> None:
+    for section in ("news", "sport", "culture", "tech", "world", "science"):
+        items = "".join(
+            f"<li><a href='/{section}/story-{n}.html'>{section} story {n} headline</a></li>"
+            for n in range(12)
+        )
+        side = "".join(f"<li><a href='/read-{n}.html'>Most read {n}</a></li>" for n in range(5))
+        site.write(
+            f"{section}.html",
+            f"<html><head><title>{section} | Gazette</title></head><body><main>"
+            f"<h1>{section}</h1><ul>{items}</ul></main><aside><ul>{side}</ul></aside>"
+            "</body></html>",
+        )
+    result = site.cli("drill", "--json")
+    (report,) = json.loads(result.stdout)
+    rows = report["report"]["rows"]
+    assert rows["a new item in a list page's list"] == {
+        "name": "a new item in a list page's list",
+        "real": True,
+        "applied": 6,
+        "moved": 6,
+        "wrong": [],
+    }
+    assert rows["link lists outside the content rotate"]["applied"] == 6
+    assert rows["link lists outside the content rotate"]["moved"] == 0

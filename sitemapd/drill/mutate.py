@@ -25,8 +25,11 @@ PROSE_WORDS = 8
 PROSE_CHARACTERS = 40
 # Link text share below which a block is prose, not a list of links.
 PROSE_LINKS = 0.3
-# Items a block needs to be a list a CMS rotates.
+# Items a block needs to be a list a CMS rotates, and to be the list a page is about.
 LIST_ITEMS = 3
+MAIN_LIST_ITEMS = 5
+# Characters of prose below which a page is its list of items, not an article.
+LIST_PAGE_PROSE = 280
 _STRUCTURAL = {"nav", "header", "footer", "aside", "form"}
 _PROSE_TAGS = ("p", "blockquote", "pre", "dd", "li", "td", "div")
 # Numbers there are data, not counters: tables, footnote marks, formulas, code.
@@ -112,6 +115,32 @@ def prose_paragraphs(tree: Element) -> list[Element]:
             found.append(element)
             chosen.add(element)
     return _main_cluster(found)
+
+
+def page_content(tree: Element) -> list[Element]:
+    """Return the page's content by structure: its prose paragraphs, or, on a page with
+    less prose than a paragraph or two (a home, section or tag page), its main list."""
+    prose = prose_paragraphs(tree)
+    if sum(len(text_of(p)) for p in prose) >= LIST_PAGE_PROSE:
+        return prose
+    listing = main_list(tree)
+    return [listing] if listing is not None else prose
+
+
+def main_list(tree: Element) -> Element | None:
+    """Return the page's list of items: the list of links with most link text outside
+    the page's landmarks of template, or None."""
+    best, most = None, 0
+    for element in tree.iter(etree.Element):
+        if any(a.tag in _STRUCTURAL for a in (element, *element.iterancestors())):
+            continue
+        items = _items(element)
+        if len(items) < MAIN_LIST_ITEMS:
+            continue
+        size = sum(len(text_of(a)) for item in items for a in item.iter("a"))
+        if size > most:
+            best, most = element, size
+    return best
 
 
 def _main_cluster(paragraphs: list[Element]) -> list[Element]:
@@ -223,6 +252,19 @@ def _linked(item: Element) -> bool:
     return link is not None and bool(link.get("href")) and bool(text_of(link))
 
 
+def new_item(page: Page) -> bool:
+    """Push a new item onto the list a list page is about: a new story in a section."""
+    for element in page.content:
+        items = _items(element)
+        if len(items) >= MAIN_LIST_ITEMS:
+            fresh = copy.deepcopy(items[0])
+            fresh.tail = items[0].tail
+            _rewrite(fresh, 0)
+            items[0].addprevious(fresh)
+            return True
+    return False
+
+
 def rotate_link_lists(page: Page) -> bool:
     """Push a new item onto every list of links outside the content and drop its last:
     what a "latest stories" box does when the newsroom publishes."""
@@ -318,11 +360,23 @@ def counters(page: Page) -> bool:
     return done
 
 
+def _prose(page: Page) -> list[Element]:
+    """Return the content's paragraphs of prose: blocks of text, not lists of links."""
+    return [
+        element
+        for element in page.content
+        if not any(child.tag in BLOCKS for child in element)
+        and is_prose(text_of(element))
+        and link_share(element) < PROSE_LINKS
+    ]
+
+
 def edit_word(page: Page) -> bool:
-    """Change one word in the middle of the content: an editor's smallest fix."""
-    if not page.content:
+    """Change one word in the middle of the content's prose: an editor's smallest fix."""
+    prose = _prose(page)
+    if not prose:
         return False
-    paragraph = page.content[len(page.content) // 2]
+    paragraph = prose[len(prose) // 2]
     for node in paragraph.iter(etree.Element):
         for attr in ("text", "tail"):
             value = getattr(node, attr)
@@ -347,10 +401,11 @@ def _one_word_changed(text: str) -> str:
 
 
 def append_correction(page: Page) -> bool:
-    """Add a correction notice after the last paragraph of the content."""
-    if not page.content:
+    """Add a correction notice after the last paragraph of the content's prose."""
+    prose = _prose(page)
+    if not prose:
         return False
-    last = page.content[-1]
+    last = prose[-1]
     correction = etree.Element("p")
     correction.text = "Correction: an earlier version of this article misstated a name."
     correction.tail = last.tail
@@ -432,4 +487,5 @@ CHANGES = (
     Change("headline (title, h1, og:title)", edit_headline, True),
     Change("<title> alone", edit_title, True),
     Change("headline element alone", edit_h1, True),
+    Change("a new item in a list page's list", new_item, True),
 )

@@ -18,7 +18,7 @@ from lxml import etree
 from ..fingerprint import Settings, TemplateMemory
 from ..fingerprint.decode import decoded
 from ..pages import PageRead, read_file
-from .mutate import CHANGES, Change, Element, Page, prose_paragraphs
+from .mutate import CHANGES, Change, Element, Page, page_content
 
 # A page that is not valid UTF-8 would be decoded by its own declaration: the BOM wins.
 _BOM = b"\xef\xbb\xbf"
@@ -101,7 +101,7 @@ def drill(
     pages: Iterable[tuple[str, bytes]],
     settings: Settings,
     memory: TemplateMemory,
-    oracle: Oracle = prose_paragraphs,
+    oracle: Oracle = page_content,
     changes: tuple[Change, ...] = CHANGES,
 ) -> Report:
     """Return how the fingerprints of `pages` (name, bytes) answer each change.

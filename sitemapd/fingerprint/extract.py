@@ -117,6 +117,9 @@ BLOCKS = {
 }
 # Elements never left out for their links: a link is itself, the rest hold the page.
 _NOT_LISTS = {"a", "body", "html", "main", "article"}
+# A page's main list of items: children with a link each, and its link text.
+_LIST_ITEMS = 5
+_MIN_LIST_TEXT = 200
 # Characters of text outside links from which a block holds prose, whatever its links:
 # a page wrapper with a big sidebar is not a link list, though its lists are.
 _PROSE_HELD = 400
@@ -183,18 +186,52 @@ def main_content(body: Element, select: Callable[[Element], list[Element]] | Non
         return _finish(chosen, sizes)
     top = _best_container(body, sizes)
     if top is None:
-        return Extract([body], fallback=True, dropped=_template_parts(body, sizes, body))
+        return _without_article(body, sizes)
     extract = _finish(_with_siblings(top, sizes), sizes)
     kept = sum(sizes.text[e] for e in extract.main) - sum(
         sizes.text[e] for e in extract.dropped if _inside_any(e, extract.main)
     )
     if kept < _MIN_MAIN:
-        return Extract([body], fallback=True, dropped=_template_parts(body, sizes, body))
+        return _without_article(body, sizes)
     strays = _strays(body, sizes, extract.main)
     if strays:
         order = {element: n for n, element in enumerate(sizes.elements)}
         extract.main = sorted([*extract.main, *strays], key=order.__getitem__)
     return extract
+
+
+def _without_article(body: Element, sizes: _Sizes) -> Extract:
+    """Return the main content of a page with no article: its main list of items (a
+    home, section, tag or author page lists links), else the whole body less its
+    template parts, as a fallback."""
+    listing = _main_list(body, sizes)
+    if listing is not None:
+        dropped = _template_parts(listing, sizes, listing, lists=False)
+        return Extract([listing], fallback=False, dropped=dropped)
+    return Extract([body], fallback=True, dropped=_template_parts(body, sizes, body))
+
+
+def _main_list(body: Element, sizes: _Sizes) -> Element | None:
+    """Return the page's list of items: the block of most link text among those of
+    `_LIST_ITEMS` or more like children with a link each, in no template part."""
+    best, most = None, _MIN_LIST_TEXT - 1
+    for element in sizes.elements:
+        links = sizes.links[element]
+        if links <= most or len(element) < _LIST_ITEMS:
+            continue
+        tags: dict[object, int] = {}
+        for child in element:
+            if child.tag == "a" or next(child.iter("a"), None) is not None:
+                tags[child.tag] = tags.get(child.tag, 0) + 1
+        if not tags or max(tags.values()) < _LIST_ITEMS:
+            continue
+        if any(
+            _template_reason(e, sizes, 1 << 62, lists=False)
+            for e in (element, *element.iterancestors())
+        ):
+            continue
+        best, most = element, links
+    return best
 
 
 def _strays(body: Element, sizes: _Sizes, main: list[Element]) -> list[Element]:
@@ -250,9 +287,12 @@ class _Sizes:
         """Return a function giving an element's link density less its template parts."""
         removed: dict[Element, int] = {}
         removed_links: dict[Element, int] = {}
+        sizes = self.text
         for element in reversed(self.elements):
+            if not sizes[element] or element.tag == "a":
+                continue  # nothing to take away, or a link, never template by itself
             parent = element.getparent()
-            if parent not in self.text:
+            if parent not in sizes:
                 continue
             if _template_reason(element, self, 1 << 62):
                 text, links = self.text[element], self.links[element]
@@ -261,7 +301,7 @@ class _Sizes:
             if text:
                 removed[parent] = removed.get(parent, 0) + text
                 removed_links[parent] = removed_links.get(parent, 0) + links
-        sizes, link_sizes = self.text, self.links
+        link_sizes = self.links
 
         def density(element: Element) -> float:
             total = sizes[element] - removed.get(element, 0)
@@ -445,8 +485,11 @@ def _paragraph_share(element: Element, sizes: _Sizes) -> float:
     return min(inside / total, 1.0)
 
 
-def _template_parts(root: Element, sizes: _Sizes, main: Element) -> dict[Element, str]:
-    """Return the outermost elements under `root` that are template, with why."""
+def _template_parts(
+    root: Element, sizes: _Sizes, main: Element, lists: bool = True
+) -> dict[Element, str]:
+    """Return the outermost elements under `root` that are template, with why; link
+    lists among them unless `lists` is False (the main content is a list)."""
     found: dict[Element, str] = {}
     main_text = sizes.text.get(main, 0)
     iterator = root.iterdescendants(etree.Element)
@@ -454,15 +497,18 @@ def _template_parts(root: Element, sizes: _Sizes, main: Element) -> dict[Element
     for element in iterator:
         if skip_below is not None and _inside(element, skip_below):
             continue
-        reason = _template_reason(element, sizes, main_text)
+        reason = _template_reason(element, sizes, main_text, lists)
         if reason:
             found[element] = reason
             skip_below = element
     return found
 
 
-def _template_reason(element: Element, sizes: _Sizes, main_text: int) -> str | None:
-    """Return why `element` is template rather than article, or None."""
+def _template_reason(
+    element: Element, sizes: _Sizes, main_text: int, lists: bool = True
+) -> str | None:
+    """Return why `element` is template rather than article, or None; a link list is
+    only when `lists`."""
     tag = element.tag
     text = sizes.text.get(element, 0)
     small = text <= main_text * _WRAPPER_SHARE
@@ -481,7 +527,7 @@ def _template_reason(element: Element, sizes: _Sizes, main_text: int) -> str | N
             and (text < _MIN_PARAGRAPH or sizes.links[element] > _WEAK_LINKS * text)
         ):
             return "template class or id, mostly links"
-    if text and tag not in _NOT_LISTS:
+    if lists and text and tag not in _NOT_LISTS:
         links = sizes.links[element]
         if (
             links / text > 0.5
