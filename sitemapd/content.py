@@ -29,10 +29,12 @@ _BODY = re.compile(rb"<body[\s>]", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 _ROBOTS_NAMES = {"robots", "googlebot"}
 _NOINDEX = {"noindex", "none"}
+# The `type` of an alternate link that is a page: none said, or HTML.
+_HTML_TYPES = {"", "text/html", "application/xhtml+xml"}
 
 MAX_IMAGES = 1000
 # Bumped whenever read_page() learns to read more: pages are then read again once.
-FACTS_VERSION = 1
+FACTS_VERSION = 2
 _OG_IMAGE_KEYS = {"og:image", "og:image:url", "og:image:secure_url"}
 _LD_JSON = re.compile(
     rb"<script\b[^>]*?\btype\s*=\s*[\"']?application/ld\+json\b[^>]*>(.*?)</script\s*>",
@@ -107,7 +109,7 @@ def _head_facts(tree: etree._Element) -> tuple[dict[str, Any], dict[str, str], l
         if "canonical" in rels and href and canonical is None:
             canonical = href
         hreflang = (link.get("hreflang") or "").strip().lower()
-        if "alternate" in rels and hreflang and href:
+        if "alternate" in rels and hreflang and href and _is_translation(link):
             alternates.setdefault(hreflang, href)
     noindex = False
     meta: dict[str, str] = {}
@@ -136,6 +138,14 @@ def _head_facts(tree: etree._Element) -> tuple[dict[str, Any], dict[str, str], l
         "base": base or None,
     }
     return facts, meta, images
+
+
+def _is_translation(link: etree._Element) -> bool:
+    """True when an alternate `<link>` names a page in another language: an HTML page for
+    every medium, not a feed (Nikola puts one with hreflang in every head), a print or
+    mobile version (`media`), or another format."""
+    kind = (link.get("type") or "").split(";")[0].strip().lower()
+    return kind in _HTML_TYPES and not (link.get("media") or "").strip()
 
 
 def ld_articles(data: bytes) -> list[dict[str, object]]:

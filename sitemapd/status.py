@@ -84,7 +84,9 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
     cursors = dict(conn.execute("SELECT name, value FROM cursors"))
     return {
         "crawl_problems": crawl_problems(conn),
-        "hreflang_problems": hreflang_problems(conn, config.site.origin.root),
+        "hreflang_problems": hreflang_problems(conn, config.site.origin.root)
+        if config.sitemap.alternates
+        else [],
         "crawlers": dict(
             conn.execute("SELECT crawler, fetched_at FROM crawls WHERE page = 1 ORDER BY crawler")
         ),

@@ -127,7 +127,9 @@ def verify(config: Config, seen: set[bytes] | None = None) -> list[str]:
         else:
             problems += _verify_shard(site.output_dir / name, entry.lastmod, config, seen)
     if config.ledger_path.exists():
-        problems += _ledger_problems(config.ledger_path, config.site.origin.root)
+        problems += _ledger_problems(
+            config.ledger_path, config.site.origin.root, config.sitemap.alternates
+        )
     for path in sorted(site.output_dir.iterdir()):
         if names.is_shard(path.name) and path.name not in named:
             problems.append(f"{path}: shard file not named by the index")
@@ -220,13 +222,15 @@ def _verify_robots(path: Path, index_url: str) -> list[str]:
     return []
 
 
-def _ledger_problems(path: Path, site_root: str) -> list[str]:
-    """Return what the ledger knows is wrong: crawler errors, broken hreflang groups."""
+def _ledger_problems(path: Path, site_root: str, alternates: bool) -> list[str]:
+    """Return what the ledger knows is wrong: crawler errors, and broken hreflang groups
+    when `alternates` are published."""
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
     try:
+        groups = status.hreflang_problems(conn, site_root) if alternates else []
         return [
             *(f"crawled: {p['message']}" for p in status.crawl_problems(conn)),
-            *(f"hreflang: {p['message']}" for p in status.hreflang_problems(conn, site_root)),
+            *(f"hreflang: {p['message']}" for p in groups),
         ]
     except sqlite3.Error as exc:
         return [f"{path}: cannot read the ledger ({exc})"]
