@@ -21,6 +21,7 @@ from . import (
     fdlimit,
     logs,
     outbox,
+    ownership,
     progress,
     removals,
     status,
@@ -178,6 +179,7 @@ def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = 
     """Under the state lock, run `first` on the engine, then build, notify and print the
     summary; exit 1 when a source failed or a removal is held."""
     with _locked_engine(cfg) as engine, _progress_bar(cfg) as bar:
+        ownership.claim(cfg, engine.ledger.published)
         first(engine)
         target = cfg.publish.s3
         # A running daemon renews its lease several times per TTL: two TTLs tell.
@@ -232,6 +234,7 @@ def run(config_path: Path, dry_run: bool, as_json: bool) -> None:
 
     fdlimit.raise_open_files_limit()
     with StateLock(cfg.site.state_dir) as lock:
+        ownership.claim(cfg, ownership.ledger_records(cfg))
         daemon = Daemon(cfg, lock)
         daemon.install_signal_handlers()
         try:
@@ -389,8 +392,13 @@ def explain_(config_path: Path, target: str) -> None:
 @config_option
 @_errors_exit
 def check_config(config_path: Path) -> None:
-    """Validate the configuration file; exit 2 naming the first bad key."""
+    """Validate the configuration file and that no file in output_dir under a name
+    sitemapd publishes was written by another; exit 2 naming the first bad key or file."""
     cfg = config.load(config_path)
+    foreign = ownership.foreign_files(cfg, ownership.ledger_records(cfg))
+    ownership.refuse(cfg, foreign)
+    for found in foreign:
+        click.echo(f"site.take_over: {found.path} will be replaced (a copy kept)")
     click.echo(f"ok: {cfg.path}: {len(cfg.sources)} sources, index {cfg.sitemap.index}")
 
 

@@ -91,6 +91,12 @@ class SiteConfig:
     max_removal: float = 0.5
     removal_grace: float = 900.0
     partition: Partition | None = None
+    # Replace files in output_dir under sitemapd's names that it did not write (keeping a
+    # copy in the state folder) instead of refusing to start.
+    take_over: bool = False
+    # `Sitemap:` lines of robots.txt for this site that sitemapd did not write: "warn"
+    # (status and verify name them) or "remove".
+    robots_other_sitemaps: str = "warn"
 
     @property
     def not_content(self) -> tuple[str, str]:
@@ -705,6 +711,8 @@ def _site(table: _Table, base: Path) -> SiteConfig:
     max_removal = table.share("max_removal", 0.5)
     removal_grace = table.duration("removal_grace", 900.0, 0, 30 * 86400)
     partition = _partition(table)
+    take_over = table.flag("take_over", False)
+    other_sitemaps = table.choice("robots_other_sitemaps", "warn", ("warn", "remove"))
     table.done()
     return SiteConfig(
         base_url,
@@ -716,6 +724,8 @@ def _site(table: _Table, base: Path) -> SiteConfig:
         max_removal,
         removal_grace,
         partition,
+        take_over,
+        other_sitemaps,
     )
 
 

@@ -7,6 +7,7 @@ the watchers' health but never write; the main thread handles signals.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -36,7 +37,7 @@ from .sources.accesslog import crawler_of
 from .status import DAEMON_FILE
 from .store import atomic_write
 from .systemd import Notifier
-from .watch import Watcher
+from .watch import OutputWatcher, Watcher
 from .words import count
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ log = logging.getLogger(__name__)
 
 _HEALTH_EVERY = 2.0  # seconds between watcher health checks
 ROBOTS_WATCH = "robots.txt"  # the watcher of a robots.txt outside every source root
+OUTPUT_WATCH = "output"  # the watcher of sitemapd's own names in the output folder
 _MAX_BACKOFF = 60.0
 REFRESH, OUTBOX = "refresh", "outbox"
 # The lease was taken: adopt the published lastmods, then publish everything owed.
@@ -161,6 +163,7 @@ class Daemon:
         # Held by the writer for each batch; a reload takes it to swap the engine.
         self.engine_lock = threading.Lock()
         self.watchers: dict[str, Watcher] = {}
+        self.output_watcher: OutputWatcher | None = None
         # The failure last logged per watcher, so a lasting outage is logged once.
         self._reported: dict[str, str] = {}
         self.notifier = Notifier()
@@ -713,6 +716,9 @@ class Daemon:
                     with self.engine_lock:
                         self.engine.adopt()
                 refresh = bool({REFRESH, TAKEOVER} & batch.tasks)
+                if OUTPUT_WATCH in batch.rescan:
+                    batch.rescan.discard(OUTPUT_WATCH)
+                    refresh = self._output_damaged() or refresh
                 if batch.paths or batch.rescan or refresh:
                     result = self._update(batch.paths, batch.rescan, refresh)
                     if result.report.written or batch.rescan:  # a rescan always publishes
@@ -822,6 +828,26 @@ class Daemon:
             watcher = Watcher(source, skip, self.queue.add_paths, self.queue.add_rescan)
             self.watchers[source.name] = watcher
             self._start_watcher(watcher)
+        if self.config.publish.s3 is None:
+            with contextlib.suppress(OSError):  # not a folder: the publish reports it
+                self.config.site.output_dir.mkdir(parents=True, exist_ok=True)
+        self._watch_output()
+
+    def _watch_output(self) -> None:
+        """Watch the output folder for sitemapd's own names (none with an S3 target). Its
+        health is the output folder's, reported as such: a missing folder is no fault of
+        the daemon's, and this watcher is started again once the folder is back."""
+        self._unwatch_output()
+        if self.config.publish.s3 is not None:
+            return
+        names = self.engine.publisher.names
+        watcher = OutputWatcher(
+            OUTPUT_WATCH, self.config.site.output_dir, names.is_output, self.queue.add_rescan
+        )
+        if watcher.start():
+            self.output_watcher = watcher
+            # What happened while it was not watched.
+            self.queue.add_rescan(OUTPUT_WATCH)
 
     def _start_watcher(self, watcher: Watcher, restarted: bool = False) -> None:
         name = watcher.source.name
@@ -839,12 +865,23 @@ class Daemon:
             for watcher in self.watchers.values():
                 watcher.stop()
             self.watchers.clear()
+            self._unwatch_output()
+
+    def _unwatch_output(self) -> None:
+        if self.output_watcher is not None:
+            self.output_watcher.stop()
+            self.output_watcher = None
 
     def check_health(self) -> None:
         """Restart any watcher that died or whose folder was replaced; notice a lost state
         folder and a missing output folder now, not at the next publish (scheduler job)."""
         with self._watchers_lock:
             self._check_watchers()
+            watching = self.output_watcher
+            if (
+                watching is None or not watching.healthy()
+            ) and self.config.site.output_dir.is_dir():
+                self._watch_output()
         self._state_lost()
         output = self.config.site.output_dir
         missing = self.config.publish.s3 is None and not output.is_dir()
@@ -852,6 +889,18 @@ class Daemon:
             self._error(f"output folder {output} is missing: publishing everything again")
             self._reconcile_all()
         self._output_missing = missing
+
+    def _output_damaged(self) -> bool:
+        """Return True, logging which, when files published into the output folder were
+        replaced or deleted by another writer since (the next publish restores them)."""
+        with self.engine_lock:
+            publisher = self.engine.publisher
+            damaged = publisher.damaged()
+        for name in damaged:
+            log.warning(
+                "%s was replaced or deleted under sitemapd: republishing", publisher.out / name
+            )
+        return bool(damaged)
 
     def _state_lost(self) -> str | None:
         """Return why the state folder is no longer this daemon's, noticing it once."""

@@ -380,6 +380,11 @@ class Publisher:
         record = record or self.ledger.published(name)
         return record is not None and self.store.intact(name, record)
 
+    def damaged(self) -> list[str]:
+        """Return the names of published files no longer stored as published (replaced,
+        edited or deleted by another writer)."""
+        return [name for name in self.ledger.published_names() if not self._intact(name)]
+
     def _check_lease(self) -> None:
         """Raise PublishError unless this daemon may write to the target now (a long
         publish renews the lease on the way)."""
