@@ -7,11 +7,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from . import robots
 from .changelog import open_reader
 from .config import ChangelogSource, Config
 from .errors import SitemapdError
 from .lock import StateLock
-from .publish import OutputNames
+from .publish import OutputNames, partition_index_urls
 from .removals import holds
 from .render.feedpage import ATOM_NS
 from .render.sitemap import SITEMAP_NS, envelope_size
@@ -116,6 +117,7 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
         ),
         "excluded_by_reason": by_reason,
         "canonical_elsewhere": canonical_elsewhere(conn, config.site.origin.root),
+        "robots_other_sitemaps": robots_other_sitemaps(config),
         "excluded": excluded,
         "invalid": {"count": invalid_count, "items": invalid},
         "shards": shards,
@@ -123,6 +125,25 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
         "last_publish": last_publish,
         "daemon": daemon_health(config.site.state_dir),
     }
+
+
+def robots_other_sitemaps(config: Config, data: bytes | None = None) -> list[str]:
+    """Return a message per `Sitemap:` line for this site that sitemapd did not write in
+    robots.txt (its bytes `data`, else read from site.robots_txt on disk)."""
+    path = config.site.robots_txt
+    if data is None:
+        if path is None or config.publish.s3 is not None:
+            return []
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return []
+    ours = partition_index_urls(config)
+    return [
+        f"robots.txt names another sitemap of this site: {url} (crawlers read its URLs with "
+        "other lastmods: remove the line, or set site.robots_other_sitemaps = \"remove\")"
+        for url in robots.other_sitemaps(data, config.site.origin.root, ours)
+    ]
 
 
 def daemon_health(state_dir: Path) -> dict[str, Any]:
@@ -159,6 +180,7 @@ def render_text(report: dict[str, Any]) -> str:
     ]
     lines += [f"HELD:         {h['source']}: {h['reason']}" for h in report["removals_held"]]
     lines += [f"CANONICAL ELSEWHERE: {line}" for line in report["canonical_elsewhere"]]
+    lines += [f"warning:      {line}" for line in report["robots_other_sitemaps"]]
     if report["excluded_by_reason"]:
         reasons = ", ".join(f"{n} {r}" for r, n in report["excluded_by_reason"].items())
         lines.append(f"excluded:     {reasons}")

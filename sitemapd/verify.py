@@ -34,6 +34,9 @@ _SHOWN = 20  # problems of one kind listed per file before summarising
 # Findings that break no rule (a valid lastmod in another form than sitemapd writes) start
 # with this; they do not make `verify` fail.
 NOTE = "note: "
+# Findings that break no rule but mislead crawlers (another sitemap of the site named in
+# robots.txt) start with this; they do not make `verify` fail either.
+WARNING = "warning: "
 NEWS = f"{{{NEWS_NS}}}"
 
 
@@ -134,7 +137,7 @@ def verify(config: Config, seen: set[bytes] | None = None) -> list[str]:
         if names.is_shard(path.name) and path.name not in named:
             problems.append(f"{path}: shard file not named by the index")
     if site.robots_txt is not None:
-        problems += _verify_robots(site.robots_txt, site.output_url + limits.index)
+        problems += _verify_robots(site.robots_txt, site.output_url + limits.index, config)
     return problems
 
 
@@ -212,14 +215,15 @@ def _w3c(value: str | None) -> str | None:
         return None
 
 
-def _verify_robots(path: Path, index_url: str) -> list[str]:
+def _verify_robots(path: Path, index_url: str, config: Config) -> list[str]:
     try:
         data = path.read_bytes()
     except OSError as exc:
         return [f"{path}: cannot read ({exc.strerror})"]
+    found = [f"{WARNING}{line}" for line in status.robots_other_sitemaps(config, data)]
     if robots.with_sitemap_line(data, index_url) != data:
-        return [f"{path}: does not hold exactly one 'Sitemap: {index_url}' line"]
-    return []
+        found.append(f"{path}: does not hold exactly one 'Sitemap: {index_url}' line")
+    return found
 
 
 def _ledger_problems(path: Path, site_root: str, alternates: bool) -> list[str]:
