@@ -141,7 +141,7 @@ def robots_other_sitemaps(config: Config, data: bytes | None = None) -> list[str
     ours = partition_index_urls(config)
     return [
         f"robots.txt names another sitemap of this site: {url} (crawlers read its URLs with "
-        "other lastmods: remove the line, or set site.robots_other_sitemaps = \"remove\")"
+        'other lastmods: remove the line, or set site.robots_other_sitemaps = "remove")'
         for url in robots.other_sitemaps(data, config.site.origin.root, ours)
     ]
 
