@@ -283,13 +283,6 @@ def _progress_bar(cfg: config.Config) -> Iterator[progress.Progress | None]:
         yield progress.Progress(draw, every=0.2)
 
 
-def _url(engine: Engine, target: str) -> str:
-    """Return the ledger form of `target`, a URL or a path on the site; raises InvalidURL."""
-    if target.startswith("/"):
-        target = engine.policy.origin.root + target.lstrip("/")
-    return engine.policy.normalise(target)
-
-
 @main.command(name="forget")
 @config_option
 @click.argument("url")
@@ -300,7 +293,8 @@ def forget_(config_path: Path, url: str) -> None:
     Its lastmod, publication date and history start again from what its source says now.
     """
     _build(
-        config.load(config_path), lambda engine: correct.forget(engine.ledger, _url(engine, url))
+        config.load(config_path),
+        lambda engine: correct.forget(engine.ledger, engine.policy.site_url(url)),
     )
 
 
@@ -315,7 +309,8 @@ def reread_(config_path: Path, url: str) -> None:
     states replaces a provisional one.
     """
     _build(
-        config.load(config_path), lambda engine: correct.reread(engine.ledger, _url(engine, url))
+        config.load(config_path),
+        lambda engine: correct.reread(engine.ledger, engine.policy.site_url(url)),
     )
 
 
@@ -382,7 +377,8 @@ def robots_(config_path: Path) -> None:
 def explain_(config_path: Path, target: str) -> None:
     """Show what TARGET's fingerprint is taken over and its lastmod history.
 
-    TARGET is a page's URL or its file under a directory source's root.
+    TARGET is a page's URL, its path on the site (/news/a.html) or its file under a
+    directory source's root.
     """
     from .explain import explain
 
