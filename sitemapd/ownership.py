@@ -81,7 +81,13 @@ def ledger_records(config: Config) -> Published:
     try:
         conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
         try:
-            rows = conn.execute("SELECT name, sha256, bytes, mtime_ns FROM published").fetchall()
+            # An empty ledger file has no tables: it is refused, naming it, when opened.
+            known = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'published'")
+            rows = []
+            if known.fetchone():
+                rows = conn.execute(
+                    "SELECT name, sha256, bytes, mtime_ns FROM published"
+                ).fetchall()
         finally:
             conn.close()
     except sqlite3.Error as exc:
