@@ -29,6 +29,9 @@ _BODY = re.compile(rb"<body[\s>]", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 _ROBOTS_NAMES = {"robots", "googlebot"}
 _NOINDEX = {"noindex", "none"}
+# A meta refresh's content that names a URL: "0; url=/new.html" (HTML's refresh syntax,
+# where "url=" and quotes are optional).
+_REFRESH = re.compile(r"\s*[\d.]*\s*[;,]\s*(?:url\s*=\s*)?['\"]?([^'\"]+)", re.IGNORECASE)
 # The `type` of an alternate link that is a page: none said, or HTML.
 _HTML_TYPES = {"", "text/html", "application/xhtml+xml"}
 
@@ -61,6 +64,8 @@ class PageFacts:
     images: tuple[str, ...] = ()
     # `<base href>`: what relative hrefs and image sources resolve against.
     base: str | None = None
+    # Where a `<meta http-equiv="refresh">` sends the reader: the page is a redirect.
+    refresh: str | None = None
 
 
 def read_page(
@@ -112,9 +117,13 @@ def _head_facts(tree: etree._Element) -> tuple[dict[str, Any], dict[str, str], l
         if "alternate" in rels and hreflang and href and _is_translation(link):
             alternates.setdefault(hreflang, href)
     noindex = False
+    refresh = None
     meta: dict[str, str] = {}
     images: list[str] = []
     for element in tree.iter("meta"):
+        if refresh is None and (element.get("http-equiv") or "").strip().lower() == "refresh":
+            found = _REFRESH.match(element.get("content") or "")
+            refresh = found.group(1).strip() if found else None
         name = (element.get("name") or "").strip().lower()
         if name in _ROBOTS_NAMES:
             directives = {d.strip().lower() for d in (element.get("content") or "").split(",")}
@@ -136,6 +145,7 @@ def _head_facts(tree: etree._Element) -> tuple[dict[str, Any], dict[str, str], l
         "language": language or None,
         "alternates": tuple(alternates.items()),
         "base": base or None,
+        "refresh": refresh or None,
     }
     return facts, meta, images
 
@@ -233,6 +243,14 @@ def exclusion(facts: PageFacts, loc: str, policy: URLPolicy) -> str | None:
     """Return why the page at `loc` must stay out of sitemaps, or None."""
     if facts.noindex:
         return "noindex"
+    if facts.refresh is not None:
+        # A page that sends its readers elsewhere at once is a redirect, not a page.
+        try:
+            target = _resolve(_base(facts, loc), facts.refresh)
+        except InvalidURL:
+            target = facts.refresh
+        if not _same_page(target, loc):
+            return f"redirect: {target}"
     if facts.canonical is None:
         return None
     try:

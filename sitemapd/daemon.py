@@ -246,6 +246,8 @@ class Daemon:
         logging.getLogger("watchdog.observers.inotify_c").addHandler(self._overflow)
         if self.sidecar is not None:
             self.sidecar.start()
+        # `sitemapd status` tells a daemon still starting from a process that is not one.
+        self._save_health(self.status())
         self._start_watchers()
         scanning = threading.Event()
         threading.Thread(target=self._extend_start, args=(scanning,), daemon=True).start()

@@ -51,7 +51,8 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
     ]
     by_reason = dict(
         conn.execute(
-            "SELECT CASE WHEN reason LIKE 'canonical:%' THEN 'canonical' ELSE reason END AS r, "
+            "SELECT CASE WHEN reason LIKE 'canonical:%' THEN 'canonical' "
+            "WHEN reason LIKE 'redirect:%' THEN 'redirect' ELSE reason END AS r, "
             "count(*) FROM urls WHERE status = 'excluded' GROUP BY r ORDER BY r"
         ).fetchall()
     )

@@ -4,7 +4,10 @@ logs, patterns that can publish nothing, and pages that are no pages."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import Site, page, published, run_cli
@@ -53,3 +56,118 @@ def test_explain_takes_a_path_on_the_site(site: Site) -> None:
     by_url = site.cli("explain", "https://example.com/news/a.html").stdout
     assert site.cli("explain", "/news/a.html").stdout == by_url
     assert "URL:          https://example.com/news/a.html" in by_url
+
+
+def test_a_bom_on_line_one_of_a_url_list_is_no_part_of_the_url(site: Site) -> None:
+    urls = site.base / "urls.txt"
+    urls.write_bytes(b"\xef\xbb\xbfhttps://example.com/a.html\r\nhttps://example.com/b.html\r\n")
+    site.config.write_text(
+        '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'
+        f'[[source]]\ntype = "urllist"\npath = "{urls}"\n'
+    )
+    result = site.build()
+    assert "0 invalid" in result.stdout
+    assert set(published(site.out)) == {"https://example.com/a.html", "https://example.com/b.html"}
+
+
+def test_control_bytes_from_inputs_are_escaped_in_the_log(site: Site) -> None:
+    urls = site.base / "urls.txt"
+    urls.write_bytes(b"https://example.com/a\x00b\nhttps://example.com/c\rd\xef\xbb\xbf\n")
+    site.config.write_text(
+        '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'
+        f'[[source]]\ntype = "urllist"\npath = "{urls}"\n'
+    )
+    result = site.build()
+    for raw in ("\x00", "\r", "\ufeff"):
+        assert raw not in result.stderr
+    assert "skipped https://example.com/a\\x00b" in result.stderr
+    assert "https://example.com/c\\rd\\ufeff" in result.stderr
+    assert all(line.count(" sitemapd.") == 1 for line in result.stderr.splitlines())
+
+
+def test_check_config_refuses_globs_outside_root_and_nested_repeats(site: Site) -> None:
+    for source, key in (
+        ('include = ["/etc/**"]', "include[0]"),
+        ('include = ["**/*.html", "../**/*"]', "include[1]"),
+        ('exclude = ["~/drafts/*"]', "exclude[0]"),
+        ("ignore = ['<!-- build: [^>]* -->', '(a+)+$']", "ignore[1]"),
+        ("ignore = ['(\\\\w+\\\\s?)*$']", "ignore[0]"),
+    ):
+        site.configure(source=source)
+        result = site.cli("check-config", check=False)
+        assert result.returncode == 2, source
+        assert f"source[0].{key}" in result.stderr, result.stderr
+    site.configure(source="ignore = ['<!-- build: [^>]* -->', 'Build Date UTC : [^<]*']")
+    site.cli("check-config")
+
+
+def test_javascript_canonical_and_meta_refresh_pages_say_why_they_are_out(site: Site) -> None:
+    site.write(
+        "j.html",
+        "<!doctype html><html lang=en><head><title>J</title>"
+        '<link rel="canonical" href="javascript:alert(1)"></head><body><p>J</p></body></html>',
+    )
+    site.write(
+        "old.html",
+        '<!doctype html><html><head><meta http-equiv="Refresh" content="0; URL=\'/new.html\'">'
+        "<title>Moved</title></head><body><p>Moved to the new page.</p></body></html>",
+    )
+    site.write(
+        "live.html",
+        '<!doctype html><html><head><meta http-equiv="refresh" content="300">'
+        "<title>Scores</title></head><body><p>Live scores.</p></body></html>",
+    )
+    site.build()
+    assert set(site.urls()) == {"https://example.com/live.html"}
+    explained = site.cli("explain", "/j.html").stdout
+    assert "status:       excluded (canonical: javascript:alert(1))" in explained
+    status = site.cli("status").stdout
+    assert "1 canonical, 1 redirect" in status
+    assert "https://example.com/old.html  (redirect: https://example.com/new.html)" in status
+
+
+def test_status_names_a_daemon_that_is_still_starting(
+    site: Site, daemons: list[RunningDaemon]
+) -> None:
+    db = site.base / "cms.db"
+    sqlite_cms(db)  # WAL off below: a writer's exclusive lock keeps readers out
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    common = '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'
+    site.config.write_text(
+        common + f'[[source]]\ntype = "changelog"\ndsn = "sqlite:///{db}"\npoll_interval = 3600\n'
+    )
+    # status reads the same state folder through a config without the locked database.
+    other = site.base / "status.toml"
+    other.write_text(common + f'[[source]]\ntype = "directory"\nroot = "{site.root}"\n')
+    conn.execute("BEGIN EXCLUSIVE")
+    daemon = RunningDaemon(site)
+    daemons.append(daemon)
+    try:
+        # The first read waits for the lock: the daemon is alive, and starting.
+        daemon.wait_until(lambda: (site.state / "daemon.json").exists(), 30, "daemon.json")
+        shown = run_cli("status", "-c", str(other)).stdout
+        # (The read gives up after the 5 s busy timeout: this looks well within it.)
+        assert f"daemon:       pid {daemon.proc.pid}, UNHEALTHY: starting" in shown
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
+    daemon.wait_ready()
+    assert daemon.stop() == 0
+
+
+def test_watchdog_warnings_come_in_sitemapds_log_format() -> None:
+    # What watchdog logs when the kernel dropped events: raw, it broke the log's format.
+    code = (
+        "import logging; from sitemapd import logs; logs.configure('info'); "
+        "logging.getLogger('watchdog.observers.inotify_c').warning("
+        "'Inotify queue overflowed: %r', b'/srv/www/a\\r.html')"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert re.fullmatch(
+        r"\S+ \S+ WARNING watchdog\.observers\.inotify_c: Inotify queue overflowed: "
+        r"b'/srv/www/a\\r\.html'\n",
+        result.stderr,
+    ), result.stderr
