@@ -171,3 +171,43 @@ def test_watchdog_warnings_come_in_sitemapds_log_format() -> None:
         r"b'/srv/www/a\\r\.html'\n",
         result.stderr,
     ), result.stderr
+
+
+def test_import_of_an_index_listing_feeds_finds_them_at_their_paths(site: Site) -> None:
+    old = site.base / "old"
+    (old / "feeds").mkdir(parents=True)
+    (old / "maps").mkdir()
+    (old / "index.xml").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<sitemap><loc>https://example.com/maps/pages.xml</loc></sitemap>"
+        "<sitemap><loc>https://example.com/feeds/all.atom.xml</loc></sitemap>"
+        "<sitemap><loc>https://example.com/feeds/rss.xml</loc></sitemap>"
+        "</sitemapindex>\n"
+    )
+    (old / "maps" / "pages.xml").write_text(
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url>'
+        "<loc>https://example.com/a.html</loc><lastmod>2025-01-01T00:00:00+00:00</lastmod>"
+        "</url></urlset>"
+    )
+    (old / "feeds" / "all.atom.xml").write_text(
+        '<feed xmlns="http://www.w3.org/2005/Atom"><title>T</title><entry><title>B</title>'
+        '<link href="https://example.com/b.html" rel="alternate"/>'
+        "<updated>2025-02-01T00:00:00+00:00</updated></entry></feed>"
+    )
+    (old / "feeds" / "rss.xml").write_text(
+        '<rss version="2.0"><channel><title>T</title><item><title>C</title>'
+        "<link>https://example.com/c.html</link><pubDate>Sat, 01 Mar 2025 00:00:00 +0000"
+        "</pubDate></item></channel></rss>"
+    )
+    imported = site.cli("import", str(old / "index.xml"))
+    assert "read 3 URLs from 4 files" in imported.stdout
+    assert "no local copy" not in imported.stderr
+    for name in ("a", "b", "c"):
+        site.write(f"{name}.html", page(name.upper()))
+    site.build()
+    assert site.urls() == {
+        "https://example.com/a.html": "2025-01-01T00:00:00+00:00",
+        "https://example.com/b.html": "2025-02-01T00:00:00+00:00",
+        "https://example.com/c.html": "2025-03-01T00:00:00+00:00",
+    }
