@@ -12,6 +12,7 @@ from pathlib import Path
 
 from conftest import Site, page, published, run_cli
 from daemon_harness import RunningDaemon, start
+from endpoints import Endpoint
 
 
 def sqlite_cms(path: Path) -> None:
@@ -211,3 +212,19 @@ def test_import_of_an_index_listing_feeds_finds_them_at_their_paths(site: Site) 
         "https://example.com/b.html": "2025-02-01T00:00:00+00:00",
         "https://example.com/c.html": "2025-03-01T00:00:00+00:00",
     }
+
+
+def test_forget_announces_the_url_as_new(site: Site, endpoint: Endpoint) -> None:
+    site.configure(
+        extra=f'[indexnow]\nkey = "0123456789abcdef"\nendpoint = "{endpoint.url("/indexnow")}"\n'
+    )
+    site.write("a.html", page("A"))
+    site.build()  # the existing site is not announced
+    site.write("b.html", page("B"))
+    site.build()
+    endpoint.wait("/indexnow", 1)
+    # The last URL that changed: its journal entries were the newest.
+    forgot = site.cli("forget", "/b.html")
+    assert "1 new" in forgot.stdout
+    requests = endpoint.wait("/indexnow", 2)
+    assert requests[1].json()["urlList"] == ["https://example.com/b.html"]
