@@ -9,7 +9,7 @@ from typing import Any
 
 from . import robots
 from .changelog import open_reader
-from .config import ChangelogSource, Config
+from .config import ChangelogSource, Config, DirectorySource
 from .errors import SitemapdError
 from .lock import StateLock
 from .publish import OutputNames, partition_index_urls
@@ -116,6 +116,11 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
                 "GROUP BY s.name ORDER BY s.name"
             )
         ),
+        "content_selectors": {
+            source.name: source.content_selector
+            for source in config.sources
+            if isinstance(source, DirectorySource) and source.content_selector
+        },
         "excluded_by_reason": by_reason,
         "canonical_elsewhere": canonical_elsewhere(conn, config.site.origin.root),
         "robots_other_sitemaps": robots_other_sitemaps(config),
@@ -187,9 +192,15 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"excluded:     {reasons}")
         lines += [f"  {item['loc']}  ({item['reason']})" for item in report["excluded"]]
     for source, n in report["main_content_not_found"].items():
+        selector = report["content_selectors"].get(source)
+        advice = (
+            f"content_selector {selector!r} matches nothing there"
+            if selector
+            else "set content_selector"
+        )
         lines.append(
             f"no main content: {source}: {n} pages fingerprinted whole "
-            "(see 'sitemapd explain'; set content_selector)"
+            f"(see 'sitemapd explain'; {advice})"
         )
     invalid = report["invalid"]
     if invalid["count"]:

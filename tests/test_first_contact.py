@@ -228,3 +228,13 @@ def test_forget_announces_the_url_as_new(site: Site, endpoint: Endpoint) -> None
     assert "1 new" in forgot.stdout
     requests = endpoint.wait("/indexnow", 2)
     assert requests[1].json()["urlList"] == ["https://example.com/b.html"]
+
+
+def test_status_says_a_content_selector_matches_nothing(site: Site) -> None:
+    site.configure(source="content_selector = 'article .story-body'")
+    site.write("a.html", page("A", "Words of a page without the selected element."))
+    site.build()
+    shown = site.cli("status").stdout
+    assert "1 pages fingerprinted whole" in shown
+    assert "content_selector 'article .story-body' matches nothing there" in shown
+    assert "set content_selector" not in shown
