@@ -14,6 +14,8 @@ from conftest import Site, page, published, run_cli
 from daemon_harness import RunningDaemon, start
 from endpoints import Endpoint
 
+SITE = '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'
+
 
 def sqlite_cms(path: Path) -> None:
     """Create an SQLite CMS database in WAL mode with the change log sitemapd reads."""
@@ -35,8 +37,7 @@ def test_an_sqlite_commit_wakes_the_daemon_without_a_poll(
     sqlite_cms(db)
     # Polled once an hour: only the commit itself can wake the read.
     site.config.write_text(
-        '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'
-        "[daemon]\ndebounce = 0.1\n"
+        SITE + "[daemon]\ndebounce = 0.1\n"
         f'[[source]]\ntype = "changelog"\ndsn = "sqlite:///{db}"\npoll_interval = 3600\n'
     )
     daemon = start(site)
@@ -59,25 +60,22 @@ def test_explain_takes_a_path_on_the_site(site: Site) -> None:
     assert "URL:          https://example.com/news/a.html" in by_url
 
 
-def test_a_bom_on_line_one_of_a_url_list_is_no_part_of_the_url(site: Site) -> None:
+def url_list_site(site: Site, data: bytes) -> None:
+    """Make `site` one of a single URL list holding `data`."""
     urls = site.base / "urls.txt"
-    urls.write_bytes(b"\xef\xbb\xbfhttps://example.com/a.html\r\nhttps://example.com/b.html\r\n")
-    site.config.write_text(
-        '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'
-        f'[[source]]\ntype = "urllist"\npath = "{urls}"\n'
-    )
+    urls.write_bytes(data)
+    site.config.write_text(SITE + f'[[source]]\ntype = "urllist"\npath = "{urls}"\n')
+
+
+def test_a_bom_on_line_one_of_a_url_list_is_no_part_of_the_url(site: Site) -> None:
+    url_list_site(site, b"\xef\xbb\xbfhttps://example.com/a.html\r\nhttps://example.com/b.html\r\n")
     result = site.build()
     assert "0 invalid" in result.stdout
     assert set(published(site.out)) == {"https://example.com/a.html", "https://example.com/b.html"}
 
 
 def test_control_bytes_from_inputs_are_escaped_in_the_log(site: Site) -> None:
-    urls = site.base / "urls.txt"
-    urls.write_bytes(b"https://example.com/a\x00b\nhttps://example.com/c\rd\xef\xbb\xbf\n")
-    site.config.write_text(
-        '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'
-        f'[[source]]\ntype = "urllist"\npath = "{urls}"\n'
-    )
+    url_list_site(site, b"https://example.com/a\x00b\nhttps://example.com/c\rd\xef\xbb\xbf\n")
     result = site.build()
     for raw in ("\x00", "\r", "\ufeff"):
         assert raw not in result.stderr
@@ -134,13 +132,12 @@ def test_status_names_a_daemon_that_is_still_starting(
     sqlite_cms(db)  # WAL off below: a writer's exclusive lock keeps readers out
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("PRAGMA journal_mode = DELETE")
-    common = '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'
     site.config.write_text(
-        common + f'[[source]]\ntype = "changelog"\ndsn = "sqlite:///{db}"\npoll_interval = 3600\n'
+        SITE + f'[[source]]\ntype = "changelog"\ndsn = "sqlite:///{db}"\npoll_interval = 3600\n'
     )
     # status reads the same state folder through a config without the locked database.
     other = site.base / "status.toml"
-    other.write_text(common + f'[[source]]\ntype = "directory"\nroot = "{site.root}"\n')
+    other.write_text(SITE + f'[[source]]\ntype = "directory"\nroot = "{site.root}"\n')
     conn.execute("BEGIN EXCLUSIVE")
     daemon = RunningDaemon(site)
     daemons.append(daemon)
