@@ -133,8 +133,11 @@ def _with_dry_run(command: F) -> F:
 
 
 def _print_dry_run(cfg: config.Config, as_json: bool, confirm_removal: bool = False) -> None:
-    """Print what a build would do; exit 1 when a source failed or a removal is held."""
+    """Print what a build would do; exit 1 when a source failed or a removal is held, 2
+    (ConfigError) when a file in output_dir under sitemapd's names is not its own."""
     from . import dryrun
+
+    ownership.refuse(cfg, ownership.foreign_files(cfg, ownership.ledger_records(cfg)))
 
     report = dryrun.dry_run(cfg, confirm_removal)
     click.echo(json.dumps(report.as_json(), indent=2) if as_json else report.render_text())
