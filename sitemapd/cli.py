@@ -502,6 +502,11 @@ def init_(
             f"to keep the lastmods of {sitemap} (if they are true): sitemapd import {mine} "
             f"{sitemap}"
         )
+    if (output / "robots.txt").is_file():
+        click.echo(
+            f"{output / 'robots.txt'}: to have sitemapd keep its Sitemap: line there (and "
+            "leave out what it disallows), add robots_txt to [site]"
+        )
     click.echo(f"next: sitemapd check-config {mine} && sitemapd build {mine}")
 
 

@@ -140,7 +140,7 @@ def render(answers: Answers) -> str:
         lines += ['type = "urllist"', f"path = {_toml(answers.url_list)}"]
     else:
         assert answers.content is not None
-        lines += ['type = "directory"', f"root = {_toml(answers.content or '.')}"]
+        lines += ['type = "directory"', f"root = {_toml(answers.content)}"]
     return "\n".join(lines) + "\n"
 
 

@@ -159,14 +159,19 @@ def test_init_finds_each_generator_and_avoids_its_sitemap_names(
     site.mkdir(parents=True)
     (site / "index.html").write_text("<!doctype html><html lang=en><title>Home</title><p>Hi")
     (site / "sitemap.xml").write_text(GENERATOR_SITEMAP)
+    (site / "robots.txt").write_text(f"User-agent: *\nSitemap: {BASE}sitemap.xml\n")
     config = tmp_path / "sitemapd.toml"
     made = init_cli("--base-url", BASE, "--project", str(tmp_path), "-c", str(config))
     assert made.returncode == 0, made.stderr
     assert f"found a {generator} project" in made.stdout
+    # Said, not done: robots.txt is the generator's file.
+    assert "add robots_txt to [site]" in made.stdout
+    assert "robots_txt" not in config.read_text()
     assert f'root = "{output}"' in config.read_text()
     run_cli("check-config", "-c", str(config))
     run_cli("build", "-c", str(config))
     assert (site / "sitemap.xml").read_text() == GENERATOR_SITEMAP
+    assert (site / "robots.txt").read_text() == f"User-agent: *\nSitemap: {BASE}sitemap.xml\n"
     assert set(published(site, "sitemapd.xml")) == {BASE}
 
 
