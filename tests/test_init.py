@@ -204,3 +204,41 @@ def test_init_with_a_url_list_and_refusals(tmp_path: Path) -> None:
     nothing = init_cli("--base-url", BASE, "--project", str(tmp_path), "-c", str(config))
     assert nothing.returncode == 1
     assert "--content" in nothing.stderr
+
+
+def test_a_real_mkdocs_site_keeps_its_sitemaps_and_a_clean_build_keeps_lastmods(
+    tmp_path: Path,
+) -> None:
+    # MkDocs writes sitemap.xml and sitemap.xml.gz and empties site/ on every build.
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("# Home\n\nWelcome to the docs.\n")
+    (docs / "guide.md").write_text("# Guide\n\nHow to use it.\n")
+    (tmp_path / "mkdocs.yml").write_text(f"site_name: Demo\nsite_url: {BASE}\n")
+
+    def mkdocs() -> None:
+        subprocess.run(
+            [sys.executable, "-m", "mkdocs", "build", "-q"],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+
+    mkdocs()
+    out, config = tmp_path / "site", tmp_path / "sitemapd.toml"
+    theirs = files(out)
+    assert {"sitemap.xml", "sitemap.xml.gz"} <= set(theirs)
+    made = init_cli("--base-url", BASE, "--project", str(tmp_path), "-c", str(config))
+    assert "found a MkDocs project" in made.stdout, made.stderr
+    run_cli("check-config", "-c", str(config))
+    run_cli("build", "-c", str(config))
+    assert {name: files(out)[name] for name in theirs} == theirs
+    first = published(out, "sitemapd.xml")
+    assert {BASE, BASE + "guide/"} <= set(first)
+    time.sleep(1.1)  # lastmods have one-second resolution
+    mkdocs()  # a clean build: sitemapd's files are gone
+    assert not (out / "sitemapd.xml").exists()
+    run_cli("build", "-c", str(config))
+    assert published(out, "sitemapd.xml") == first
+    assert run_cli("verify", "-c", str(config)).returncode == 0
