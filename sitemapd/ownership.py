@@ -73,25 +73,23 @@ def foreign_files(config: Config, published: Published) -> list[Foreign]:
 
 
 def ledger_records(config: Config) -> Published:
-    """Return a lookup of the ledger's published records, read without writing (none
-    when there is no ledger yet); raises SitemapdError when it cannot be read."""
+    """Return a lookup of the ledger's published records, read without writing: none when
+    there is no ledger yet or it cannot be read as this version reads it (an older schema
+    before its migration, an empty file): the documents' bytes then tell sitemapd's own,
+    and opening the ledger to write says what is wrong with it."""
     path = config.ledger_path
-    if not path.exists():
-        return lambda name: None
-    try:
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    rows: list[tuple[str, str, int, int | None]] = []
+    if path.exists():
         try:
-            # An empty ledger file has no tables: it is refused, naming it, when opened.
-            known = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'published'")
-            rows = []
-            if known.fetchone():
+            conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+            try:
                 rows = conn.execute(
                     "SELECT name, sha256, bytes, mtime_ns FROM published"
                 ).fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        raise SitemapdError(f"{path}: cannot read the ledger ({exc})") from exc
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            log.debug("%s: published records not read (%s)", path, exc)
     records: dict[str, Record] = {name: (sha, size, stamp) for name, sha, size, stamp in rows}
     return records.get
 
