@@ -21,7 +21,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from . import config as config_module
-from . import outbox, removals, w3c
+from . import outbox, ownership, removals, w3c
 from .changelog import notifies
 from .config import AccessLogSource, ChangelogSource, Config, DirectorySource, UrlListSource
 from .engine import BuildResult, Engine
@@ -936,7 +936,9 @@ class Daemon:
             new = config_module.load(self.config.path)
             if new.site.state_dir != self.config.site.state_dir:
                 raise ConfigError("site.state_dir cannot change while running; restart instead")
-        except (ConfigError, StateError) as exc:
+            with self.engine_lock:  # new names may be another writer's files
+                ownership.claim(new, self.engine.ledger.published)
+        except SitemapdError as exc:
             log.error("reload failed, keeping the running configuration: %s", exc)
             self.reload_error = str(exc)
             return False

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 
 from conftest import Site, assert_valid, page, published, snapshot
 from daemon_harness import RunningDaemon, start, u
@@ -109,4 +110,21 @@ def test_a_replaced_or_deleted_index_is_republished_by_the_daemon(
     # Written in place, not renamed over.
     index.write_bytes(GENERATOR_SITEMAP)
     daemon.wait_until(lambda: index.read_bytes() == ours, 30, "the index republished again")
+    assert daemon.stop() == 0
+
+
+def test_a_reload_to_a_foreign_name_keeps_the_running_configuration(
+    site: Site, daemons: list[RunningDaemon]
+) -> None:
+    site.configure(source=DAEMON)
+    site.write("a.html", page("A"))
+    daemon = start(site)
+    daemons.append(daemon)
+    (site.out / "other.xml").write_bytes(GENERATOR_SITEMAP)
+    site.configure(sitemap='index = "other.xml"', source=DAEMON)
+    daemon.proc.send_signal(signal.SIGHUP)
+    daemon.wait_for_log(r"reload failed, keeping the running configuration: .*other\.xml was not")
+    site.write("b.html", page("B"))
+    daemon.wait_until(lambda: set(published(site.out)) == u("a.html", "b.html"))
+    assert (site.out / "other.xml").read_bytes() == GENERATOR_SITEMAP
     assert daemon.stop() == 0
