@@ -9,6 +9,7 @@ import functools
 import json
 import sqlite3
 import sys
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,6 +23,7 @@ from . import (
     fdlimit,
     logs,
     outbox,
+    ownership,
     progress,
     removals,
     status,
@@ -132,8 +134,11 @@ def _with_dry_run(command: F) -> F:
 
 
 def _print_dry_run(cfg: config.Config, as_json: bool, confirm_removal: bool = False) -> None:
-    """Print what a build would do; exit 1 when a source failed or a removal is held."""
+    """Print what a build would do; exit 1 when a source failed or a removal is held, 2
+    (ConfigError) when a file in output_dir under sitemapd's names is not its own."""
     from . import dryrun
+
+    ownership.refuse(cfg, ownership.foreign_files(cfg, ownership.ledger_records(cfg)))
 
     report = dryrun.dry_run(cfg, confirm_removal)
     click.echo(json.dumps(report.as_json(), indent=2) if as_json else report.render_text())
@@ -179,6 +184,7 @@ def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = 
     """Under the state lock, run `first` on the engine, then build, notify and print the
     summary; exit 1 when a source failed or a removal is held."""
     with _locked_engine(cfg) as engine, _progress_bar(cfg) as bar:
+        ownership.claim(cfg, engine.ledger.published)
         first(engine)
         target = cfg.publish.s3
         # A running daemon renews its lease several times per TTL: two TTLs tell.
@@ -233,6 +239,7 @@ def run(config_path: Path, dry_run: bool, as_json: bool) -> None:
 
     fdlimit.raise_open_files_limit()
     with StateLock(cfg.site.state_dir) as lock:
+        ownership.claim(cfg, ownership.ledger_records(cfg))
         daemon = Daemon(cfg, lock)
         daemon.install_signal_handlers()
         try:
@@ -280,13 +287,6 @@ def _progress_bar(cfg: config.Config) -> Iterator[progress.Progress | None]:
         yield progress.Progress(draw, every=0.2)
 
 
-def _url(engine: Engine, target: str) -> str:
-    """Return the ledger form of `target`, a URL or a path on the site; raises InvalidURL."""
-    if target.startswith("/"):
-        target = engine.policy.origin.root + target.lstrip("/")
-    return engine.policy.normalise(target)
-
-
 @main.command(name="forget")
 @config_option
 @click.argument("url")
@@ -297,7 +297,8 @@ def forget_(config_path: Path, url: str) -> None:
     Its lastmod, publication date and history start again from what its source says now.
     """
     _build(
-        config.load(config_path), lambda engine: correct.forget(engine.ledger, _url(engine, url))
+        config.load(config_path),
+        lambda engine: correct.forget(engine.ledger, engine.policy.site_url(url)),
     )
 
 
@@ -312,7 +313,8 @@ def reread_(config_path: Path, url: str) -> None:
     states replaces a provisional one.
     """
     _build(
-        config.load(config_path), lambda engine: correct.reread(engine.ledger, _url(engine, url))
+        config.load(config_path),
+        lambda engine: correct.reread(engine.ledger, engine.policy.site_url(url)),
     )
 
 
@@ -349,12 +351,12 @@ def status_(config_path: Path, as_json: bool) -> None:
 def verify_(config_path: Path, partitions: tuple[Path, ...]) -> None:
     """Re-read the published files and check them; exit 1 listing any problem."""
     cfg = config.load(config_path)
-    from .verify import NOTE, verify_all
+    from .verify import NOTE, WARNING, verify_all
 
     found = verify_all(cfg, [config.load(path) for path in partitions])
     for line in found:
         click.echo(line)
-    problems = [line for line in found if not line.startswith(NOTE)]
+    problems = [line for line in found if not line.startswith((NOTE, WARNING))]
     if problems:
         click.echo(count(len(problems), "problem"), err=True)
         sys.exit(1)
@@ -379,7 +381,8 @@ def robots_(config_path: Path) -> None:
 def explain_(config_path: Path, target: str) -> None:
     """Show what TARGET's fingerprint is taken over and its lastmod history.
 
-    TARGET is a page's URL or its file under a directory source's root.
+    TARGET is a page's URL, its path on the site (/news/a.html) or its file under a
+    directory source's root.
     """
     from .explain import explain
 
@@ -412,9 +415,122 @@ def drill_(config_path: Path, pages: int, as_json: bool) -> None:
 @config_option
 @_errors_exit
 def check_config(config_path: Path) -> None:
-    """Validate the configuration file; exit 2 naming the first bad key."""
+    """Validate the configuration file and that no file in output_dir under a name
+    sitemapd publishes was written by another; exit 2 naming the first bad key or file."""
     cfg = config.load(config_path)
+    foreign = ownership.foreign_files(cfg, ownership.ledger_records(cfg))
+    ownership.refuse(cfg, foreign)
+    for found in foreign:
+        click.echo(f"site.take_over: {found.path} will be replaced (a copy kept)")
     click.echo(f"ok: {cfg.path}: {len(cfg.sources)} sources, index {cfg.sitemap.index}")
+
+
+@main.command(name="init")
+@click.option("--base-url", help="The site's URL, e.g. https://example.com/.")
+@click.option(
+    "--content",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder of the built site (default: the output folder of the generator found).",
+)
+@click.option(
+    "--url-list",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A file of URLs, one a line, instead of a content folder.",
+)
+@click.option(
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the sitemaps go (default: the content folder, served at the site root).",
+)
+@click.option(
+    "--state",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the ledger lives (default: sitemapd-state beside the config file).",
+)
+@click.option(
+    "--project",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Folder searched for a site generator's files (hugo.toml, mkdocs.yml, ...).",
+)
+@click.option(
+    "-c",
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("sitemapd.toml"),
+    show_default=True,
+    help="The configuration file to write.",
+)
+@click.option("--force", is_flag=True, help="Replace an existing configuration file.")
+@_errors_exit
+def init_(
+    base_url: str | None,
+    content: Path | None,
+    url_list: Path | None,
+    output: Path | None,
+    state: Path | None,
+    project: Path,
+    config_path: Path,
+    force: bool,
+) -> None:
+    """Write a small working configuration for one site; asks for what the options do
+    not say when run on a terminal."""
+    from . import init
+
+    if config_path.exists() and not force:
+        raise SitemapdError(f"{config_path} exists: give another -c FILE, or --force")
+    interactive = sys.stdin.isatty()
+    found = init.detect(project)
+    if found is not None:
+        where = f" (its site: {found.output})" if found.output else " (not built yet)"
+        click.echo(f"found a {found.generator.name} project in {project}{where}")
+    if content is None and url_list is None:
+        guess = (found.output or project / found.generator.outputs[0]) if found else None
+        if interactive:
+            content = Path(click.prompt("Folder of the built site", default=str(guess or ".")))
+        elif guess is None:
+            raise SitemapdError("give --content FOLDER (the built site) or --url-list FILE")
+        else:
+            content = guess
+    if base_url is None:
+        if not interactive:
+            raise SitemapdError("give --base-url URL (the site's address)")
+        base_url = str(click.prompt("The site's URL (https://example.com/)"))
+    base = config_path.resolve().parent
+    output = output or content or base / "sitemaps"
+    state = state or base / "sitemapd-state"
+    generator = found.generator if found else None
+    answers = init.Answers(
+        base_url=base_url,
+        output_dir=init.relative(output, base),
+        state_dir=init.relative(state, base),
+        index=init.index_name(output, generator),
+        content=None if content is None else init.relative(content, base),
+        url_list=None if url_list is None else init.relative(url_list, base),
+        generator=generator.name if generator else None,
+    )
+    text = init.render(answers)
+    cfg = config.parse(tomllib.loads(text), config_path)
+    if content is not None and state.resolve().is_relative_to(content.resolve()):
+        raise SitemapdError(
+            f"--state {state} is inside the site's folder: the ledger is not public"
+        )
+    config_path.write_text(text)
+    click.echo(f"wrote {config_path}: sitemaps into {output}, index {cfg.sitemap.index}")
+    mine = f"-c {config_path}"
+    for sitemap in init.generator_sitemaps(output, generator):
+        click.echo(
+            f"to keep the lastmods of {sitemap} (if they are true): sitemapd import {mine} "
+            f"{sitemap}"
+        )
+    if (output / "robots.txt").is_file():
+        click.echo(
+            f"{output / 'robots.txt'}: to have sitemapd keep its Sitemap: line there (and "
+            "leave out what it disallows), add robots_txt to [site]"
+        )
+    click.echo(f"next: sitemapd check-config {mine} && sitemapd build {mine}")
 
 
 @main.command(name="changelog-sql")

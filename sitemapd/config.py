@@ -92,6 +92,12 @@ class SiteConfig:
     max_removal: float = 0.5
     removal_grace: float = 900.0
     partition: Partition | None = None
+    # Replace files in output_dir under sitemapd's names that it did not write (keeping a
+    # copy in the state folder) instead of refusing to start.
+    take_over: bool = False
+    # `Sitemap:` lines of robots.txt for this site that sitemapd did not write: "warn"
+    # (status and verify name them) or "remove".
+    robots_other_sitemaps: str = "warn"
 
     @property
     def not_content(self) -> tuple[str, str]:
@@ -725,6 +731,8 @@ def _site(table: _Table, base: Path) -> SiteConfig:
     max_removal = table.share("max_removal", 0.5)
     removal_grace = table.duration("removal_grace", 900.0, 0, 30 * 86400)
     partition = _partition(table)
+    take_over = table.flag("take_over", False)
+    other_sitemaps = table.choice("robots_other_sitemaps", "warn", ("warn", "remove"))
     table.done()
     return SiteConfig(
         base_url,
@@ -736,6 +744,8 @@ def _site(table: _Table, base: Path) -> SiteConfig:
         max_removal,
         removal_grace,
         partition,
+        take_over,
+        other_sitemaps,
     )
 
 
@@ -877,10 +887,25 @@ def _directory(table: _Table, base: Path) -> SourceConfig:
             patterns.append(re.compile(pattern.encode()))
         except re.error as exc:
             raise table.error(f"ignore[{n}]", f"not a valid regular expression ({exc})") from exc
+        if _nested_repeat(pattern):
+            # Every page is searched with it: a page can make such a pattern run for hours.
+            raise table.error(
+                f"ignore[{n}]",
+                f"repeats a group that itself repeats ({pattern!r}): its search can take "
+                "exponential time; write it without the nested repetition",
+            )
     defaults = DirectorySource(name="", root=root)
     include = table.texts("include", defaults.include)
     if not include:
         raise table.error("include", "must name at least one glob")
+    for key in ("include", "exclude"):
+        for n, glob in enumerate(table.texts(key, ())):
+            if glob.startswith(("/", "~")) or ".." in glob.split("/"):
+                raise table.error(
+                    f"{key}[{n}]",
+                    f"must be a glob relative to root ({root}), got {glob!r}: no file "
+                    "outside root is read",
+                )
     return DirectorySource(
         name=table.text("name", f"directory:{root}"),
         root=root,
@@ -903,6 +928,32 @@ def _directory(table: _Table, base: Path) -> SourceConfig:
 
 ARTICLES = ("auto", "all", "none")
 FINGERPRINT_MODES = ("content", "page")
+
+
+def _nested_repeat(pattern: str) -> bool:
+    """True when the regular expression `pattern` repeats, without bound, something that
+    itself repeats a varying number of times (`(a+)+`, `(.*)*`, `(a{1,3})+`): the
+    classic catastrophic backtrack."""
+    from re import _constants, _parser  # type: ignore[attr-defined]
+
+    repeats = (_constants.MAX_REPEAT, _constants.MIN_REPEAT)
+
+    def walk(items: Any, inside: bool) -> bool:
+        for op, av in items:
+            if op in repeats:
+                low, high, body = av
+                if inside and high > max(low, 1):
+                    return True
+                if walk(body, inside or high == _constants.MAXREPEAT):
+                    return True
+                continue
+            for part in av if isinstance(av, tuple | list) else (av,):
+                branches = part if isinstance(part, list) else [part]
+                if any(isinstance(b, _parser.SubPattern) and walk(b, inside) for b in branches):
+                    return True
+        return False
+
+    return walk(_parser.parse(pattern), False)
 
 
 def _source_language(table: _Table) -> str | None:

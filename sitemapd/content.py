@@ -29,10 +29,15 @@ _BODY = re.compile(rb"<body[\s>]", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 _ROBOTS_NAMES = {"robots", "googlebot"}
 _NOINDEX = {"noindex", "none"}
+# A meta refresh's content that names a URL: "0; url=/new.html" (HTML's refresh syntax,
+# where "url=" and quotes are optional).
+_REFRESH = re.compile(r"\s*[\d.]*\s*[;,]\s*(?:url\s*=\s*)?['\"]?([^'\"]+)", re.IGNORECASE)
+# The `type` of an alternate link that is a page: none said, or HTML.
+_HTML_TYPES = {"", "text/html", "application/xhtml+xml"}
 
 MAX_IMAGES = 1000
 # Bumped whenever read_page() learns to read more: pages are then read again once.
-FACTS_VERSION = 1
+FACTS_VERSION = 2
 _OG_IMAGE_KEYS = {"og:image", "og:image:url", "og:image:secure_url"}
 _LD_JSON = re.compile(
     rb"<script\b[^>]*?\btype\s*=\s*[\"']?application/ld\+json\b[^>]*>(.*?)</script\s*>",
@@ -59,6 +64,8 @@ class PageFacts:
     images: tuple[str, ...] = ()
     # `<base href>`: what relative hrefs and image sources resolve against.
     base: str | None = None
+    # Where a `<meta http-equiv="refresh">` sends the reader: the page is a redirect.
+    refresh: str | None = None
 
 
 def read_page(
@@ -107,12 +114,16 @@ def _head_facts(tree: etree._Element) -> tuple[dict[str, Any], dict[str, str], l
         if "canonical" in rels and href and canonical is None:
             canonical = href
         hreflang = (link.get("hreflang") or "").strip().lower()
-        if "alternate" in rels and hreflang and href:
+        if "alternate" in rels and hreflang and href and _is_translation(link):
             alternates.setdefault(hreflang, href)
     noindex = False
+    refresh = None
     meta: dict[str, str] = {}
     images: list[str] = []
     for element in tree.iter("meta"):
+        if refresh is None and (element.get("http-equiv") or "").strip().lower() == "refresh":
+            found = _REFRESH.match(element.get("content") or "")
+            refresh = found.group(1).strip() if found else None
         name = (element.get("name") or "").strip().lower()
         if name in _ROBOTS_NAMES:
             directives = {d.strip().lower() for d in (element.get("content") or "").split(",")}
@@ -134,8 +145,17 @@ def _head_facts(tree: etree._Element) -> tuple[dict[str, Any], dict[str, str], l
         "language": language or None,
         "alternates": tuple(alternates.items()),
         "base": base or None,
+        "refresh": refresh or None,
     }
     return facts, meta, images
+
+
+def _is_translation(link: etree._Element) -> bool:
+    """True when an alternate `<link>` names a page in another language: an HTML page for
+    every medium, not a feed (Nikola puts one with hreflang in every head), a print or
+    mobile version (`media`), or another format."""
+    kind = (link.get("type") or "").split(";")[0].strip().lower()
+    return kind in _HTML_TYPES and not (link.get("media") or "").strip()
 
 
 def ld_articles(data: bytes) -> list[dict[str, object]]:
@@ -223,6 +243,14 @@ def exclusion(facts: PageFacts, loc: str, policy: URLPolicy) -> str | None:
     """Return why the page at `loc` must stay out of sitemaps, or None."""
     if facts.noindex:
         return "noindex"
+    if facts.refresh is not None:
+        # A page that sends its readers elsewhere at once is a redirect, not a page.
+        try:
+            target = _resolve(_base(facts, loc), facts.refresh)
+        except InvalidURL:
+            target = facts.refresh
+        if not _same_page(target, loc):
+            return f"redirect: {target}"
     if facts.canonical is None:
         return None
     try:

@@ -22,9 +22,11 @@ def forget(ledger: Ledger, loc: str) -> None:
             raise SitemapdError(f"{loc}: not in the ledger")
         url_id, shard, size = row
         ledger.conn.execute("DELETE FROM urls WHERE id = ?", (url_id,))
-        # Row ids can be reused: nothing may still point at this one.
-        for table in ("journal", "alternate_links"):
-            ledger.conn.execute(f"DELETE FROM {table} WHERE url_id = ?", (url_id,))
+        # Row ids can be reused: nothing may still point at this one. Its journal entries
+        # stay, naming no URL: a seq is never given out twice, or the notifiers and feeds,
+        # whose cursors passed it, would never see the entry that reused it.
+        ledger.conn.execute("UPDATE journal SET url_id = NULL WHERE url_id = ?", (url_id,))
+        ledger.conn.execute("DELETE FROM alternate_links WHERE url_id = ?", (url_id,))
         ledger.conn.execute("DELETE FROM crawl_answers WHERE loc = ?", (loc,))
         if shard is not None:
             shards = Shards(ledger.conn, ledger.limits)

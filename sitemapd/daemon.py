@@ -7,6 +7,7 @@ the watchers' health but never write; the main thread handles signals.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -20,7 +21,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from . import config as config_module
-from . import outbox, removals, w3c
+from . import outbox, ownership, removals, w3c
 from .changelog import notifies
 from .config import AccessLogSource, ChangelogSource, Config, DirectorySource, UrlListSource
 from .engine import BuildResult, Engine
@@ -38,7 +39,7 @@ from .statusdata import LiveState
 from .statuspage import StatusPage
 from .store import atomic_write
 from .systemd import Notifier
-from .watch import Watcher
+from .watch import OutputWatcher, Watcher
 from .words import count
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ log = logging.getLogger(__name__)
 
 _HEALTH_EVERY = 2.0  # seconds between watcher health checks
 ROBOTS_WATCH = "robots.txt"  # the watcher of a robots.txt outside every source root
+OUTPUT_WATCH = "output"  # the watcher of sitemapd's own names in the output folder
 _MAX_BACKOFF = 60.0
 REFRESH, OUTBOX = "refresh", "outbox"
 # The lease was taken: adopt the published lastmods, then publish everything owed.
@@ -163,6 +165,7 @@ class Daemon:
         # Held by the writer for each batch; a reload takes it to swap the engine.
         self.engine_lock = threading.Lock()
         self.watchers: dict[str, Watcher] = {}
+        self.output_watcher: OutputWatcher | None = None
         # The failure last logged per watcher, so a lasting outage is logged once.
         self._reported: dict[str, str] = {}
         self.notifier = Notifier()
@@ -249,6 +252,8 @@ class Daemon:
         logging.getLogger("watchdog.observers.inotify_c").addHandler(self._overflow)
         if self.sidecar is not None:
             self.sidecar.start()
+        # `sitemapd status` tells a daemon still starting from a process that is not one.
+        self._save_health(self.status())
         self._start_watchers()
         scanning = threading.Event()
         threading.Thread(target=self._extend_start, args=(scanning,), daemon=True).start()
@@ -737,6 +742,9 @@ class Daemon:
                     with self.engine_lock:
                         self.engine.adopt()
                 refresh = bool({REFRESH, TAKEOVER} & batch.tasks)
+                if OUTPUT_WATCH in batch.rescan:
+                    batch.rescan.discard(OUTPUT_WATCH)
+                    refresh = self._output_damaged() or refresh
                 if batch.paths or batch.rescan or refresh:
                     result = self._update(batch.paths, batch.rescan, refresh)
                     if result.report.written or batch.rescan:  # a rescan always publishes
@@ -846,6 +854,26 @@ class Daemon:
             watcher = Watcher(source, skip, self.queue.add_paths, self.queue.add_rescan)
             self.watchers[source.name] = watcher
             self._start_watcher(watcher)
+        if self.config.publish.s3 is None:
+            with contextlib.suppress(OSError):  # not a folder: the publish reports it
+                self.config.site.output_dir.mkdir(parents=True, exist_ok=True)
+        self._watch_output()
+
+    def _watch_output(self) -> None:
+        """Watch the output folder for sitemapd's own names (none with an S3 target). Its
+        health is the output folder's, reported as such: a missing folder is no fault of
+        the daemon's, and this watcher is started again once the folder is back."""
+        self._unwatch_output()
+        if self.config.publish.s3 is not None:
+            return
+        names = self.engine.publisher.names
+        watcher = OutputWatcher(
+            OUTPUT_WATCH, self.config.site.output_dir, names.is_output, self.queue.add_rescan
+        )
+        if watcher.start():
+            self.output_watcher = watcher
+            # What happened while it was not watched.
+            self.queue.add_rescan(OUTPUT_WATCH)
 
     def _start_watcher(self, watcher: Watcher, restarted: bool = False) -> None:
         name = watcher.source.name
@@ -863,12 +891,23 @@ class Daemon:
             for watcher in self.watchers.values():
                 watcher.stop()
             self.watchers.clear()
+            self._unwatch_output()
+
+    def _unwatch_output(self) -> None:
+        if self.output_watcher is not None:
+            self.output_watcher.stop()
+            self.output_watcher = None
 
     def check_health(self) -> None:
         """Restart any watcher that died or whose folder was replaced; notice a lost state
         folder and a missing output folder now, not at the next publish (scheduler job)."""
         with self._watchers_lock:
             self._check_watchers()
+            watching = self.output_watcher
+            if (
+                watching is None or not watching.healthy()
+            ) and self.config.site.output_dir.is_dir():
+                self._watch_output()
         self._state_lost()
         output = self.config.site.output_dir
         missing = self.config.publish.s3 is None and not output.is_dir()
@@ -876,6 +915,18 @@ class Daemon:
             self._error(f"output folder {output} is missing: publishing everything again")
             self._reconcile_all()
         self._output_missing = missing
+
+    def _output_damaged(self) -> bool:
+        """Return True, logging which, when files published into the output folder were
+        replaced or deleted by another writer since (the next publish restores them)."""
+        with self.engine_lock:
+            publisher = self.engine.publisher
+            damaged = publisher.damaged()
+        for name in damaged:
+            log.warning(
+                "%s was replaced or deleted under sitemapd: republishing", publisher.out / name
+            )
+        return bool(damaged)
 
     def _state_lost(self) -> str | None:
         """Return why the state folder is no longer this daemon's, noticing it once."""
@@ -909,7 +960,9 @@ class Daemon:
             new = config_module.load(self.config.path)
             if new.site.state_dir != self.config.site.state_dir:
                 raise ConfigError("site.state_dir cannot change while running; restart instead")
-        except (ConfigError, StateError) as exc:
+            with self.engine_lock:  # new names may be another writer's files
+                ownership.claim(new, self.engine.ledger.published)
+        except SitemapdError as exc:
             log.error("reload failed, keeping the running configuration: %s", exc)
             self.reload_error = str(exc)
             return False

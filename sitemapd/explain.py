@@ -25,7 +25,7 @@ _SHOWN = 4000
 
 
 def explain(config: Config, target: str) -> str:
-    """Return the report on `target`, a page's URL or its file.
+    """Return the report on `target`, a page's URL, its path on the site or its file.
 
     Raises SitemapdError when no directory source holds it.
     """
@@ -99,9 +99,11 @@ def _locate(config: Config, policy: URLPolicy, target: str) -> tuple[DirectorySo
                 return source, relpath, loc
         raise SitemapdError(f"{target} is under no directory source's root")
     try:
-        loc = policy.normalise(target)
+        loc = policy.site_url(target)
     except InvalidURL as exc:
-        raise SitemapdError(f"{target!r} is neither a file nor a URL of the site ({exc})") from exc
+        raise SitemapdError(
+            f"{target!r} is neither a file nor a URL or path of the site ({exc})"
+        ) from exc
     path = unquote(urlsplit(loc).path)
     for source in sources:
         if not path.startswith(source.url_prefix):

@@ -1,7 +1,9 @@
 """`sitemapd import`: seed the ledger with lastmods from sitemaps published before.
 
 Switching generators must not make every URL look changed today. A sitemap index is
-followed to the shards it names when they sit beside it on disk.
+followed to the sitemaps it names, found on disk at their URL's path below the index's
+folder (or beside it); an RSS 2.0 or Atom 1.0 feed it names (sitemaps.org accepts them)
+gives each item's link and date.
 """
 
 from __future__ import annotations
@@ -9,12 +11,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import unquote, urlsplit
 
+from lxml import etree
+
 from . import w3c
-from .errors import InvalidURL
-from .sitemapfile import entries, open_sitemap
+from .errors import InvalidURL, SitemapdError
+from .sitemapfile import Entry, entries, open_sitemap, root_tag
 from .urls import URLPolicy
 from .words import count
 
@@ -67,14 +73,17 @@ def read_sitemaps(
         done.add(path.resolve())
         tally.files += 1
         with open_sitemap(path) as stream:
-            for entry in entries(stream, str(path)):
+            for entry in _entries(path, stream):
                 if entry.kind == "sitemap":
-                    child = path.parent / Path(unquote(urlsplit(entry.loc).path)).name
-                    if child.is_file():
+                    child = _local_copy(path.parent, entry.loc)
+                    if child is not None:
                         pending.append(child)
                     else:
                         log.warning(
-                            "%s: no local copy of %s (looked for %s)", path, entry.loc, child
+                            "%s: no local copy of %s (looked below %s)",
+                            path,
+                            entry.loc,
+                            path.parent,
                         )
                     continue
                 try:
@@ -94,3 +103,54 @@ def read_sitemaps(
                 elif lastmod > now:
                     tally.future += 1
                 yield loc, lastmod
+
+
+def _local_copy(folder: Path, url: str) -> Path | None:
+    """Return the file in `folder` holding the sitemap at `url`: at the URL's path below
+    `folder`, or the shorter ends of that path (the index may sit below the site root),
+    down to its name beside the index; None when there is none."""
+    parts = [p for p in unquote(urlsplit(url).path).split("/") if p not in ("", ".", "..")]
+    for start in range(len(parts)):
+        candidate = folder.joinpath(*parts[start:])
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+_ATOM = "{http://www.w3.org/2005/Atom}"
+
+
+def _entries(path: Path, stream: BinaryIO) -> Iterator[Entry]:
+    """Yield the entries of a sitemap, sitemap index, or feed (its items as URLs);
+    raises SitemapdError when malformed."""
+    tag = root_tag(path)
+    if tag not in (f"{_ATOM}feed", "rss"):
+        yield from entries(stream, str(path))
+        return
+    item, link, date = (f"{_ATOM}entry", f"{_ATOM}link", f"{_ATOM}updated")
+    if tag == "rss":
+        item, link, date = ("item", "link", "pubDate")
+    try:
+        for _, element in etree.iterparse(stream, tag=item, resolve_entities=False):
+            if tag == "rss":
+                loc = element.findtext(link) or ""
+            else:
+                links = element.findall(link)
+                loc = next(
+                    (x.get("href", "") for x in links if x.get("rel", "alternate") == "alternate"),
+                    "",
+                )
+            yield Entry("url", loc.strip(), _feed_date(element.findtext(date)))
+            element.clear()
+    except (etree.XMLSyntaxError, OSError, EOFError) as exc:
+        raise SitemapdError(f"{path}: not a well-formed feed ({exc})") from exc
+
+
+def _feed_date(text: str | None) -> str | None:
+    """Return a feed item's date as a W3C datetime: Atom's is one, RSS's is RFC 822."""
+    if not text or not text.strip():
+        return None
+    try:
+        return parsedate_to_datetime(text.strip()).isoformat()
+    except (TypeError, ValueError):
+        return text.strip()

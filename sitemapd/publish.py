@@ -380,6 +380,11 @@ class Publisher:
         record = record or self.ledger.published(name)
         return record is not None and self.store.intact(name, record)
 
+    def damaged(self) -> list[str]:
+        """Return the names of published files no longer stored as published (replaced,
+        edited or deleted by another writer)."""
+        return [name for name in self.ledger.published_names() if not self._intact(name)]
+
     def _check_lease(self) -> None:
         """Raise PublishError unless this daemon may write to the target now (a long
         publish renews the lease on the way)."""
@@ -441,9 +446,13 @@ class Publisher:
         """Give robots.txt (on disk or in the bucket) the `Sitemap:` line of our index."""
         retired = self.ledger.cursor("robots_sitemap_line")
         url = self.names.index_url
+        site = self.config.site
+        remove = site.robots_other_sitemaps == "remove"
+        ours = partition_index_urls(self.config)
 
         def edit(current: bytes) -> bytes:
-            return robots.with_sitemap_line(current, url, retired)
+            others = robots.other_sitemaps(current, site.origin.root, ours) if remove else ()
+            return robots.with_sitemap_line(current, url, retired, others)
 
         if not self.dry_run:
             self._check_lease()

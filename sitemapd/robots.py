@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Collection
+from urllib.parse import urlsplit
 
 from protego import Protego
 
@@ -40,13 +42,39 @@ def _names(line: bytes) -> bytes | None:
     return match.group(1) if match else None
 
 
-def with_sitemap_line(data: bytes, index_url: str, retired: str | None = None) -> bytes:
+def other_sitemaps(data: bytes, site_root: str, ours: Collection[str]) -> list[str]:
+    """Return the URLs of robots.txt `Sitemap:` lines naming a sitemap on the site at
+    `site_root` (`scheme://host/`) that is none of `ours`: another generator's, which
+    gives crawlers the same URLs with other lastmods."""
+    found = []
+    for line in _lines(data):
+        url = (_names(line) or b"").decode("utf-8", "replace")
+        if url and url not in ours and _on_site(url, site_root):
+            found.append(url)
+    return found
+
+
+def _on_site(url: str, site_root: str) -> bool:
+    """True when `url` has the scheme and host (any case) of `site_root`."""
+    try:
+        parts, root = urlsplit(url), urlsplit(site_root)
+    except ValueError:
+        return False
+    return (parts.scheme.lower(), parts.netloc.lower()) == (root.scheme, root.netloc)
+
+
+def with_sitemap_line(
+    data: bytes, index_url: str, retired: str | None = None, remove: Collection[str] = ()
+) -> bytes:
     """Return robots.txt `data` with exactly one `Sitemap:` line for `index_url`.
 
-    Lines naming `retired` (the index URL we published before a rename) are removed.
+    Lines naming `retired` (the index URL we published before a rename) or one of the
+    URLs in `remove` are removed.
     """
-    if retired and retired != index_url:
-        data = b"".join(line for line in _lines(data) if _names(line) != retired.encode())
+    gone = {url.encode() for url in remove} | ({retired.encode()} if retired else set())
+    gone.discard(index_url.encode())
+    if gone:
+        data = b"".join(line for line in _lines(data) if _names(line) not in gone)
     lines = _lines(data)
     ours = [n for n, line in enumerate(lines) if _names(line) == index_url.encode()]
     if ours:

@@ -52,7 +52,7 @@ _METHODS = ("GET", "HEAD")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _ENTITY_TAG = re.compile(r'(?:W/)?("[^"]*")')
 _TYPES = {
-    ".xml": "application/xml",
+    ".xml": "application/xml; charset=utf-8",  # as the nginx example serves them
     ".gz": "application/gzip",  # a gzip file, as nginx serves it: no Content-Encoding
     ".txt": "text/plain; charset=utf-8",
 }

@@ -7,11 +7,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from . import robots
 from .changelog import open_reader
-from .config import ChangelogSource, Config
+from .config import ChangelogSource, Config, DirectorySource
 from .errors import SitemapdError
 from .lock import StateLock
-from .publish import OutputNames
+from .publish import OutputNames, partition_index_urls
 from .removals import holds
 from .render.feedpage import ATOM_NS
 from .render.sitemap import SITEMAP_NS, envelope_size
@@ -50,7 +51,8 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
     ]
     by_reason = dict(
         conn.execute(
-            "SELECT CASE WHEN reason LIKE 'canonical:%' THEN 'canonical' ELSE reason END AS r, "
+            "SELECT CASE WHEN reason LIKE 'canonical:%' THEN 'canonical' "
+            "WHEN reason LIKE 'redirect:%' THEN 'redirect' ELSE reason END AS r, "
             "count(*) FROM urls WHERE status = 'excluded' GROUP BY r ORDER BY r"
         ).fetchall()
     )
@@ -84,7 +86,9 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
     cursors = dict(conn.execute("SELECT name, value FROM cursors"))
     return {
         "crawl_problems": crawl_problems(conn),
-        "hreflang_problems": hreflang_problems(conn, config.site.origin.root),
+        "hreflang_problems": hreflang_problems(conn, config.site.origin.root)
+        if config.sitemap.alternates
+        else [],
         "crawlers": dict(
             conn.execute("SELECT crawler, fetched_at FROM crawls WHERE page = 1 ORDER BY crawler")
         ),
@@ -112,8 +116,14 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
                 "GROUP BY s.name ORDER BY s.name"
             )
         ),
+        "content_selectors": {
+            source.name: source.content_selector
+            for source in config.sources
+            if isinstance(source, DirectorySource) and source.content_selector
+        },
         "excluded_by_reason": by_reason,
         "canonical_elsewhere": canonical_elsewhere(conn, config.site.origin.root),
+        "robots_other_sitemaps": robots_other_sitemaps(config),
         "excluded": excluded,
         "invalid": {"count": invalid_count, "items": invalid},
         "shards": shards,
@@ -121,6 +131,25 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
         "last_publish": last_publish,
         "daemon": daemon_health(config.site.state_dir),
     }
+
+
+def robots_other_sitemaps(config: Config, data: bytes | None = None) -> list[str]:
+    """Return a message per `Sitemap:` line for this site that sitemapd did not write in
+    robots.txt (its bytes `data`, else read from site.robots_txt on disk)."""
+    path = config.site.robots_txt
+    if data is None:
+        if path is None or config.publish.s3 is not None:
+            return []
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return []
+    ours = partition_index_urls(config)
+    return [
+        f"robots.txt names another sitemap of this site: {url} (crawlers read its URLs with "
+        'other lastmods: remove the line, or set site.robots_other_sitemaps = "remove")'
+        for url in robots.other_sitemaps(data, config.site.origin.root, ours)
+    ]
 
 
 def daemon_health(state_dir: Path) -> dict[str, Any]:
@@ -157,14 +186,21 @@ def render_text(report: dict[str, Any]) -> str:
     ]
     lines += [f"HELD:         {h['source']}: {h['reason']}" for h in report["removals_held"]]
     lines += [f"CANONICAL ELSEWHERE: {line}" for line in report["canonical_elsewhere"]]
+    lines += [f"warning:      {line}" for line in report["robots_other_sitemaps"]]
     if report["excluded_by_reason"]:
         reasons = ", ".join(f"{n} {r}" for r, n in report["excluded_by_reason"].items())
         lines.append(f"excluded:     {reasons}")
         lines += [f"  {item['loc']}  ({item['reason']})" for item in report["excluded"]]
     for source, n in report["main_content_not_found"].items():
+        selector = report["content_selectors"].get(source)
+        advice = (
+            f"content_selector {selector!r} matches nothing there"
+            if selector
+            else "set content_selector"
+        )
         lines.append(
             f"no main content: {source}: {n} pages fingerprinted whole "
-            "(see 'sitemapd explain'; set content_selector)"
+            f"(see 'sitemapd explain'; {advice})"
         )
     invalid = report["invalid"]
     if invalid["count"]:

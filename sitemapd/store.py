@@ -165,7 +165,7 @@ class LocalStore:
         try:
             # A symlink planted at the name is never as published: it gets replaced.
             st = (self.folder / name).lstat()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # the folder may be a file now
             return False
         return stat.S_ISREG(st.st_mode) and (st.st_size, st.st_mtime_ns) == record[1:]
 

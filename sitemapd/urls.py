@@ -112,6 +112,13 @@ class URLPolicy:
                 return _checked_length(url)
         return self._normalise_slow(url.strip())
 
+    def site_url(self, target: str) -> str:
+        """Return the canonical URL of `target`, a URL or a path on the site (`/a.html`);
+        raises InvalidURL."""
+        if target.startswith("/") and not target.startswith("//"):
+            target = self._root + target[1:]
+        return self.normalise(target)
+
     def canonical(self, urls: Sequence[str]) -> bool:
         """True when `normalise` would return every URL of `urls` as it is: the common
         case, checked for all of them at once. False when any needs a closer look."""

@@ -34,6 +34,9 @@ _SHOWN = 20  # problems of one kind listed per file before summarising
 # Findings that break no rule (a valid lastmod in another form than sitemapd writes) start
 # with this; they do not make `verify` fail.
 NOTE = "note: "
+# Findings that break no rule but mislead crawlers (another sitemap of the site named in
+# robots.txt) start with this; they do not make `verify` fail either.
+WARNING = "warning: "
 NEWS = f"{{{NEWS_NS}}}"
 
 
@@ -127,12 +130,14 @@ def verify(config: Config, seen: set[bytes] | None = None) -> list[str]:
         else:
             problems += _verify_shard(site.output_dir / name, entry.lastmod, config, seen)
     if config.ledger_path.exists():
-        problems += _ledger_problems(config.ledger_path, config.site.origin.root)
+        problems += _ledger_problems(
+            config.ledger_path, config.site.origin.root, config.sitemap.alternates
+        )
     for path in sorted(site.output_dir.iterdir()):
         if names.is_shard(path.name) and path.name not in named:
             problems.append(f"{path}: shard file not named by the index")
     if site.robots_txt is not None:
-        problems += _verify_robots(site.robots_txt, site.output_url + limits.index)
+        problems += _verify_robots(site.robots_txt, site.output_url + limits.index, config)
     return problems
 
 
@@ -210,23 +215,26 @@ def _w3c(value: str | None) -> str | None:
         return None
 
 
-def _verify_robots(path: Path, index_url: str) -> list[str]:
+def _verify_robots(path: Path, index_url: str, config: Config) -> list[str]:
     try:
         data = path.read_bytes()
     except OSError as exc:
         return [f"{path}: cannot read ({exc.strerror})"]
+    found = [f"{WARNING}{line}" for line in status.robots_other_sitemaps(config, data)]
     if robots.with_sitemap_line(data, index_url) != data:
-        return [f"{path}: does not hold exactly one 'Sitemap: {index_url}' line"]
-    return []
+        found.append(f"{path}: does not hold exactly one 'Sitemap: {index_url}' line")
+    return found
 
 
-def _ledger_problems(path: Path, site_root: str) -> list[str]:
-    """Return what the ledger knows is wrong: crawler errors, broken hreflang groups."""
+def _ledger_problems(path: Path, site_root: str, alternates: bool) -> list[str]:
+    """Return what the ledger knows is wrong: crawler errors, and broken hreflang groups
+    when `alternates` are published."""
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
     try:
+        groups = status.hreflang_problems(conn, site_root) if alternates else []
         return [
             *(f"crawled: {p['message']}" for p in status.crawl_problems(conn)),
-            *(f"hreflang: {p['message']}" for p in status.hreflang_problems(conn, site_root)),
+            *(f"hreflang: {p['message']}" for p in groups),
         ]
     except sqlite3.Error as exc:
         return [f"{path}: cannot read the ledger ({exc})"]

@@ -199,3 +199,31 @@ class Watcher:
         if relpath == "." or relpath.startswith(".." + os.sep) or relpath == "..":
             return
         self.on_paths(self.source.name, {relpath.replace(os.sep, "/")})
+
+
+class OutputWatcher(Watcher):
+    """Watches the output folder for sitemapd's own file names: any event on one asks
+    the writer to check that what it published is still there as published (another
+    writer, a site generator, may have replaced or deleted it)."""
+
+    def __init__(
+        self, name: str, folder: Path, is_output: Callable[[str], bool], on_rescan: OnRescan
+    ) -> None:
+        # Watched as the folder of a single file is: not recursive, by the folder's inode.
+        self._folder = folder
+        super().__init__(UrlListSource(name, folder), (), lambda *_: None, on_rescan)
+        self._is_output = is_output
+
+    @property
+    def folder(self) -> Path:
+        return self._folder
+
+    def event(self, event: FileSystemEvent) -> None:
+        for path in (os.fsdecode(event.src_path), os.fsdecode(event.dest_path or "")):
+            if (
+                path
+                and os.path.dirname(path) == str(self.folder)
+                and self._is_output(os.path.basename(path))
+            ):
+                self.on_rescan(self.source.name)
+                return

@@ -215,6 +215,32 @@ def test_hreflang_links_are_read_raw_in_document_order() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "link",
+    [
+        '<link rel="alternate" type="application/rss+xml" hreflang="de" href="/de/rss.xml">',
+        '<link rel="alternate" type="application/atom+xml" hreflang="de" href="/de/feed">',
+        '<link rel="alternate" type="application/pdf" hreflang="de" href="/de/story.pdf">',
+        '<link rel="alternate" media="print" hreflang="de" href="/de/story/print">',
+        '<link rel="alternate" media="only screen and (max-width: 640px)" hreflang="de" '
+        'href="https://m.example.com/de/story">',
+        '<link rel="amphtml" hreflang="de" href="/de/story/amp">',
+    ],
+)
+def test_feeds_print_mobile_and_amp_links_are_not_translations(link: str) -> None:
+    translation = '<link rel="alternate" hreflang="de" href="/de/story">'
+    # Whatever comes first in the head, the translation is the German alternate.
+    for head in (link + translation, translation + link):
+        assert read_page(page(head)).alternates == (("de", "/de/story"),)
+    assert read_page(page(link)).alternates == ()
+
+
+@pytest.mark.parametrize("kind", ["text/html", "TEXT/HTML; charset=utf-8", "application/xhtml+xml"])
+def test_html_typed_alternates_are_translations(kind: str) -> None:
+    head = f'<link rel="alternate" type="{kind}" hreflang="de" href="/de/story">'
+    assert read_page(page(head)).alternates == (("de", "/de/story"),)
+
+
 def test_article_meta_normalises_alternates_and_adds_the_page_itself() -> None:
     meta = article_meta(read_page(page(HREFLANG_HEAD, html_attrs=' lang="EN"')), LOC, POLICY)
     assert meta.alternates == (

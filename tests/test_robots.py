@@ -254,3 +254,34 @@ def test_renaming_the_index_retires_the_old_line_and_files(site: Site) -> None:
         "Sitemap: https://example.com/map.xml\n"
     )
     assert set(published(site.out, "map.xml")) == {"https://example.com/"}
+
+
+GENERATOR_LINE = b"Sitemap: https://EXAMPLE.com/generator-sitemap.xml"
+OTHER_SITE_LINE = b"Sitemap: https://cdn.example.net/sitemap.xml"
+
+
+def test_another_sitemap_of_the_site_is_a_warning_in_status_and_verify(site: Site) -> None:
+    robots = with_robots(site, ROBOTS_RULES + GENERATOR_LINE + b"\n" + OTHER_SITE_LINE + b"\n")
+    site.write("index.html", page("home"))
+    site.build()
+    # Kept by default: only said.
+    assert GENERATOR_LINE in robots.read_bytes()
+    warning = (
+        "robots.txt names another sitemap of this site: https://EXAMPLE.com/generator-sitemap.xml"
+    )
+    assert [w.split(" (")[0] for w in status(site)["robots_other_sitemaps"]] == [warning]
+    assert f"warning:      {warning}" in site.cli("status").stdout
+    verify = site.cli("verify")  # a warning, not a problem: exit 0
+    assert f"warning: {warning}" in verify.stdout
+    assert "cdn.example.net" not in verify.stdout  # another site's sitemap is its own business
+
+
+def test_robots_other_sitemaps_remove_drops_only_those_lines(site: Site) -> None:
+    original = ROBOTS_RULES + GENERATOR_LINE + b"\n" + OTHER_SITE_LINE + b"\n"
+    robots = with_robots(site, original)
+    site.configure(site='robots_txt = "site/robots.txt"\nrobots_other_sitemaps = "remove"')
+    site.write("index.html", page("home"))
+    site.build()
+    assert robots.read_bytes() == ROBOTS_RULES + OTHER_SITE_LINE + b"\n" + OUR_LINE + b"\n"
+    assert status(site)["robots_other_sitemaps"] == []
+    assert "warning" not in site.cli("verify").stdout

@@ -61,7 +61,7 @@ def test_files_with_etag_and_conditional_requests(served: tuple[Site, RunningDae
     site, _, port = served
     status, headers, body = request(port, "/sitemap.xml")
     assert status == 200
-    assert headers["Content-Type"] == "application/xml"
+    assert headers["Content-Type"] == "application/xml; charset=utf-8"
     assert body == (site.out / "sitemap.xml").read_bytes()
     assert int(headers["Content-Length"]) == len(body)
     etag, modified = headers["ETag"], headers["Last-Modified"]

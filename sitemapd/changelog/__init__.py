@@ -47,8 +47,9 @@ class Reader(Protocol):
 
 
 def notifies(spec: ChangelogSpec) -> bool:
-    """True when the database can announce changes (PostgreSQL LISTEN/NOTIFY)."""
-    return spec.dsn.partition("://")[0].lower() in ("postgresql", "postgres")
+    """True when the reader's wait() can wake on a change: PostgreSQL LISTEN/NOTIFY, an
+    SQLite file written."""
+    return spec.dsn.partition("://")[0].lower() in ("postgresql", "postgres", "sqlite")
 
 
 def open_reader(spec: ChangelogSpec) -> Reader:

@@ -5,11 +5,16 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import threading
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from ..errors import SourceError
 from .spec import MAX_BACKLOG, ChangelogSpec, ChangeRows, Shape, source_error
+
+if TYPE_CHECKING:
+    from watchdog.observers.api import BaseObserver
 
 # How long a read waits for a writer's lock before it reports the database busy.
 BUSY_TIMEOUT = 5.0
@@ -41,6 +46,11 @@ class SqliteReader:
         # (device, inode) of the file the connection reads: a restore from backup renames
         # a new file over it, and the old connection would read the old one for ever.
         self._file: tuple[int, int] | None = None
+        # Set when the database or its WAL file is written (a commit), by an inotify
+        # watch on their folder made at the first wait().
+        self._changed = threading.Event()
+        self._observer: BaseObserver | None = None
+        self._watch_lock = threading.Lock()
 
     def read(self, cursor: str | None, limit: int) -> tuple[ChangeRows, str | None]:
         """Return up to `limit` rows after `cursor` and the cursor after them.
@@ -62,8 +72,51 @@ class SqliteReader:
         return self._shape.rows(rows), str(rows[-1][0])
 
     def wait(self, timeout: float) -> bool:
-        """Return False at once: SQLite has no change notifications."""
+        """Return True when the database or its WAL file was written within `timeout` s:
+        SQLite has no notifications, but a commit writes one of them. Raises SourceError
+        when their folder cannot be watched."""
+        self._watch()
+        if self._changed.wait(timeout):
+            self._changed.clear()
+            return True
         return False
+
+    def _watch(self) -> None:
+        """Start watching the database's folder unless a watch runs."""
+        from watchdog.events import (
+            FileClosedEvent,
+            FileCreatedEvent,
+            FileModifiedEvent,
+            FileMovedEvent,
+            FileSystemEvent,
+            FileSystemEventHandler,
+        )
+        from watchdog.observers import Observer
+
+        with self._watch_lock:
+            if self._observer is not None and self._observer.is_alive():
+                return
+            names = {self._path, self._path + "-wal"}
+            changed = self._changed
+
+            class Commits(FileSystemEventHandler):
+                def on_any_event(self, event: FileSystemEvent) -> None:
+                    paths = {os.fsdecode(event.src_path), os.fsdecode(event.dest_path or "")}
+                    if paths & names:
+                        changed.set()
+
+            observer = Observer()
+            kinds = [FileModifiedEvent, FileClosedEvent, FileCreatedEvent, FileMovedEvent]
+            folder = os.path.dirname(self._path)
+            try:
+                observer.schedule(Commits(), folder, recursive=False, event_filter=kinds)
+                observer.start()
+            except OSError as exc:
+                observer.stop()
+                raise SourceError(
+                    f"changelog {self._spec.dsn}: cannot watch {folder} ({exc.strerror})"
+                ) from exc
+            self._observer = observer
 
     def backlog(self, cursor: str | None) -> int | None:
         """Return how many rows wait after `cursor` (capped), None when unreadable."""
@@ -85,10 +138,14 @@ class SqliteReader:
             raise source_error(self._spec.dsn, "cannot run reconcile_query", exc) from exc
 
     def close(self) -> None:
-        """Close the connection; the next read opens it again."""
+        """Close the connection and stop watching; the next read or wait starts again."""
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        with self._watch_lock:
+            if self._observer is not None:
+                self._observer.stop()
+                self._observer = None
 
     def _connect(self) -> sqlite3.Connection:
         """Return the connection, opened again when the file was replaced; raises

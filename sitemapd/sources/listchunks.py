@@ -157,6 +157,8 @@ class LineParser:
             line = raw.decode("utf-8").strip()
         except UnicodeDecodeError:
             return self._rejected(f"line {number}", "not valid UTF-8")
+        if number == 1:
+            line = line.removeprefix("\ufeff")  # a byte-order mark, as editors save
         if not line or line.startswith("#"):
             return None
         url, _, stamp = line.partition("\t")
