@@ -199,6 +199,39 @@ def test_an_upgrade_of_the_fingerprint_code_moves_no_lastmod(site: Site) -> None
     assert not moved(site, before)
 
 
+def test_a_ledger_of_the_previous_fingerprint_version_moves_nothing(site: Site) -> None:
+    news = new_site("divsoup", 12, seed=6)
+    news.write(site.root)
+    summary(site)
+    before = change_counts(site)
+    # As the release before wrote it: version 1 settings, and digests of its own.
+    old = Settings(version=1)
+    conn = sqlite3.connect(site.state / "ledger.sqlite3")
+    with conn:
+        conn.execute(
+            "INSERT INTO cursors (name, value) VALUES (?, ?)",
+            (f"fingerprint:{old.key}", old.spec()),
+        )
+        conn.execute("UPDATE urls SET fp_settings = ?, content_hash = 'v1-digest'", (old.key,))
+    conn.close()
+    for path in site.root.iterdir():
+        path.touch()
+    assert "0 updated" in summary(site)
+    assert not moved(site, before)
+    conn = sqlite3.connect(site.state / "ledger.sqlite3")
+    stored = {
+        row
+        for row in conn.execute("SELECT DISTINCT fp_settings, content_hash = 'v1-digest' FROM urls")
+    }
+    conn.close()
+    assert stored == {(Settings().key, 0)}
+    # The next edit moves its page alone.
+    news.stories[3].paragraphs[0] += " An added sentence."
+    news.write(site.root)
+    summary(site)
+    assert moved(site, before) == {news.stories[3].slug}
+
+
 def test_unchanged_bytes_are_not_parsed_again(site: Site) -> None:
     news = new_site("semantic", 5, seed=2)
     news.write(site.root)

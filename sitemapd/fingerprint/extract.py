@@ -5,9 +5,12 @@ Works on any template, landmarks or not. Paragraph-like blocks are scored by the
 given to their parents and grandparents; the best container and those of its siblings
 that score near it are the main content. Inside it, what a reader would not call the
 article is left out: navigation, forms, asides, link lists (most of their text inside
-`<a>`), and blocks whose class or id names a template part (share bars, "related",
-"most read", comment counts, cookie banners). An operator's CSS selector replaces the
-search when given.
+`<a>`, whatever their tag: bylines, labels, other stories' headlines), and blocks
+whose class or id names a template part (share bars, "related", "most read", comment
+counts, cookie banners). Which container wins is judged by its prose, the template parts
+it holds left out, so that a box that rotates does not change the choice. A page with
+no article (a home, section or tag page) is its main list of items. An operator's CSS
+selector replaces the search when given.
 """
 
 from __future__ import annotations
@@ -80,7 +83,7 @@ _ARTICLE_WORDS = re.compile(
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 _PARAGRAPHS = {"p", "pre", "td", "blockquote", "dd"}
 # Containers whose own loose text counts as a paragraph of theirs.
-_LOOSE = {"div", "article", "section", "main", "span", "font", "center"}
+_LOOSE = {"div", "article", "section", "main", "center"}
 BLOCKS = {
     "address",
     "article",
