@@ -249,8 +249,6 @@ class Daemon:
         written = 0
         self._tick_lease()
         try:
-            if self.role() == "publisher":
-                self.engine.adopt()
             first = self._update({}, self._source_names(), stop=self.terminate)
             written = len(first.report.written)
         except Interrupted as exc:
@@ -710,8 +708,7 @@ class Daemon:
                 with self.engine_lock:  # a reload swaps the engine and its ledger
                     self._take_fetches()
                 if TAKEOVER in batch.tasks:
-                    with self.engine_lock:
-                        self.engine.adopt()
+                    self.engine.adopting = True
                 refresh = bool({REFRESH, TAKEOVER} & batch.tasks)
                 if batch.paths or batch.rescan or refresh:
                     result = self._update(batch.paths, batch.rescan, refresh)

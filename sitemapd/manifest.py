@@ -9,8 +9,12 @@ manifest is the published one, and a takeover moves none of them.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import chain
 
 from .ledger import LIVE, Ledger
+
+# The cursor that keeps, for `status`, how many lastmods the last adoption moved, and when.
+ADOPTED = "adopted_lastmods"
 
 # What identifies a URL's content across machines: its fingerprint, or for a source that
 # gives no content, its own timestamp.
@@ -29,6 +33,11 @@ def adopt(ledger: Ledger, rows: Iterable[tuple[str, str, str]]) -> int:
     """Give each live URL whose fingerprint matches a `(loc, fingerprint, lastmod)` row
     that lastmod, re-dating and marking dirty the shards touched; return how many moved."""
     conn = ledger.conn
+    rows = iter(rows)
+    first = next(rows, None)
+    if first is None:
+        return 0
+    rows = chain([first], rows)
     with ledger.transaction():
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS adopted (loc TEXT PRIMARY KEY, fp, lastmod)")
         conn.execute("DELETE FROM temp.adopted")

@@ -266,8 +266,9 @@ class Publisher:
                 if shard_id in dirty or not self._intact(name, record):
                     data = self._shard(shard_id)
                     rows = None
-                    if self.lease is not None and not self.dry_run:
-                        # Before the shard: a taker adopts lastmods of matching fingerprints.
+                    if not self.dry_run:
+                        # Before the shard: a successor (or this site after losing its
+                        # state) adopts the lastmods of matching fingerprints.
                         rows = manifest.shard_manifest(self.ledger, shard_id)
                     if len(stored) == _STORERS:
                         self._note(stored.popleft().result(), written, report)
@@ -413,6 +414,7 @@ class Publisher:
             # mtime=0 and no file name in the header: the same sitemap gives the same bytes.
             data = gzip.compress(text, compresslevel=self.sitemap.gzip_level, mtime=0)
         if manifest_rows is not None:
+            self._check_lease()
             self.store.put_manifest(name, manifest_rows)
         stamp, wrote = (0, True) if self.dry_run else self._put(name, data)
         return _Stored(name, digest, len(data), stamp, wrote)

@@ -11,6 +11,7 @@ from .changelog import open_reader
 from .config import ChangelogSource, Config
 from .errors import SitemapdError
 from .lock import StateLock
+from .manifest import ADOPTED
 from .publish import OutputNames
 from .removals import holds
 from .render.feedpage import ATOM_NS
@@ -119,6 +120,7 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
         "shards": shards,
         "index": names.index_url,
         "last_publish": last_publish,
+        "adopted": _adopted(cursors.get(ADOPTED)),
         "daemon": daemon_health(config.site.state_dir),
     }
 
@@ -146,6 +148,21 @@ def daemon_health(state_dir: Path) -> dict[str, Any]:
     return found
 
 
+def _adopted(cursor: str | None) -> dict[str, Any] | None:
+    """Return how many published lastmods the last adoption kept, and when (None: never)."""
+    if not cursor:
+        return None
+    moved, _, at = cursor.partition(" ")
+    return {"lastmods": int(moved), "at": at}
+
+
+def _adopted_line(adopted: dict[str, Any] | None) -> list[str]:
+    if adopted is None:
+        return []
+    kept = count(adopted["lastmods"], "published lastmod")
+    return [f"adopted:      {kept} kept from the target's manifests at {adopted['at']}"]
+
+
 def render_text(report: dict[str, Any]) -> str:
     """Return the status report as lines for a terminal."""
     urls = report["urls"]
@@ -153,6 +170,7 @@ def render_text(report: dict[str, Any]) -> str:
         f"index:        {report['index']}",
         f"daemon:       {_daemon_line(report['daemon'])}",
         f"last publish: {report['last_publish'] or 'never'}",
+        *_adopted_line(report["adopted"]),
         "URLs:         " + ", ".join(f"{n} {status}" for status, n in urls.items()),
     ]
     lines += [f"HELD:         {h['source']}: {h['reason']}" for h in report["removals_held"]]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .errors import PublishError
+from .manifestfile import Row, decode, encode, manifest_name
 
 log = logging.getLogger(__name__)
 
@@ -133,11 +134,11 @@ class Store(Protocol):
         where it is and the new bytes if they changed, or None when there is none to
         edit. Raises PublishError."""
 
-    def put_manifest(self, shard: str, rows: list[tuple[str, str, str]]) -> None:
-        """Keep the `(loc, fingerprint, lastmod)` rows of `shard` for a successor
-        publisher; raises PublishError."""
+    def put_manifest(self, shard: str, rows: list[Row]) -> None:
+        """Keep the `(loc, fingerprint, lastmod)` rows of `shard` beside it, for a ledger
+        that lacks them (a successor publisher, a lost state folder); raises PublishError."""
 
-    def manifest_rows(self, shards: Iterable[str]) -> Iterator[tuple[str, str, str]]:
+    def manifest_rows(self, shards: Iterable[str]) -> Iterator[Row]:
         """Yield `(loc, fingerprint, lastmod)` from the manifests of `shards`."""
 
 
@@ -160,6 +161,9 @@ class LocalStore:
         except OSError as exc:
             raise PublishError(f"cannot create output directory {self.folder} ({exc})") from exc
         remove_leftover_temps(self.folder)
+        manifests = (self.folder / manifest_name("x")).parent
+        if manifests.is_dir():
+            remove_leftover_temps(manifests)
 
     def intact(self, name: str, record: Record) -> bool:
         try:
@@ -172,12 +176,24 @@ class LocalStore:
     def put(self, name: str, data: bytes, content_type: str) -> tuple[int, bool]:
         return atomic_write(self.folder / name, data).st_mtime_ns, True
 
-    def put_manifest(self, shard: str, rows: list[tuple[str, str, str]]) -> None:
-        # One daemon owns a local output directory: no one ever takes over from it.
-        return
+    def put_manifest(self, shard: str, rows: list[Row]) -> None:
+        path = self.folder / manifest_name(shard)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PublishError(f"cannot create {path.parent} ({exc.strerror})") from exc
+        atomic_write(path, encode(rows))
 
-    def manifest_rows(self, shards: Iterable[str]) -> Iterator[tuple[str, str, str]]:
-        return iter(())
+    def manifest_rows(self, shards: Iterable[str]) -> Iterator[Row]:
+        for shard in shards:
+            path = self.folder / manifest_name(shard)
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise PublishError(f"cannot read {path} ({exc.strerror})") from exc
+            yield from decode(data, str(path))
 
     def names(self) -> list[str]:
         if not self.folder.is_dir():
@@ -188,6 +204,7 @@ class LocalStore:
         removed = False
         for name in names:
             (self.folder / name).unlink(missing_ok=True)
+            (self.folder / manifest_name(name)).unlink(missing_ok=True)
             removed = True
         if removed:
             fsync_dir(self.folder)
