@@ -166,6 +166,8 @@ class Daemon:
         self.notifier = Notifier()
         self.ready = False
         self.batch_started: float | None = None
+        # When the running batch last reported progress (monotonic).
+        self.batch_moved = 0.0
         self.errors = 0
         # When the last batch that wrote a file ended, and the last error logged (with when).
         self.last_publish: str | None = None
@@ -197,6 +199,7 @@ class Daemon:
                 config.ledger_path,
                 self._served,
                 self.role,
+                self.stalls,
             )
         self.writer = threading.Thread(target=self._write_loop, name="sitemapd-writer")
         self._live = 0
@@ -409,6 +412,7 @@ class Daemon:
 
     def _progress(self, pages: int, rate: float) -> None:
         """Tell systemd how a long batch is going; log it every 10 s."""
+        self.batch_moved = time.monotonic()
         self.notifier.send(STATUS=f"scanning: {pages} pages read ({rate:.0f}/s)")
         self._log_progress(pages, rate)
 
@@ -493,26 +497,46 @@ class Daemon:
         return found
 
     def faults(self) -> list[str]:
-        """Return the problems of the daemon itself, which a restart may cure; a database
-        that is down or a refused IndexNow key is not one (WATCHDOG=1 goes on)."""
+        """Return the problems of the daemon itself or its watchers; a database that is
+        down or a refused IndexNow key is not one."""
         found = [] if self.ready else ["starting"]
+        found += self.stalls()
+        for name, watcher in list(self.watchers.items()):
+            if not watcher.healthy() and not self._watcher_stalled(watcher):
+                found.append(f"{name}: {watcher.failure or 'watcher stopped'}")
+        if self.batch_error:
+            found.append(f"publishing failed: {self.batch_error}")
+        if self.lease_error:
+            found.append(f"publisher lease: {self.lease_error}")
+        return found
+
+    def stalls(self) -> list[str]:
+        """Return why the daemon's loops do not turn, which a restart may cure (for
+        /livez and WATCHDOG=1); empty while they turn, whatever the state of the sources,
+        the store or the content. Reads only the daemon's state: never blocks."""
+        found = []
         if self.state_lost:
             found.append(f"{self.state_lost}: not writing; restart sitemapd to start over")
         for name, watcher in list(self.watchers.items()):
-            if not watcher.healthy():
+            if self._watcher_stalled(watcher):
                 found.append(f"{name}: {watcher.failure or 'watcher stopped'}")
         if self.ready and not self.scheduler.running:
             found.append("scheduler stopped")
         if self.ready and not self.writer.is_alive():
             found.append("writer stopped")
-        if self.batch_error:
-            found.append(f"publishing failed: {self.batch_error}")
-        if self.lease_error:
-            found.append(f"publisher lease: {self.lease_error}")
         started = self.batch_started
-        if started is not None and time.monotonic() - started > self.config.daemon.stuck_after:
-            found.append(f"writer stuck in one batch for {time.monotonic() - started:.0f}s")
+        if started is not None:
+            # A long first scan reports progress: only a batch that stopped moving is stuck.
+            quiet = time.monotonic() - max(started, self.batch_moved)
+            if quiet > self.config.daemon.stuck_after:
+                found.append(f"writer stuck in one batch for {quiet:.0f}s")
         return found
+
+    @staticmethod
+    def _watcher_stalled(watcher: Watcher) -> bool:
+        """True when a watcher is down and could not be started again on a folder that is
+        there (a missing folder is an outage of the source)."""
+        return not watcher.healthy() and watcher.failure is not None and not watcher.missing
 
     def status(self) -> str:
         """Return the one-line STATUS: figures, then any problem."""
@@ -635,8 +659,9 @@ class Daemon:
             if self.stopping.wait(wait):
                 return
             if interval is not None and time.monotonic() >= ping_at:
-                # WATCHDOG=1 only while healthy: a stuck or half-dead daemon gets restarted.
-                healthy = not self.faults()
+                # WATCHDOG=1 only while the loops turn (as /livez): a stuck daemon gets
+                # restarted, one whose sources or store are down does not.
+                healthy = not self.stalls()
                 if healthy:
                     self.notifier.send(WATCHDOG=1)
                 # Unhealthy: look again soon, so that a recovery pings before the deadline.
