@@ -1,0 +1,106 @@
+"""The published output is the memory a new ledger starts from: with its state folder
+lost (or on a new machine), a site redeployed with the same content under later file
+times keeps every published lastmod, on a local target and on a bucket; pages whose
+content changed meanwhile move, and only those."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import time
+
+import pytest
+from conftest import Site, page, published
+from daemon_harness import RunningDaemon, touch_tree, u
+from s3_harness import S3Server, crawl, publish_table
+
+from sitemapd import w3c
+
+ROOT = "https://example.com/"
+PAGES = [f"p{n}.html" for n in range(20)]
+DAY = 86400.0
+
+
+def deploy(site: Site, changed: str = "") -> None:
+    """Write the site's pages (`changed` with new text), all dated a month ago."""
+    for name in PAGES:
+        text = "edited while the state was lost" if name == changed else f"text of {name}"
+        site.write(name, page(name, text))
+    touch_tree(site.root, time.time() - 30 * DAY)
+
+
+def redeploy(site: Site, changed: str) -> float:
+    """Lose the state folder; deploy the pages again, `changed` edited, all with file
+    times of an hour ago; return that time."""
+    shutil.rmtree(site.state)
+    shutil.rmtree(site.root)
+    site.root.mkdir()
+    deploy(site, changed)
+    later = time.time() - 3600
+    touch_tree(site.root, later)
+    return later
+
+
+def moved(before: dict[str, str], after: dict[str, str]) -> set[str]:
+    return {loc for loc in before if after.get(loc) != before[loc]}
+
+
+def test_a_lost_state_folder_moves_only_what_changed(site: Site) -> None:
+    deploy(site)
+    site.build()
+    before = published(site.out)
+    assert len(before) == len(PAGES)
+    manifest = gzip.decompress((site.out / ".sitemapd/manifest/sitemap-1.xml.tsv.gz").read_bytes())
+    assert manifest.decode().splitlines()[0] == "sitemapd-manifest 1"
+
+    later = redeploy(site, changed="p3.html")
+    result = site.build()
+    after = published(site.out)
+    assert set(after) == set(before)
+    assert moved(before, after) == u("p3.html")
+    assert after[f"{ROOT}p3.html"] == w3c.format_epoch(int(later))
+    assert f"kept the published lastmod of {len(PAGES) - 1} URLs" in result.stderr
+    report = json.loads(site.cli("status", "--json").stdout)
+    assert report["adopted"]["lastmods"] == len(PAGES) - 1
+    assert f"{len(PAGES) - 1} published lastmods kept" in site.cli("status").stdout
+
+    # Nothing more to adopt: the next build is quiet.
+    again = site.build()
+    assert "wrote 0 files" in again.stdout
+    assert published(site.out) == after
+
+
+def test_a_lost_state_folder_on_a_bucket_moves_only_what_changed(site: Site, s3: S3Server) -> None:
+    bucket = s3.new_bucket()
+    site.configure(extra=publish_table(s3, bucket))
+    deploy(site)
+    site.build()
+    before = crawl(s3, bucket, ROOT)
+    assert len(before) == len(PAGES)
+    redeploy(site, changed="p7.html")
+    site.build()
+    after = crawl(s3, bucket, ROOT)
+    assert set(after) == set(before)
+    assert moved(before, after) == u("p7.html")
+
+
+@pytest.mark.slow
+def test_a_new_daemon_on_a_published_bucket_keeps_its_lastmods(
+    site: Site, s3: S3Server, daemons: list[RunningDaemon]
+) -> None:
+    bucket = s3.new_bucket()
+    site.configure(extra=publish_table(s3, bucket) + "[daemon]\ndebounce = 0.2\nmax_delay = 1\n")
+    deploy(site)
+    site.build()  # an earlier deployment
+    before = crawl(s3, bucket, ROOT)
+
+    # A new pod: empty state folder, the same content under later file times.
+    redeploy(site, changed="p11.html")
+    daemon = RunningDaemon(site)
+    daemons.append(daemon)
+    daemon.wait_ready()
+    after = crawl(s3, bucket, ROOT)
+    assert moved(before, after) == u("p11.html")
+    assert "kept the published lastmod of 19 URLs" in daemon.log()
+    assert daemon.stop() == 0
