@@ -92,6 +92,9 @@ class SiteConfig:
     max_removal: float = 0.5
     removal_grace: float = 900.0
     partition: Partition | None = None
+    # Seconds over which removals add up for the guard (a slow `rsync --delete`); 0: each
+    # scan is judged alone.
+    removal_window: float = 600.0
 
     @property
     def not_content(self) -> tuple[str, str]:
@@ -711,6 +714,7 @@ def _site(table: _Table, base: Path, bucket: bool) -> SiteConfig:
     robots_txt = table.optional_path("robots_txt", base)
     max_removal = table.share("max_removal", 0.5)
     removal_grace = table.duration("removal_grace", 900.0, 0, 30 * 86400)
+    removal_window = table.duration("removal_window", 600.0, 0, 30 * 86400)
     partition = _partition(table)
     table.done()
     return SiteConfig(
@@ -723,6 +727,7 @@ def _site(table: _Table, base: Path, bucket: bool) -> SiteConfig:
         max_removal,
         removal_grace,
         partition,
+        removal_window,
     )
 
 

@@ -340,7 +340,9 @@ class Engine:
             if not isinstance(source, ChangelogSource)
         }
         site = self.config.site
-        return RemovalGuard(guarded, site.max_removal, site.removal_grace, confirm)
+        return RemovalGuard(
+            guarded, site.max_removal, site.removal_grace, confirm, site.removal_window
+        )
 
     def _read_access_logs(
         self, paths: Mapping[str, set[str]], rescan: set[str], strict: bool, failed: dict[str, str]
