@@ -6,8 +6,8 @@ Rules (README, "One writer per target", gives the argument):
   (a renewal counter and time), so the ETag moves on every renewal; a 412 means someone
   took the lease. Renewals start every `ttl / 6`.
 - Writing: the holder writes only while less than `ttl / 2` has passed since the start
-  of its last successful renewal, and every store request ends (answered or abandoned,
-  its one retry included) within `ttl / 2` (see `s3store.client`).
+  of its last successful renewal, and every store request ends (answered or abandoned)
+  within `ttl / 2` (see `s3store.client`).
 - Taking: `If-None-Match: *` when there is no lease, `If-Match: <etag>` on a lease whose
   ETag has not moved for a full `ttl` of the taker's own clock, counted from the end of
   the read that first showed it (so clocks need not agree), or that its holder released.

@@ -33,11 +33,13 @@ def client(target: S3Target) -> Any:
         from botocore.config import Config as BotoConfig
     except ImportError as exc:
         raise PublishError("publishing to S3 needs boto3: pip install 'sitemapd[s3]'") from exc
-    # A request and its one retry end within half the lease's TTL, answered or not: the
-    # holder's last write lands before anyone may take the lease (see lease.py).
+    # A request ends within half the lease's TTL, answered or not: the holder's last write
+    # lands before anyone may take the lease (see lease.py). No retry inside botocore (its
+    # backoff would outlast that): a failed publish is retried whole by the daemon, which
+    # checks the lease again first.
     timeout = request_timeout(target.lease_ttl)
     settings = BotoConfig(
-        retries={"max_attempts": 2, "mode": "standard"},
+        retries={"total_max_attempts": 1, "mode": "standard"},
         connect_timeout=timeout,
         read_timeout=timeout,
     )
@@ -48,8 +50,8 @@ def client(target: S3Target) -> Any:
 
 def request_timeout(ttl: float) -> float:
     """Return the connect and read timeout of each store request under a lease of `ttl`
-    seconds: two tries of a connect and a read fit in half the TTL."""
-    return min(5.0, ttl / 8)
+    seconds: a connect and a read fit in half the TTL."""
+    return min(5.0, ttl / 4)
 
 
 def failure(what: str, exc: Exception) -> PublishError:
