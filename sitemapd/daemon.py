@@ -226,7 +226,7 @@ class Daemon:
         self._log_progress = every_so_often(log_report, LOG_EVERY)
         # Why the last lease renewal or take failed (the store unreachable), until one works.
         self.lease_error: str | None = None
-        self._leasing = threading.Thread(target=self._lease_loop, name="sitemapd-lease")
+        self._leasing: threading.Thread | None = None
 
     @functools.cached_property
     def scheduler(self) -> BackgroundScheduler:
@@ -268,8 +268,7 @@ class Daemon:
         self._notify()
         self.courier.start()
         self.writer.start()
-        if self.engine.lease is not None:
-            self._leasing.start()
+        self._start_leasing()
         self._schedule()
         self.scheduler.start()
         self._start_listeners()
@@ -308,6 +307,14 @@ class Daemon:
             return False
         self.lease_error = None
         return held and not was
+
+    def _start_leasing(self) -> None:
+        """Start the lease loop when the target is shared and it does not run (at start,
+        and after a reload switched to a bucket: the loop ends with a local target)."""
+        running = self._leasing is not None and self._leasing.is_alive()
+        if self.engine.lease is not None and not running:
+            self._leasing = threading.Thread(target=self._lease_loop, name="sitemapd-lease")
+            self._leasing.start()
 
     def _lease_loop(self) -> None:
         """Renew the lease (or watch for it to lapse) several times per TTL."""
@@ -605,7 +612,7 @@ class Daemon:
         self.queue.wake()
         if self.writer.is_alive():
             self.writer.join()
-        if self._leasing.is_alive():
+        if self._leasing is not None and self._leasing.is_alive():
             self._leasing.join()
         self.courier.stop()
         # Outcomes that arrived after the writer's last look are recorded now: left
@@ -925,6 +932,7 @@ class Daemon:
             self.courier.config = new
             self._start_watchers()
         self._start_listeners()
+        self._start_leasing()
         self._schedule()
         self._reconcile_all()
         log.info("reloaded")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -160,3 +161,32 @@ def test_status_reads_news_feeds_and_the_lease_from_the_bucket(site: Site, s3: S
     finally:
         s3.start()
     assert "target:       CANNOT READ" in stopped
+
+
+@pytest.mark.slow
+def test_a_reload_switches_the_target_to_a_bucket(
+    site: Site, s3: S3Server, daemons: list[RunningDaemon]
+) -> None:
+    daemon_table = "[daemon]\ndebounce = 0.2\nmax_delay = 1\n"
+    site.configure(extra=daemon_table)
+    for name in ("a", "b"):
+        site.write(f"{name}.html", page(name, f"text of {name}"))
+    daemon = RunningDaemon(site)
+    daemons.append(daemon)
+    daemon.wait_ready()
+    assert set(daemon.wait_for_urls(u("a.html", "b.html"))) == u("a.html", "b.html")
+
+    bucket = s3.new_bucket()
+    site.configure(extra=daemon_table + publish_table(s3, bucket))
+    daemon.proc.send_signal(signal.SIGHUP)
+    daemon.wait_for_log("reloaded")
+    # Everything is published to the bucket, without a restart; then changes follow it.
+    daemon.wait_until(
+        lambda: set(crawl(s3, bucket, ROOT)) == u("a.html", "b.html"), 30, "all in the bucket"
+    )
+    site.write("c.html", page("c", "after the switch"))
+    daemon.wait_until(
+        lambda: set(crawl(s3, bucket, ROOT)) == u("a.html", "b.html", "c.html"), 30, "the change"
+    )
+    assert daemon.proc.poll() is None
+    assert daemon.stop() == 0
