@@ -112,6 +112,7 @@ class Engine:
         """Give URLs whose content matches what the target's manifests list the lastmods
         published there (unless the last publish was this ledger's); return how many
         moved, also kept for `status`. Raises PublishError."""
+        started = time.perf_counter()
         store = self.publisher.store
         store.prepare(write=False)
         index = self.config.sitemap.index
@@ -122,7 +123,12 @@ class Engine:
         if not shards:
             return 0  # nothing published: nothing to adopt (and a first load keeps its spool)
         moved = manifest.adopt(self.ledger, store.manifest_rows(shards))
-        log.info("kept the published lastmod of %d URLs (%s)", moved, store.where)
+        log.info(
+            "kept the published lastmod of %d URLs (%s) in %.2fs",
+            moved,
+            store.where,
+            time.perf_counter() - started,
+        )
         self.ledger.set_cursor(manifest.ADOPTED, f"{moved} {w3c.now()}")
         return moved
 
