@@ -174,7 +174,16 @@ class LocalStore:
         return stat.S_ISREG(st.st_mode) and (st.st_size, st.st_mtime_ns) == record[1:]
 
     def put(self, name: str, data: bytes, content_type: str) -> tuple[int, bool]:
-        return atomic_write(self.folder / name, data).st_mtime_ns, True
+        path = self.folder / name
+        try:
+            # A ledger with no record of a file (a lost state folder) finds it as it
+            # would write it: left alone, its mtime and ETag stay what crawlers know.
+            st = path.lstat()
+            if stat.S_ISREG(st.st_mode) and st.st_size == len(data) and path.read_bytes() == data:
+                return st.st_mtime_ns, False
+        except OSError:
+            pass  # missing or unreadable: written
+        return atomic_write(path, data).st_mtime_ns, True
 
     def put_manifest(self, shard: str, rows: list[Row]) -> None:
         path = self.folder / manifest_name(shard)

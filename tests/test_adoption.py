@@ -11,7 +11,7 @@ import shutil
 import time
 
 import pytest
-from conftest import Site, page, published
+from conftest import Site, page, published, shard_members, snapshot
 from daemon_harness import RunningDaemon, touch_tree, u
 from s3_harness import S3Server, crawl, publish_table
 
@@ -47,11 +47,14 @@ def moved(before: dict[str, str], after: dict[str, str]) -> set[str]:
 
 
 def test_a_lost_state_folder_moves_only_what_changed(site: Site) -> None:
+    site.configure(sitemap="max_urls = 5")
     deploy(site)
     site.build()
+    files = snapshot(site.out)
     before = published(site.out)
     assert len(before) == len(PAGES)
     manifest = gzip.decompress((site.out / ".sitemapd/manifest/sitemap-1.xml.tsv.gz").read_bytes())
+    assert len(manifest.decode().splitlines()) == 1 + 5
     assert manifest.decode().splitlines()[0] == "sitemapd-manifest 1"
 
     later = redeploy(site, changed="p3.html")
@@ -60,6 +63,12 @@ def test_a_lost_state_folder_moves_only_what_changed(site: Site) -> None:
     assert set(after) == set(before)
     assert moved(before, after) == u("p3.html")
     assert after[f"{ROOT}p3.html"] == w3c.format_epoch(int(later))
+    # Only the shard of the changed page and the index were written again.
+    rewritten = {name for name, kept in snapshot(site.out).items() if files.get(name) != kept}
+    (shard,) = {
+        name for name, members in shard_members(site.out).items() if f"{ROOT}p3.html" in members
+    }
+    assert rewritten == {shard, "sitemap.xml"}
     assert f"kept the published lastmod of {len(PAGES) - 1} URLs" in result.stderr
     report = json.loads(site.cli("status", "--json").stdout)
     assert report["adopted"]["lastmods"] == len(PAGES) - 1
