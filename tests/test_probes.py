@@ -81,3 +81,23 @@ def test_livez_fails_only_when_the_loops_stall(site: Site, daemons: list[Running
     write_atomic(listing, LIST + "https://example.com/more\n")
     daemon.wait_for_urls(u("a.html", "listed", "more"))
     assert daemon.stop() == 0
+
+
+@pytest.mark.slow
+def test_livez_stays_up_through_a_database_outage(site: Site, daemons: list[RunningDaemon]) -> None:
+    # A change-log database that is down: not ready, and nothing a restart would cure.
+    site.write("index.html", page("Home"))
+    site.configure(
+        extra='[[source]]\ntype = "changelog"\ndsn = "postgresql://nobody@127.0.0.1:9/cms"\n'
+        'poll_interval = 0.2\n[http]\nlisten = "127.0.0.1:0"\n'
+    )
+    daemon = RunningDaemon(site)
+    daemons.append(daemon)
+    daemon.wait_ready()
+    port = http_port(daemon)
+    daemon.wait_until(lambda: probe(port, "/readyz")[0] == 503, 30, "not ready")
+    assert "last read failed" in probe(port, "/readyz")[1]
+    for _ in range(10):
+        assert probe(port, "/livez") == (200, "ok")
+        time.sleep(0.2)
+    assert daemon.stop() == 0

@@ -212,6 +212,10 @@ def test_a_store_that_never_answers_leaves_the_probes_answering(
             time.sleep(0.2)
         assert 503 in readiness, "the hung store was not reported"
         assert silent.taken, "the daemon never reached the silent store"
+        # `status` hears it from the daemon's saved health, and reads the bucket itself.
+        shown = site.cli("status").stdout
+        assert "UNHEALTHY" in shown
+        assert "target:       CANNOT READ" in shown
     finally:
         silent.stop()
     s3.start()
