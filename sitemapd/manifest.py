@@ -13,6 +13,8 @@ from itertools import chain
 
 from .ledger import LIVE, Ledger
 
+# The cursor naming the manifest format every published shard has a manifest in.
+WRITTEN = "manifests_written"
 # The cursor that keeps, for `status`, how many lastmods the last adoption moved, and when.
 ADOPTED = "adopted_lastmods"
 

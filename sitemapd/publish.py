@@ -26,6 +26,7 @@ from .config import Config, Partition, partition_name
 from .errors import PublishError
 from .feedwindow import feed_pages
 from .ledger import Ledger
+from .manifestfile import VERSION
 from .parts import part_name, part_number, part_url
 from .render.extensions import without_alternates
 from .render.news import NewsItem, news_files, news_language, news_urlset
@@ -155,6 +156,9 @@ def _paged_names(config: Config) -> list[str]:
     ]
 
 
+# The manifest format this publisher writes, as the ledger notes it once every shard has one.
+MANIFEST_VERSION = str(VERSION)
+
 # The feeds' `updated` when no URL has ever been published.
 _EPOCH = "1970-01-01T00:00:00+00:00"
 
@@ -258,12 +262,17 @@ class Publisher:
         """Write the `dirty` shards and those not stored as published, in order. They are
         stored on threads while the next one renders: both wait mostly in SQLite, hashing
         and the disk, outside the GIL."""
+        # Shards published before this ledger wrote manifests (an upgrade) get theirs once.
+        backfill = not self.dry_run and self.ledger.cursor(manifest.WRITTEN) != MANIFEST_VERSION
         with ThreadPoolExecutor(_STORERS, thread_name_prefix="sitemapd-store") as storing:
             stored: deque[Future[_Stored | None]] = deque()
             for shard_id in shards:
                 name = self.names.shard(shard_id)
                 record = self.ledger.published(name)
-                if shard_id in dirty or not self._intact(name, record):
+                if backfill and not (shard_id in dirty or not self._intact(name, record)):
+                    self._check_lease()
+                    self.store.put_manifest(name, manifest.shard_manifest(self.ledger, shard_id))
+                elif shard_id in dirty or not self._intact(name, record):
                     data = self._shard(shard_id)
                     rows = None
                     if not self.dry_run:
@@ -275,6 +284,8 @@ class Publisher:
                     stored.append(storing.submit(self._store, name, data, record, rows))
             while stored:
                 self._note(stored.popleft().result(), written, report)
+        if backfill:
+            self.ledger.set_cursor(manifest.WRITTEN, MANIFEST_VERSION)
 
     def _shard(self, shard_id: int) -> bytes:
         """Return a shard's document, without alternates that left the sitemaps."""

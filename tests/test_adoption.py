@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import sqlite3
 import time
 
 import pytest
@@ -113,3 +114,22 @@ def test_a_new_daemon_on_a_published_bucket_keeps_its_lastmods(
     assert moved(before, after) == u("p11.html")
     assert "kept the published lastmod of 19 URLs" in daemon.log()
     assert daemon.stop() == 0
+
+
+def test_shards_published_before_manifests_get_theirs_once(site: Site) -> None:
+    """After an upgrade from a release that wrote no local manifests, every shard gets its
+    manifest at the next publish, changed or not; then the state may be lost safely."""
+    site.configure(sitemap="max_urls = 5")
+    deploy(site)
+    site.build()
+    before = published(site.out)
+    # As an earlier release left it: no manifests, and no note that they were written.
+    shutil.rmtree(site.out / ".sitemapd")
+    with sqlite3.connect(site.state / "ledger.sqlite3") as conn:
+        conn.execute("DELETE FROM cursors WHERE name = 'manifests_written'")
+    assert "wrote 0 files" in site.build().stdout
+    assert len(list((site.out / ".sitemapd" / "manifest").iterdir())) == len(PAGES) // 5
+
+    redeploy(site, changed="p12.html")
+    site.build()
+    assert moved(before, published(site.out)) == u("p12.html")
