@@ -41,9 +41,11 @@ def adopt(ledger: Ledger, rows: Iterable[tuple[str, str, str]]) -> int:
         return 0
     rows = chain([first], rows)
     with ledger.transaction():
-        conn.execute("CREATE TEMP TABLE IF NOT EXISTS adopted (loc TEXT PRIMARY KEY, fp, lastmod)")
+        # No key: appended as read, then scanned once, each row finding its URL through
+        # the ledger's unique loc index (a URL is in one shard, so in one manifest).
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS adopted (loc TEXT, fp, lastmod)")
         conn.execute("DELETE FROM temp.adopted")
-        conn.executemany("INSERT OR REPLACE INTO temp.adopted VALUES (?, ?, ?)", rows)
+        conn.executemany("INSERT INTO temp.adopted VALUES (?, ?, ?)", rows)
         shards = [
             shard
             for (shard,) in conn.execute(
@@ -53,9 +55,8 @@ def adopt(ledger: Ledger, rows: Iterable[tuple[str, str, str]]) -> int:
             )
         ]
         moved = conn.execute(
-            f"UPDATE urls SET lastmod = (SELECT lastmod FROM temp.adopted a WHERE a.loc = "
-            f"urls.loc) WHERE status = ? AND EXISTS (SELECT 1 FROM temp.adopted a WHERE "
-            f"a.loc = urls.loc AND a.fp = {_FINGERPRINT} AND a.lastmod != urls.lastmod)",
+            f"UPDATE urls SET lastmod = a.lastmod FROM temp.adopted a WHERE a.loc = urls.loc "
+            f"AND urls.status = ? AND a.fp = {_FINGERPRINT} AND a.lastmod != urls.lastmod",
             (LIVE,),
         ).rowcount
         conn.executemany(
