@@ -133,3 +133,30 @@ def test_shards_published_before_manifests_get_theirs_once(site: Site) -> None:
     redeploy(site, changed="p12.html")
     site.build()
     assert moved(before, published(site.out)) == u("p12.html")
+
+
+@pytest.mark.parametrize(
+    ("header", "kept"),
+    [("", True), ("sitemapd-manifest 1\n", True), ("sitemapd-manifest 2\n", False)],
+    ids=["version 0", "version 1", "a later version"],
+)
+def test_manifest_versions(site: Site, header: str, kept: bool) -> None:
+    """Version 0 (no first line, as earlier releases wrote on buckets) and 1 are read; a
+    later version is skipped with a warning, as a damaged file is."""
+    deploy(site)
+    site.build()
+    before = published(site.out)
+    path = site.out / ".sitemapd" / "manifest" / "sitemap-1.xml.tsv.gz"
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines()[1:]
+    path.write_bytes(gzip.compress((header + "".join(f"{line}\n" for line in lines)).encode()))
+    redeploy(site, changed="")
+    result = site.build()
+    after = published(site.out)
+    assert (moved(before, after) == set()) is kept
+    if not kept:
+        assert "manifest sitemapd-manifest 2 skipped" in result.stderr
+        assert moved(before, after) == set(before)
+
+    (site.out / ".sitemapd" / "manifest" / "sitemap-1.xml.tsv.gz").write_bytes(b"not gzip")
+    redeploy(site, changed="")
+    assert "unreadable manifest skipped" in site.build().stderr
