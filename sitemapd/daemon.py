@@ -479,9 +479,9 @@ class Daemon:
         """Return why the daemon is unhealthy (for /healthz, STATUS, metrics): its own
         faults, then what is wrong outside it; empty while it is healthy."""
         found = self.faults()
-        output = self.config.site.output_dir
-        if self.config.publish.s3 is None and not output.is_dir():
-            found.append(f"output folder {output} is missing")
+        if self._output_missing:
+            # As the health job last saw it: a probe never waits on the file system.
+            found.append(f"output folder {self.config.site.output_dir} is missing")
         for name, reason in list(self.failing.items()):
             if name in self.watchers and not self.watchers[name].healthy():
                 continue  # already named by its watcher
