@@ -5,6 +5,7 @@ StatefulSet pod's host name."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -48,16 +49,29 @@ def check_config(config: Path, hostname: str | None = None) -> subprocess.Comple
     """Run `sitemapd check-config`, under `hostname` when given (its own UTS namespace)."""
     command = [sys.executable, "-m", "sitemapd", "check-config", "-c", str(config)]
     if hostname is not None:
+        unshare = hostname_namespace()
+        assert unshare is not None
         shell = 'hostname "$0" && exec "$@"'
-        command = ["unshare", "--uts", "sh", "-c", shell, hostname, *command]
+        command = [*unshare, "sh", "-c", shell, hostname, *command]
     return subprocess.run(command, capture_output=True, text=True, check=False)
 
 
-def can_set_hostname() -> bool:
+@functools.cache
+def hostname_namespace() -> tuple[str, ...] | None:
+    """Return the `unshare` command that gives a process a host name of its own: a UTS
+    namespace (root), or one inside a user namespace (anyone, where the kernel lets
+    them); None when neither works here."""
     if shutil.which("unshare") is None:
-        return False
-    probe = subprocess.run(["unshare", "--uts", "hostname", "probe"], capture_output=True)
-    return probe.returncode == 0
+        return None
+    for command in (("unshare", "--uts"), ("unshare", "--user", "--map-root-user", "--uts")):
+        probe = subprocess.run([*command, "hostname", "probe"], capture_output=True)
+        if probe.returncode == 0:
+            return command
+    return None
+
+
+def can_set_hostname() -> bool:
+    return hostname_namespace() is not None
 
 
 def test_there_are_recipes() -> None:
