@@ -83,6 +83,8 @@ class Engine:
         self.readers: dict[str, Reader] = {}
         self._readers_lock = threading.Lock()
         self._closed = False
+        # Set on close: ends the renewals that `acquire` started.
+        self._done = threading.Event()
 
     def close(self) -> None:
         """Close the change-log readers and the ledger."""
@@ -90,6 +92,7 @@ class Engine:
             self._closed = True
             for reader in self.readers.values():
                 reader.close()
+        self._done.set()
         if self.lease is not None:
             self.lease.release()
         self.ledger.close()
@@ -107,6 +110,20 @@ class Engine:
                     "(its lease is being renewed)"
                 )
             time.sleep(min(1.0, self.lease.ttl / 4))
+        # Renewed while the build scans: a scan longer than the TTL keeps the lease.
+        threading.Thread(target=self._renew, name="sitemapd-lease", daemon=True).start()
+
+    def _renew(self) -> None:
+        """Renew the lease `acquire` took several times per TTL until the engine closes
+        or the lease is lost."""
+        lease = self.lease
+        assert lease is not None
+        while not self._done.wait(lease.ttl / 6):
+            try:
+                if not lease.keep():
+                    return
+            except PublishError as exc:
+                log.warning("cannot renew the publisher lease: %s", exc)
 
     def adopt(self) -> int:
         """Give URLs whose content matches what the target's manifests list the lastmods

@@ -6,6 +6,7 @@ never answers leaves the probes answering."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -224,3 +225,43 @@ def test_a_store_that_never_answers_leaves_the_probes_answering(
         lambda: set(crawl(s3, bucket, ROOT)) == u("a.html", "b.html"), 60, "owed change"
     )
     daemon.wait_until(lambda: probe(port)[0] == 200, 30, "ready again")
+
+
+@pytest.mark.slow
+def test_a_build_longer_than_the_lease_keeps_it(
+    tmp_path: Path, s3: S3Server, daemons: list[RunningDaemon]
+) -> None:
+    bucket = s3.new_bucket()
+    builder = fleet_site(tmp_path / "builder", s3, bucket, 1)
+    # The build waits on its robots.txt (a FIFO nobody writes yet): a build that reads
+    # for longer than a TTL, as a slow scan does.
+    rules = builder.base / "robots.txt"
+    os.mkfifo(rules)
+    builder.configure(site='robots_txt = "robots.txt"', extra=publish_table(s3, bucket, ttl=TTL))
+    build = subprocess.Popen(
+        [sys.executable, "-m", "sitemapd", "build", "-c", str(builder.config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not objects(s3, bucket).get(LEASE):
+            assert time.monotonic() < deadline, "the build took no lease"
+            time.sleep(0.1)
+        assert holder_pid(s3, bucket) == build.pid
+        standby, port = started(fleet_site(tmp_path / "standby", s3, bucket, 2), daemons)
+        watched = time.monotonic() + 3 * TTL
+        while time.monotonic() < watched:
+            assert holder_pid(s3, bucket) == build.pid, "the lease was taken from the build"
+            assert probe(port)[1] == "ok: standby"
+            time.sleep(0.25)
+    finally:
+        fd = os.open(rules, os.O_WRONLY)
+        os.write(fd, b"User-agent: *\nDisallow: /p3.html\n")
+        os.close(fd)
+    out, err = build.communicate(timeout=60)
+    assert build.returncode == 0, out + err
+    assert set(crawl(s3, bucket, ROOT)) == u("p1.html", "p2.html")
+    # Released at the end: the daemon takes over at once.
+    standby.wait_until(lambda: probe(port)[1] == "ok: publisher", 30, "the takeover")
