@@ -183,6 +183,7 @@ class Daemon:
             self.queue.depth,
             self.courier.waiting,
             self.role,
+            lambda: not self.stalls(),
         )
         # Change-log rows waiting, per source, measured after each read, and since when
         # (Unix time) some have been waiting.

@@ -53,6 +53,7 @@ def test_livez_fails_only_when_the_loops_stall(site: Site, daemons: list[Running
     port = http_port(daemon)
     assert probe(port, "/livez") == (200, "ok")
     assert probe(port, "/readyz") == (200, "ok")
+    assert b"sitemapd_live 1.0" in request(port, "/metrics", timeout=1)[2]
 
     # A source outage (its folder gone): not ready, but alive; a restart would not help.
     site.root.rename(site.base / "away")
@@ -74,6 +75,7 @@ def test_livez_fails_only_when_the_loops_stall(site: Site, daemons: list[Running
         _, body = probe(port, "/livez")
         assert body.startswith("stalled: writer stuck in one batch"), body
         assert probe(port, "/readyz")[0] == 503
+        assert b"sitemapd_live 0.0" in request(port, "/metrics", timeout=1)[2]
     finally:
         feed_fifo(str(listing), LIST.encode())
     daemon.wait_until(lambda: probe(port, "/livez") == (200, "ok"), 30, "turning again")
