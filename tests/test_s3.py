@@ -19,6 +19,7 @@ from sitemapd import config, w3c
 from sitemapd.errors import ConfigError
 
 ROOT = "https://example.com/"
+LEASE = ".sitemapd/lease-sitemap.xml.json"
 
 
 def public(server: S3Server, bucket: str) -> dict[str, tuple[str, object]]:
@@ -188,5 +189,11 @@ def test_a_reload_switches_the_target_to_a_bucket(
     daemon.wait_until(
         lambda: set(crawl(s3, bucket, ROOT)) == u("a.html", "b.html", "c.html"), 30, "the change"
     )
-    assert daemon.proc.poll() is None
+    # And back: the lease is released, and the folder gets everything again.
+    site.configure(extra=daemon_table)
+    daemon.proc.send_signal(signal.SIGHUP)
+    daemon.wait_for_log("reloaded", count=2)
+    site.write("d.html", page("d", "after switching back"))
+    daemon.wait_for_urls(u("a.html", "b.html", "c.html", "d.html"))
+    assert json.loads(s3.client().get_object(Bucket=bucket, Key=LEASE)["Body"].read())["released"]
     assert daemon.stop() == 0
