@@ -3,9 +3,10 @@
 sidecar).
 
 Version 1: gzip of UTF-8 text; a first line `sitemapd-manifest 1`, then one line per
-live URL of the shard: `loc <TAB> fingerprint <TAB> lastmod`. Files without the first
-line (version 0, sitemapd 0.x on S3) hold the same lines. A file of a later version is
-skipped: its lines may mean something else.
+live URL of the shard: `loc <TAB> fingerprint <TAB> lastmod <TAB> bytes`, where bytes is
+the hash of the page's file as read (empty for a source that reads no file). Files
+without the first line (version 0, sitemapd 0.x on S3) hold the first three fields. A
+file of a later version is skipped: its lines may mean something else.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ VERSION = 1
 _HEADER = f"sitemapd-manifest {VERSION}"
 _PREFIX = "sitemapd-manifest "
 
-Row = tuple[str, str, str]
+# (loc, fingerprint, lastmod, bytes hash or "")
+Row = tuple[str, str, str, str]
 
 
 def manifest_name(name: str) -> str:
@@ -32,8 +34,8 @@ def manifest_name(name: str) -> str:
 
 
 def encode(rows: list[Row]) -> bytes:
-    """Return the manifest file of `rows` (`(loc, fingerprint, lastmod)`)."""
-    text = _HEADER + "\n" + "".join(f"{loc}\t{fp}\t{lastmod}\n" for loc, fp, lastmod in rows)
+    """Return the manifest file of `rows`."""
+    text = _HEADER + "\n" + "".join("\t".join(row) + "\n" for row in rows)
     # mtime=0: the same rows give the same bytes.
     return gzip.compress(text.encode(), compresslevel=6, mtime=0)
 
@@ -55,5 +57,7 @@ def decode(data: bytes, where: str) -> Iterator[Row]:
         lines = lines[1:]
     for line in lines:
         fields = line.split("\t")
-        if len(fields) == 3:
-            yield fields[0], fields[1], fields[2]
+        if len(fields) == 4:
+            yield fields[0], fields[1], fields[2], fields[3]
+        elif len(fields) == 3:  # version 0
+            yield fields[0], fields[1], fields[2], ""

@@ -27,6 +27,7 @@ from .errors import PublishError
 from .feedwindow import feed_pages
 from .ledger import Ledger
 from .manifestfile import VERSION
+from .manifestfile import Row as ManifestRow
 from .parts import part_name, part_number, part_url
 from .render.extensions import without_alternates
 from .render.news import NewsItem, news_files, news_language, news_urlset
@@ -413,7 +414,7 @@ class Publisher:
         name: str,
         text: bytes,
         record: Record | None,
-        manifest_rows: list[tuple[str, str, str]] | None,
+        manifest_rows: list[ManifestRow] | None,
     ) -> _Stored | None:
         """Store `text` as `name` unless it is stored as published (`record`: then return
         None), after its manifest. Touches no ledger: may run on a thread of its own."""

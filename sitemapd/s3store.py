@@ -225,7 +225,7 @@ class S3Store:
             raise failure(f"cannot upload the manifest of {shard}", exc) from exc
 
     def manifest_rows(self, shards: Iterable[str]) -> Iterator[Row]:
-        """Yield `(loc, fingerprint, lastmod)` from the manifests of `shards`."""
+        """Yield the manifest rows of `shards` (missing ones: none)."""
         for shard in shards:
             key = self.key(manifest_name(shard))
             data, _ = self._get(key)

@@ -135,11 +135,11 @@ class Store(Protocol):
         edit. Raises PublishError."""
 
     def put_manifest(self, shard: str, rows: list[Row]) -> None:
-        """Keep the `(loc, fingerprint, lastmod)` rows of `shard` beside it, for a ledger
-        that lacks them (a successor publisher, a lost state folder); raises PublishError."""
+        """Keep the manifest rows of `shard` beside it, for a ledger that lacks them (a
+        successor publisher, a lost state folder); raises PublishError."""
 
     def manifest_rows(self, shards: Iterable[str]) -> Iterator[Row]:
-        """Yield `(loc, fingerprint, lastmod)` from the manifests of `shards`."""
+        """Yield the manifest rows of `shards` (missing ones: none)."""
 
 
 class LocalStore:
