@@ -10,11 +10,15 @@ byte as when it was published matches too, whatever the fingerprint settings now
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 from collections.abc import Iterable
 from itertools import chain
+from pathlib import Path
 
+from .errors import LedgerError
 from .ledger import LIVE, Ledger
-from .manifestfile import Row
+from .manifestfile import Row, encode
 
 # The cursor naming the manifest format every published shard has a manifest in.
 WRITTEN = "manifests_written"
@@ -33,13 +37,52 @@ _SAME = (
 )
 
 
-def shard_manifest(ledger: Ledger, shard_id: int) -> list[Row]:
-    """Return the manifest rows of the live URLs in shard `shard_id`."""
-    return ledger.conn.execute(
-        f"SELECT loc, {_FINGERPRINT}, lastmod, coalesce(bytes_hash, '') FROM urls "
-        "WHERE shard = ? AND status = ? ORDER BY id",
+def shard_manifest(conn: sqlite3.Connection, shard_id: int) -> bytes:
+    """Return the manifest file of the live URLs in shard `shard_id` of the ledger open
+    on `conn`."""
+    # Joined by SQLite, which lets go of the GIL while it steps: a manifest read on a
+    # storing thread costs the rendering thread nothing.
+    (lines,) = conn.execute(
+        f"SELECT group_concat(loc || char(9) || {_FINGERPRINT} || char(9) || lastmod || "
+        "char(9) || coalesce(bytes_hash, ''), char(10)) FROM (SELECT * FROM urls "
+        "WHERE shard = ? AND status = ? ORDER BY id)",
         (shard_id, LIVE),
-    ).fetchall()
+    ).fetchone()
+    return encode(lines or "")
+
+
+class Reader:
+    """Reads shard manifests through read-only connections of its own, one per thread:
+    the threads that store shards read them while the publishing thread renders the
+    next (SQLite reads a committed WAL ledger from any number of connections)."""
+
+    def __init__(self, path: Path) -> None:
+        self._uri = f"{path.as_uri()}?mode=ro"
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._conns: list[sqlite3.Connection] = []
+
+    def file(self, shard_id: int) -> bytes:
+        """Return the manifest file of shard `shard_id`. Raises LedgerError."""
+        try:
+            conn = getattr(self._local, "conn", None)
+            if conn is None:
+                conn = sqlite3.connect(self._uri, uri=True, check_same_thread=False)
+                self._local.conn = conn
+                with self._lock:
+                    self._conns.append(conn)
+            return shard_manifest(conn, shard_id)
+        except sqlite3.Error as exc:
+            raise LedgerError(
+                f"{self._uri}: cannot read the manifest of shard {shard_id} ({exc})"
+            ) from exc
+
+    def close(self) -> None:
+        """Close every connection (once the threads that used them are done)."""
+        with self._lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()
 
 
 def adopt(ledger: Ledger, rows: Iterable[Row]) -> int:

@@ -33,11 +33,11 @@ def manifest_name(name: str) -> str:
     return f"{PRIVATE}manifest/{name}.tsv.gz"
 
 
-def encode(rows: list[Row]) -> bytes:
-    """Return the manifest file of `rows`."""
-    text = _HEADER + "\n" + "".join("\t".join(row) + "\n" for row in rows)
-    # mtime=0: the same rows give the same bytes.
-    return gzip.compress(text.encode(), compresslevel=6, mtime=0)
+def encode(lines: str) -> bytes:
+    """Return the manifest file of `lines` (rows joined by tabs, then by newlines)."""
+    text = f"{_HEADER}\n{lines}\n" if lines else f"{_HEADER}\n"
+    # mtime=0: the same rows give the same bytes. Level 1: read by sitemapd alone.
+    return gzip.compress(text.encode(), compresslevel=1, mtime=0)
 
 
 def decode(data: bytes, where: str) -> Iterator[Row]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from .config import S3Target
 from .errors import PublishError
-from .manifestfile import Row, decode, encode, manifest_name
+from .manifestfile import Row, decode, manifest_name
 
 log = logging.getLogger(__name__)
 
@@ -216,11 +216,9 @@ class S3Store:
 
     # Manifests: what a publisher that takes over needs to keep every published lastmod.
 
-    def put_manifest(self, shard: str, rows: list[Row]) -> None:
+    def put_manifest(self, shard: str, data: bytes) -> None:
         try:
-            self.s3.put_object(
-                Bucket=self.bucket, Key=self.key(manifest_name(shard)), Body=encode(rows)
-            )
+            self.s3.put_object(Bucket=self.bucket, Key=self.key(manifest_name(shard)), Body=data)
         except Exception as exc:
             raise failure(f"cannot upload the manifest of {shard}", exc) from exc
 

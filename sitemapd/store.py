@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .errors import PublishError
-from .manifestfile import Row, decode, encode, manifest_name
+from .manifestfile import Row, decode, manifest_name
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +134,8 @@ class Store(Protocol):
         where it is and the new bytes if they changed, or None when there is none to
         edit. Raises PublishError."""
 
-    def put_manifest(self, shard: str, rows: list[Row]) -> None:
-        """Keep the manifest rows of `shard` beside it, for a ledger that lacks them (a
+    def put_manifest(self, shard: str, data: bytes) -> None:
+        """Keep the manifest file `data` of `shard` beside it, for a ledger that lacks them (a
         successor publisher, a lost state folder); raises PublishError."""
 
     def manifest_rows(self, shards: Iterable[str]) -> Iterator[Row]:
@@ -185,13 +185,13 @@ class LocalStore:
             pass  # missing or unreadable: written
         return atomic_write(path, data).st_mtime_ns, True
 
-    def put_manifest(self, shard: str, rows: list[Row]) -> None:
+    def put_manifest(self, shard: str, data: bytes) -> None:
         path = self.folder / manifest_name(shard)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise PublishError(f"cannot create {path.parent} ({exc.strerror})") from exc
-        atomic_write(path, encode(rows))
+        atomic_write(path, data)
 
     def manifest_rows(self, shards: Iterable[str]) -> Iterator[Row]:
         for shard in shards:
