@@ -48,6 +48,7 @@ bench: $(VENV)/.test-extras
 	$(BIN)/python bench/bench_fingerprint.py
 	$(BIN)/python bench/bench_s3.py
 	$(BIN)/python bench/bench_status.py
+	$(BIN)/python bench/bench_adoption.py
 
 # Debian 12 refuses `pip install` into the system Python (externally managed): install into
 # a venv of its own under PREFIX, and the units (which run PREFIX/bin/sitemapd), the system

@@ -67,11 +67,15 @@ class Sample:
         return hashlib.blake2b(self.name.encode(), digest_size=2).digest()[1] % 2 == 1
 
 
-def truth(body: str) -> Oracle:
-    """Return an oracle naming the page's paragraphs whose text the ground truth holds."""
-    body = squashed(body)
+@dataclass(frozen=True)
+class Truth:
+    """An oracle naming the page's blocks whose text the ground truth `body` holds
+    (a class, not a closure: samples go to worker processes)."""
 
-    def oracle(tree: Element) -> list[Element]:
+    body: str
+
+    def __call__(self, tree: Element) -> list[Element]:
+        body = squashed(self.body)
         found: list[Element] = []
         chosen: set[Element] = set()
         for element in tree.iter(*_BLOCKS):
@@ -79,24 +83,24 @@ def truth(body: str) -> Oracle:
                 continue
             text = text_of(element)
             # Prose the truth holds, and whatever else it holds: a list of links in the
-            # article is content too.
-            if squashed(text) in body and (
-                len(squashed(text)) >= _HELD
-                or (is_prose(text) and link_share(element) < PROSE_LINKS)
+            # article is content too (edits go to its prose alone).
+            held = squashed(text)
+            if held in body and (
+                len(held) >= _HELD or (is_prose(text) and link_share(element) < PROSE_LINKS)
             ):
                 found.append(element)
                 chosen.add(element)
         return found
 
-    return oracle
 
+@dataclass(frozen=True)
+class Snippets:
+    """An oracle naming the page's innermost blocks that hold a sentence of `holds`."""
 
-def snippets(holds: list[str]) -> Oracle:
-    """Return an oracle naming the page's innermost blocks that hold a sentence of
-    `holds`."""
-    wanted = [squashed(s) for s in holds if len(normal(s)) >= 12]
+    holds: tuple[str, ...]
 
-    def oracle(tree: Element) -> list[Element]:
+    def __call__(self, tree: Element) -> list[Element]:
+        wanted = [squashed(s) for s in self.holds if len(normal(s)) >= 12]
         found = []
         for element in tree.iter(*_BLOCKS):
             text = squashed(text_of(element))
@@ -112,8 +116,6 @@ def snippets(holds: list[str]) -> Oracle:
             found.append(element)
         return found
 
-    return oracle
-
 
 def aeb() -> Iterator[Sample]:
     base = WORK / "aeb"
@@ -123,7 +125,7 @@ def aeb() -> Iterator[Sample]:
     for path in sorted((base / "html").glob("*.html.gz")):
         key = path.name.split(".")[0]
         yield Sample(
-            f"aeb/{key[:12]}", gzip.decompress(path.read_bytes()), truth(ground[key]["articleBody"])
+            f"aeb/{key[:12]}", gzip.decompress(path.read_bytes()), Truth(ground[key]["articleBody"])
         )
 
 
@@ -137,7 +139,7 @@ def readability() -> Iterator[Sample]:
             body = text_of(lxml.html.document_fromstring(expected.read_text()))
         except (etree.ParserError, ValueError):
             continue
-        yield Sample(f"readability/{folder.name}", source.read_bytes(), truth(body))
+        yield Sample(f"readability/{folder.name}", source.read_bytes(), Truth(body))
 
 
 def trafilatura() -> Iterator[Sample]:
@@ -148,7 +150,9 @@ def trafilatura() -> Iterator[Sample]:
         path = base / "eval" / entry["file"]
         if path.exists():
             yield Sample(
-                f"trafilatura/{entry['file'][:40]}", path.read_bytes(), snippets(entry["with"])
+                f"trafilatura/{entry['file'][:40]}",
+                path.read_bytes(),
+                Snippets(tuple(entry["with"])),
             )
 
 

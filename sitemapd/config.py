@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import ipaddress
 import re
+import socket
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -98,6 +99,9 @@ class SiteConfig:
     # `Sitemap:` lines of robots.txt for this site that sitemapd did not write: "warn"
     # (status and verify name them) or "remove".
     robots_other_sitemaps: str = "warn"
+    # Seconds over which removals add up for the guard (a slow `rsync --delete`); 0: each
+    # scan is judged alone.
+    removal_window: float = 600.0
 
     @property
     def not_content(self) -> tuple[str, str]:
@@ -452,7 +456,8 @@ def parse(raw: dict[str, Any], file: Path) -> Config:
     """Return the configuration in the TOML document `raw` read from `file`."""
     base = file.resolve().parent
     top = _Table(file, "", raw)
-    site = _site(top.table("site"), base)
+    publish = _publish(top.table("publish"))
+    site = _site(top.table("site"), base, bucket=publish.s3 is not None)
     sitemap = _sitemap(top.table("sitemap"))
     daemon = _daemon(top.table("daemon"))
     http = _http(top.table("http"))
@@ -467,7 +472,6 @@ def parse(raw: dict[str, Any], file: Path) -> Config:
     websub = _websub(top.table("websub"))
     indexnow = _indexnow(top.table("indexnow"), site) if "indexnow" in raw else None
     crawlers = _crawlers(top.table("crawlers")) if "crawlers" in raw else _DEFAULT_CRAWLERS
-    publish = _publish(top.table("publish"))
     top.done()
     if site.partition is not None:
         sitemap, feed, news = _partitioned(site.partition, sitemap, feed, news)
@@ -708,13 +712,20 @@ def _daemon(table: _Table) -> DaemonConfig:
     return config
 
 
-def _site(table: _Table, base: Path) -> SiteConfig:
+def _site(table: _Table, base: Path, bucket: bool) -> SiteConfig:
+    """Return the [site] table; `output_dir` is optional when the target is a `bucket`."""
     base_url = table.required_text("base_url")
     try:
         origin = Origin.from_base_url(base_url)
     except ConfigError as exc:
         raise table.error("base_url", str(exc)) from exc
-    output_dir = table.path("output_dir", base)
+    state_dir = table.path("state_dir", base)
+    output_dir = table.optional_path("output_dir", base)
+    if output_dir is None:
+        if not bucket:
+            raise table.error("output_dir", "is required (unless [publish] names a bucket)")
+        # A bucket target writes nothing locally: the folder is only named, never made.
+        output_dir = state_dir / "output"
     output_url = table.text("output_url", origin.root)
     try:
         same_origin = Origin.from_base_url(output_url) == origin
@@ -724,12 +735,12 @@ def _site(table: _Table, base: Path) -> SiteConfig:
         raise table.error(
             "output_url", f"must be a folder URL ending in '/' on {origin.root}, got {output_url!r}"
         )
-    state_dir = table.path("state_dir", base)
     if state_dir == output_dir or state_dir.is_relative_to(output_dir):
         raise table.error("state_dir", "must not be inside output_dir: the ledger is not public")
     robots_txt = table.optional_path("robots_txt", base)
     max_removal = table.share("max_removal", 0.5)
     removal_grace = table.duration("removal_grace", 900.0, 0, 30 * 86400)
+    removal_window = table.duration("removal_window", 600.0, 0, 30 * 86400)
     partition = _partition(table)
     take_over = table.flag("take_over", False)
     other_sitemaps = table.choice("robots_other_sitemaps", "warn", ("warn", "remove"))
@@ -746,12 +757,29 @@ def _site(table: _Table, base: Path) -> SiteConfig:
         partition,
         take_over,
         other_sitemaps,
+        removal_window,
     )
 
 
-_PARTITION = re.compile(r"([1-9]\d*)/([1-9]\d*)")
+_PARTITION = re.compile(r"([1-9]\d*|auto)/([1-9]\d*)")
+# A StatefulSet's pods are named <set>-<ordinal>, from 0.
+_ORDINAL = re.compile(r"-(\d+)\Z")
 # Search Console takes up to 500 sitemap indexes per site.
 MAX_PARTITIONS = 500
+
+
+def _ordinal(table: _Table) -> int:
+    """Return the ordinal that ends this host's name (`sitemaps-2`: 2), as a StatefulSet
+    names its pods; raises ConfigError naming `site.partition` when there is none."""
+    host = socket.gethostname()
+    match = _ORDINAL.search(host)
+    if match is None:
+        raise table.error(
+            "partition",
+            f"'auto/K' takes the partition from a host name ending in -<ordinal> "
+            f"(a StatefulSet pod's, like 'sitemaps-2'); this host is {host!r}",
+        )
+    return int(match[1])
 
 
 def _partition(table: _Table) -> Partition | None:
@@ -760,8 +788,9 @@ def _partition(table: _Table) -> Partition | None:
         return None
     match = _PARTITION.fullmatch(value.strip())
     if match is None:
-        raise table.error("partition", f"must be 'i/K' like '2/4', got {value!r}")
-    number, count = int(match[1]), int(match[2])
+        raise table.error("partition", f"must be 'i/K' like '2/4', or 'auto/K', got {value!r}")
+    count = int(match[2])
+    number = _ordinal(table) + 1 if match[1] == "auto" else int(match[1])
     if number > count or count > MAX_PARTITIONS:
         raise table.error(
             "partition",

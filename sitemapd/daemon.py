@@ -171,6 +171,8 @@ class Daemon:
         self.notifier = Notifier()
         self.ready = False
         self.batch_started: float | None = None
+        # When the running batch last reported progress (monotonic).
+        self.batch_moved = 0.0
         self.errors = 0
         # When the last batch that wrote a file ended, and the last error logged (with when).
         self.last_publish: str | None = None
@@ -187,6 +189,7 @@ class Daemon:
             self.courier.waiting,
             self.role,
             lambda: len(self.held),
+            lambda: not self.stalls(),
         )
         # Change-log rows waiting, per source, measured after each read, and since when
         # (Unix time) some have been waiting.
@@ -206,6 +209,7 @@ class Daemon:
                 self._served,
                 self.role,
                 StatusPage(lambda: self.config, self.live_state, config.ledger_path),
+                self.stalls,
             )
         self.writer = threading.Thread(target=self._write_loop, name="sitemapd-writer")
         self._live = 0
@@ -232,7 +236,7 @@ class Daemon:
         self._log_progress = every_so_often(log_report, LOG_EVERY)
         # Why the last lease renewal or take failed (the store unreachable), until one works.
         self.lease_error: str | None = None
-        self._leasing = threading.Thread(target=self._lease_loop, name="sitemapd-lease")
+        self._leasing: threading.Thread | None = None
 
     @functools.cached_property
     def scheduler(self) -> BackgroundScheduler:
@@ -260,8 +264,6 @@ class Daemon:
         written = 0
         self._tick_lease()
         try:
-            if self.role() == "publisher":
-                self.engine.adopt()
             first = self._update({}, self._source_names(), stop=self.terminate)
             written = len(first.report.written)
         except Interrupted as exc:
@@ -278,8 +280,7 @@ class Daemon:
         self._notify()
         self.courier.start()
         self.writer.start()
-        if self.engine.lease is not None:
-            self._leasing.start()
+        self._start_leasing()
         self._schedule()
         self.scheduler.start()
         self._start_listeners()
@@ -318,6 +319,14 @@ class Daemon:
             return False
         self.lease_error = None
         return held and not was
+
+    def _start_leasing(self) -> None:
+        """Start the lease loop when the target is shared and it does not run (at start,
+        and after a reload switched to a bucket: the loop ends with a local target)."""
+        running = self._leasing is not None and self._leasing.is_alive()
+        if self.engine.lease is not None and not running:
+            self._leasing = threading.Thread(target=self._lease_loop, name="sitemapd-lease")
+            self._leasing.start()
 
     def _lease_loop(self) -> None:
         """Renew the lease (or watch for it to lapse) several times per TTL."""
@@ -423,6 +432,7 @@ class Daemon:
 
     def _progress(self, pages: int, rate: float) -> None:
         """Tell systemd how a long batch is going; log it every 10 s."""
+        self.batch_moved = time.monotonic()
         self.notifier.send(STATUS=f"scanning: {pages} pages read ({rate:.0f}/s)")
         self._log_progress(pages, rate)
 
@@ -482,9 +492,9 @@ class Daemon:
         """Return why the daemon is unhealthy (for /healthz, STATUS, metrics): its own
         faults, then what is wrong outside it; empty while it is healthy."""
         found = self.faults()
-        output = self.config.site.output_dir
-        if self.config.publish.s3 is None and not output.is_dir():
-            found.append(f"output folder {output} is missing")
+        if self._output_missing:
+            # As the health job last saw it: a probe never waits on the file system.
+            found.append(f"output folder {self.config.site.output_dir} is missing")
         for name, reason in list(self.failing.items()):
             if name in self.watchers and not self.watchers[name].healthy():
                 continue  # already named by its watcher
@@ -510,7 +520,7 @@ class Daemon:
         """Return what the status page shows of the daemon besides its ledger."""
         return LiveState(
             problems=self.problems(),
-            faults=self.faults(),
+            faults=self.stalls(),
             role=self.role(),
             last_publish=self.last_publish,
             publish_error=self.batch_error,
@@ -524,26 +534,46 @@ class Daemon:
         )
 
     def faults(self) -> list[str]:
-        """Return the problems of the daemon itself, which a restart may cure; a database
-        that is down or a refused IndexNow key is not one (WATCHDOG=1 goes on)."""
+        """Return the problems of the daemon itself or its watchers; a database that is
+        down or a refused IndexNow key is not one."""
         found = [] if self.ready else ["starting"]
+        found += self.stalls()
+        for name, watcher in list(self.watchers.items()):
+            if not watcher.healthy() and not self._watcher_stalled(watcher):
+                found.append(f"{name}: {watcher.failure or 'watcher stopped'}")
+        if self.batch_error:
+            found.append(f"publishing failed: {self.batch_error}")
+        if self.lease_error:
+            found.append(f"publisher lease: {self.lease_error}")
+        return found
+
+    def stalls(self) -> list[str]:
+        """Return why the daemon's loops do not turn, which a restart may cure (for
+        /livez and WATCHDOG=1); empty while they turn, whatever the state of the sources,
+        the store or the content. Reads only the daemon's state: never blocks."""
+        found = []
         if self.state_lost:
             found.append(f"{self.state_lost}: not writing; restart sitemapd to start over")
         for name, watcher in list(self.watchers.items()):
-            if not watcher.healthy():
+            if self._watcher_stalled(watcher):
                 found.append(f"{name}: {watcher.failure or 'watcher stopped'}")
         if self.ready and not self.scheduler.running:
             found.append("scheduler stopped")
         if self.ready and not self.writer.is_alive():
             found.append("writer stopped")
-        if self.batch_error:
-            found.append(f"publishing failed: {self.batch_error}")
-        if self.lease_error:
-            found.append(f"publisher lease: {self.lease_error}")
         started = self.batch_started
-        if started is not None and time.monotonic() - started > self.config.daemon.stuck_after:
-            found.append(f"writer stuck in one batch for {time.monotonic() - started:.0f}s")
+        if started is not None:
+            # A long first scan reports progress: only a batch that stopped moving is stuck.
+            quiet = time.monotonic() - max(started, self.batch_moved)
+            if quiet > self.config.daemon.stuck_after:
+                found.append(f"writer stuck in one batch for {quiet:.0f}s")
         return found
+
+    @staticmethod
+    def _watcher_stalled(watcher: Watcher) -> bool:
+        """True when a watcher is down and could not be started again on a folder that is
+        there (a missing folder is an outage of the source)."""
+        return not watcher.healthy() and watcher.failure is not None and not watcher.missing
 
     def status(self) -> str:
         """Return the one-line STATUS: figures, then any problem."""
@@ -612,7 +642,7 @@ class Daemon:
         self.queue.wake()
         if self.writer.is_alive():
             self.writer.join()
-        if self._leasing.is_alive():
+        if self._leasing is not None and self._leasing.is_alive():
             self._leasing.join()
         self.courier.stop()
         # Outcomes that arrived after the writer's last look are recorded now: left
@@ -666,8 +696,9 @@ class Daemon:
             if self.stopping.wait(wait):
                 return
             if interval is not None and time.monotonic() >= ping_at:
-                # WATCHDOG=1 only while healthy: a stuck or half-dead daemon gets restarted.
-                healthy = not self.faults()
+                # WATCHDOG=1 only while the loops turn (as /livez): a stuck daemon gets
+                # restarted, one whose sources or store are down does not.
+                healthy = not self.stalls()
                 if healthy:
                     self.notifier.send(WATCHDOG=1)
                 # Unhealthy: look again soon, so that a recovery pings before the deadline.
@@ -739,8 +770,7 @@ class Daemon:
                 with self.engine_lock:  # a reload swaps the engine and its ledger
                     self._take_fetches()
                 if TAKEOVER in batch.tasks:
-                    with self.engine_lock:
-                        self.engine.adopt()
+                    self.engine.adopting = True
                 refresh = bool({REFRESH, TAKEOVER} & batch.tasks)
                 if OUTPUT_WATCH in batch.rescan:
                     batch.rescan.discard(OUTPUT_WATCH)
@@ -980,6 +1010,7 @@ class Daemon:
             self.courier.config = new
             self._start_watchers()
         self._start_listeners()
+        self._start_leasing()
         self._schedule()
         self._reconcile_all()
         log.info("reloaded")

@@ -77,9 +77,14 @@ class Engine:
             self.lease = Lease(s3, target.bucket, key, target.lease_ttl)
             store = S3Store(target, s3)
             self.publisher = Publisher(config, self.ledger, dry_run, store, self.lease)
+        # The published lastmods are adopted before the first publish of this engine and
+        # after each takeover (see adopt): what its ledger lacks, the target remembers.
+        self.adopting = True
         self.readers: dict[str, Reader] = {}
         self._readers_lock = threading.Lock()
         self._closed = False
+        # Set on close: ends the renewals that `acquire` started.
+        self._done = threading.Event()
 
     def close(self) -> None:
         """Close the change-log readers and the ledger."""
@@ -87,13 +92,14 @@ class Engine:
             self._closed = True
             for reader in self.readers.values():
                 reader.close()
+        self._done.set()
         if self.lease is not None:
             self.lease.release()
         self.ledger.close()
 
     def acquire(self, wait: float) -> None:
-        """Take the publisher lease within `wait` seconds (none: nothing to take), then
-        adopt the published lastmods. Raises PublishError when another daemon keeps it."""
+        """Take the publisher lease within `wait` seconds (none: nothing to take). Raises
+        PublishError when another daemon keeps it (renews it: its ETag moves)."""
         if self.lease is None:
             return
         deadline = time.monotonic() + wait
@@ -104,12 +110,26 @@ class Engine:
                     "(its lease is being renewed)"
                 )
             time.sleep(min(1.0, self.lease.ttl / 4))
-        self.adopt()
+        # Renewed while the build scans: a scan longer than the TTL keeps the lease.
+        threading.Thread(target=self._renew, name="sitemapd-lease", daemon=True).start()
+
+    def _renew(self) -> None:
+        """Renew the lease `acquire` took several times per TTL until the engine closes
+        or the lease is lost."""
+        lease = self.lease
+        assert lease is not None
+        while not self._done.wait(lease.ttl / 6):
+            try:
+                if not lease.keep():
+                    return
+            except PublishError as exc:
+                log.warning("cannot renew the publisher lease: %s", exc)
 
     def adopt(self) -> int:
         """Give URLs whose content matches what the target's manifests list the lastmods
         published there (unless the last publish was this ledger's); return how many
-        moved. Raises PublishError."""
+        moved, also kept for `status`. Raises PublishError."""
+        started = time.perf_counter()
         store = self.publisher.store
         store.prepare(write=False)
         index = self.config.sitemap.index
@@ -117,9 +137,16 @@ class Engine:
         if record is not None and store.intact(index, record):
             return 0  # the index out there is our own: our lastmods are the published ones
         shards = [name for name in store.names() if self.publisher.names.is_shard(name)]
+        if not shards:
+            return 0  # nothing published: nothing to adopt (and a first load keeps its spool)
         moved = manifest.adopt(self.ledger, store.manifest_rows(shards))
-        if moved:
-            log.info("kept the published lastmod of %d URLs", moved)
+        log.info(
+            "kept the published lastmod of %d URLs (%s) in %.2fs",
+            moved,
+            store.where,
+            time.perf_counter() - started,
+        )
+        self.ledger.set_cursor(manifest.ADOPTED, f"{moved} {w3c.now()}")
         return moved
 
     def robots_rules(self) -> RobotsRules:
@@ -296,7 +323,12 @@ class Engine:
         # A standby keeps its ledger current and publishes once it holds the lease.
         if not quiet and self.lease is not None and not self.publisher.dry_run:
             quiet = not self.lease.keep()
+        if not quiet and self.adopting:
+            # After the scan (a new ledger knows its URLs only now), before the publish.
+            self.adopt()
         report = PublishReport() if quiet else self.publisher.publish(now)
+        if not quiet:
+            self.adopting = False
         seconds = time.perf_counter() - started
         log.log(
             logging.INFO if report.written or changes.changed else logging.DEBUG,
@@ -331,7 +363,9 @@ class Engine:
             if not isinstance(source, ChangelogSource)
         }
         site = self.config.site
-        return RemovalGuard(guarded, site.max_removal, site.removal_grace, confirm)
+        return RemovalGuard(
+            guarded, site.max_removal, site.removal_grace, confirm, site.removal_window
+        )
 
     def _read_access_logs(
         self, paths: Mapping[str, set[str]], rescan: set[str], strict: bool, failed: dict[str, str]

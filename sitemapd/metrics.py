@@ -47,6 +47,7 @@ class Metrics:
         notifications_waiting: Callable[[], int] = lambda: 0,
         role: Callable[[], str | None] = lambda: None,
         removals_held: Callable[[], int] = lambda: 0,
+        live: Callable[[], bool] = lambda: True,
     ) -> None:
         self.registry = CollectorRegistry()
         self.registry.register(_LedgerCollector(ledger_path))
@@ -80,6 +81,9 @@ class Metrics:
         Gauge("sitemapd_healthy", "1 while healthy", registry=self.registry).set_function(
             lambda: float(healthy())
         )
+        Gauge(
+            "sitemapd_live", "1 while the daemon's loops turn (/livez)", registry=self.registry
+        ).set_function(lambda: float(live()))
         Gauge(
             "sitemapd_queue_depth", "Paths and rescans waiting", registry=self.registry
         ).set_function(lambda: float(depth()))

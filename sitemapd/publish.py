@@ -10,12 +10,13 @@ renews it first.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import logging
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
@@ -26,6 +27,7 @@ from .config import Config, Partition, partition_name
 from .errors import PublishError
 from .feedwindow import feed_pages
 from .ledger import Ledger
+from .manifestfile import VERSION
 from .parts import part_name, part_number, part_url
 from .render.extensions import without_alternates
 from .render.news import NewsItem, news_files, news_language, news_urlset
@@ -155,6 +157,9 @@ def _paged_names(config: Config) -> list[str]:
     ]
 
 
+# The manifest format this publisher writes, as the ledger notes it once every shard has one.
+MANIFEST_VERSION = str(VERSION)
+
 # The feeds' `updated` when no URL has ever been published.
 _EPOCH = "1970-01-01T00:00:00+00:00"
 
@@ -258,22 +263,33 @@ class Publisher:
         """Write the `dirty` shards and those not stored as published, in order. They are
         stored on threads while the next one renders: both wait mostly in SQLite, hashing
         and the disk, outside the GIL."""
-        with ThreadPoolExecutor(_STORERS, thread_name_prefix="sitemapd-store") as storing:
-            stored: deque[Future[_Stored | None]] = deque()
-            for shard_id in shards:
-                name = self.names.shard(shard_id)
-                record = self.ledger.published(name)
-                if shard_id in dirty or not self._intact(name, record):
-                    data = self._shard(shard_id)
-                    rows = None
-                    if self.lease is not None and not self.dry_run:
-                        # Before the shard: a taker adopts lastmods of matching fingerprints.
-                        rows = manifest.shard_manifest(self.ledger, shard_id)
-                    if len(stored) == _STORERS:
-                        self._note(stored.popleft().result(), written, report)
-                    stored.append(storing.submit(self._store, name, data, record, rows))
-            while stored:
-                self._note(stored.popleft().result(), written, report)
+        # Shards published before this ledger wrote manifests (an upgrade) get theirs once.
+        backfill = not self.dry_run and self.ledger.cursor(manifest.WRITTEN) != MANIFEST_VERSION
+        reader = manifest.Reader(self.ledger.path)
+        try:
+            with ThreadPoolExecutor(_STORERS, thread_name_prefix="sitemapd-store") as storing:
+                stored: deque[Future[_Stored | None]] = deque()
+                for shard_id in shards:
+                    name = self.names.shard(shard_id)
+                    record = self.ledger.published(name)
+                    if backfill and not (shard_id in dirty or not self._intact(name, record)):
+                        self._check_lease()
+                        data = manifest.shard_manifest(self.ledger.conn, shard_id)
+                        self.store.put_manifest(name, data)
+                    elif shard_id in dirty or not self._intact(name, record):
+                        data = self._shard(shard_id)
+                        # Before the shard: a successor (or this site after losing its
+                        # state) adopts the lastmods of matching fingerprints.
+                        file_of = None if self.dry_run else functools.partial(reader.file, shard_id)
+                        if len(stored) == _STORERS:
+                            self._note(stored.popleft().result(), written, report)
+                        stored.append(storing.submit(self._store, name, data, record, file_of))
+                while stored:
+                    self._note(stored.popleft().result(), written, report)
+        finally:
+            reader.close()
+        if backfill:
+            self.ledger.set_cursor(manifest.WRITTEN, MANIFEST_VERSION)
 
     def _shard(self, shard_id: int) -> bytes:
         """Return a shard's document, without alternates that left the sitemaps."""
@@ -406,10 +422,11 @@ class Publisher:
         name: str,
         text: bytes,
         record: Record | None,
-        manifest_rows: list[tuple[str, str, str]] | None,
+        manifest_of: Callable[[], bytes] | None,
     ) -> _Stored | None:
         """Store `text` as `name` unless it is stored as published (`record`: then return
-        None), after its manifest. Touches no ledger: may run on a thread of its own."""
+        None), after its manifest (read by `manifest_of`). Writes no ledger: may run on a
+        thread of its own."""
         digest = hashlib.sha256(text).hexdigest()
         if record is not None and record[0] == digest and self.store.intact(name, record):
             return None
@@ -417,8 +434,9 @@ class Publisher:
         if name.endswith(".gz"):
             # mtime=0 and no file name in the header: the same sitemap gives the same bytes.
             data = gzip.compress(text, compresslevel=self.sitemap.gzip_level, mtime=0)
-        if manifest_rows is not None:
-            self.store.put_manifest(name, manifest_rows)
+        if manifest_of is not None:
+            self._check_lease()
+            self.store.put_manifest(name, manifest_of())
         stamp, wrote = (0, True) if self.dry_run else self._put(name, data)
         return _Stored(name, digest, len(data), stamp, wrote)
 

@@ -22,6 +22,7 @@ from .errors import SitemapdError
 # Removals of at most this many live URLs are never held: small sites must not get stuck.
 REMOVAL_FLOOR = 20
 _PREFIX = "removal_hold:"
+_WINDOW_PREFIX = "removal_window:"
 # Left in the state directory by `build --confirm-removal` for a running daemon, which
 # confirms the removals it holds and deletes the file.
 CONFIRM_FILE = "confirm-removal"
@@ -57,6 +58,8 @@ class RemovalGuard:
     grace: float = 900.0
     # The operator confirmed the removals of this run (`build --confirm-removal`).
     confirm: bool = False
+    # Seconds over which a source's removals add up (0: each scan alone).
+    window: float = 600.0
 
     def held_cursors(self, held: list[Hold]) -> set[str]:
         """Return the cursor names of the `held` sources."""
@@ -72,13 +75,16 @@ class Hold:
     live: int
     since: str
     digest: str
+    # URLs of the source removed within the window before this removal.
+    recent: int = 0
 
     def reason(self) -> str:
         """Return the hold as one line for logs, health and status."""
-        share = 100 * self.removing / max(self.live, 1)
+        share = 100 * (self.removing + self.recent) / max(self.live + self.recent, 1)
+        before = f"{self.recent} removed within removal_window, then " if self.recent else ""
         return (
-            f"removal held: a scan would remove {self.removing} of {self.live} live URLs "
-            f"({share:.0f}%) since {self.since}; confirm with 'sitemapd build "
+            f"removal held: {before}a scan would remove {self.removing} of {self.live} live "
+            f"URLs ({share:.0f}%) since {self.since}; confirm with 'sitemapd build "
             "--confirm-removal' or it is published when still seen after removal_grace"
         )
 
@@ -115,18 +121,65 @@ def decide(
     ).fetchone()
     known = {h.source: h for h in holds(conn)}.get(source)
     digest = hashlib.sha256(",".join(map(str, removing)).encode()).hexdigest()[:32]
-    massive = len(removing) > max(REMOVAL_FLOOR, guard.max_share * live)
-    if not massive or guard.confirm:
+    window = _Window(conn, source, w3c.to_epoch(now), guard.window)
+    # Counted against the source as it was when the window began.
+    recent = window.removed()
+    total = len(removing) + recent
+    massive = bool(removing) and total > max(REMOVAL_FLOOR, guard.max_share * (live + recent))
+    if not massive:
         conn.execute("DELETE FROM cursors WHERE name = ?", (name,))
+        window.add(len(removing))
+        return None
+    if guard.confirm:
+        conn.execute("DELETE FROM cursors WHERE name = ?", (name,))
+        window.clear()  # the operator judged it: the next removals start a new window
         return None
     if known is not None and known.digest == digest:
         if w3c.to_epoch(now) - w3c.to_epoch(known.since) >= guard.grace:
             conn.execute("DELETE FROM cursors WHERE name = ?", (name,))
+            window.clear()
             return None
         return known
-    hold = Hold(source, len(removing), int(live), now, digest)
+    hold = Hold(source, len(removing), int(live), now, digest, recent)
     conn.execute(
         "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
         (name, json.dumps(dataclasses.asdict(hold), sort_keys=True)),
     )
     return hold
+
+
+class _Window:
+    """The removals of one source published within the last `seconds`, kept as a ledger
+    cursor of `[epoch, count]` pairs, oldest first."""
+
+    def __init__(self, conn: sqlite3.Connection, source: str, now: float, seconds: float):
+        self.conn = conn
+        self.name = _WINDOW_PREFIX + source
+        self.now = now
+        self.seconds = seconds
+        row = conn.execute("SELECT value FROM cursors WHERE name = ?", (self.name,)).fetchone()
+        pairs: list[list[float]] = json.loads(row[0]) if row else []
+        self.pairs = [(at, int(n)) for at, n in pairs if now - at < seconds]
+
+    def removed(self) -> int:
+        """Return how many URLs were removed within the window."""
+        return sum(n for _, n in self.pairs)
+
+    def add(self, count: int) -> None:
+        """Note `count` removals now (none: only forget those that left the window)."""
+        if count and self.seconds > 0:
+            self.pairs.append((self.now, count))
+        self._save()
+
+    def clear(self) -> None:
+        self.pairs = []
+        self._save()
+
+    def _save(self) -> None:
+        if self.pairs:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
+                (self.name, json.dumps(self.pairs)),
+            )
+        else:
+            self.conn.execute("DELETE FROM cursors WHERE name = ?", (self.name,))

@@ -8,7 +8,6 @@ the partitions of one site never undo each other's lines.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Iterator
@@ -16,11 +15,10 @@ from typing import Any
 
 from .config import S3Target
 from .errors import PublishError
+from .manifestfile import Row, decode, manifest_name
 
 log = logging.getLogger(__name__)
 
-# Where sitemapd keeps what crawlers never read: leases and manifests.
-PRIVATE = ".sitemapd/"
 _DELETE_BATCH = 1000  # DeleteObjects takes at most 1,000 keys
 _ROBOTS_TRIES = 10
 
@@ -35,16 +33,25 @@ def client(target: S3Target) -> Any:
         from botocore.config import Config as BotoConfig
     except ImportError as exc:
         raise PublishError("publishing to S3 needs boto3: pip install 'sitemapd[s3]'") from exc
+    # A request ends within half the lease's TTL, answered or not: the holder's last write
+    # lands before anyone may take the lease (see lease.py). No retry inside botocore (its
+    # backoff would outlast that): a failed publish is retried whole by the daemon, which
+    # checks the lease again first.
+    timeout = request_timeout(target.lease_ttl)
     settings = BotoConfig(
-        # Failed requests are retried with backoff by botocore, then by the daemon's batch
-        # retry: nothing owed is lost, it goes out once the store answers.
-        retries={"max_attempts": 3, "mode": "standard"},
-        connect_timeout=5,
-        read_timeout=30,
+        retries={"total_max_attempts": 1, "mode": "standard"},
+        connect_timeout=timeout,
+        read_timeout=timeout,
     )
     return boto3.client(
         "s3", endpoint_url=target.endpoint_url, region_name=target.region, config=settings
     )
+
+
+def request_timeout(ttl: float) -> float:
+    """Return the connect and read timeout of each store request under a lease of `ttl`
+    seconds: a connect and a read fit in half the TTL."""
+    return min(5.0, ttl / 4)
 
 
 def failure(what: str, exc: Exception) -> PublishError:
@@ -79,8 +86,10 @@ class S3Store:
         self.s3 = s3 if s3 is not None else client(target)
         self.bucket = target.bucket
         self.prefix = target.prefix
-        # name -> (size, stamp) of the objects under the prefix, as of prepare().
+        # name -> (size, stamp) of the objects under the prefix, as of prepare(), and
+        # their ETags: each write is conditional on the object being as listed.
         self._listing: dict[str, tuple[int, int]] = {}
+        self._etags: dict[str, str] = {}
 
     @property
     def where(self) -> str:
@@ -92,6 +101,7 @@ class S3Store:
 
     def prepare(self, write: bool) -> None:
         listing: dict[str, tuple[int, int]] = {}
+        etags: dict[str, str] = {}
         try:
             pages = self.s3.get_paginator("list_objects_v2").paginate(
                 Bucket=self.bucket, Prefix=self.prefix, Delimiter="/"
@@ -100,9 +110,10 @@ class S3Store:
                 for item in page.get("Contents", ()):
                     name = item["Key"][len(self.prefix) :]
                     listing[name] = (item["Size"], stamp(item["ETag"]))
+                    etags[name] = item["ETag"]
         except Exception as exc:
             raise failure(f"cannot list {self.where}", exc) from exc
-        self._listing = listing
+        self._listing, self._etags = listing, etags
 
     def intact(self, name: str, record: tuple[str, int, int | None]) -> bool:
         return self._listing.get(name) == (record[1], record[2])
@@ -111,14 +122,28 @@ class S3Store:
         ours = stamp(hashlib.md5(data, usedforsecurity=False).hexdigest())
         if self._listing.get(name) == (len(data), ours):
             return ours, False
+        # The fence of a write: it lands only on the object as this publisher listed it.
+        # A holder paused past its lease (SIGSTOP, a VM frozen) whose successor has
+        # written the object since gets a 412 and writes nothing.
+        etag = self._etags.get(name)
+        condition = {"IfMatch": etag} if etag is not None else {"IfNoneMatch": "*"}
         try:
             answer = self.s3.put_object(
-                Bucket=self.bucket, Key=self.key(name), Body=data, **self._headers(content_type)
+                Bucket=self.bucket,
+                Key=self.key(name),
+                Body=data,
+                **self._headers(content_type),
+                **condition,
             )
         except Exception as exc:
+            if status_of(exc) in (409, 412):
+                raise PublishError(
+                    f"{self.where}{name} changed since it was listed: another publisher?"
+                ) from exc
             raise failure(f"cannot upload {self.where}{name}", exc) from exc
         stored = stamp(answer["ETag"])
         self._listing[name] = (len(data), stored)
+        self._etags[name] = answer["ETag"]
         return stored, True
 
     def names(self) -> list[str]:
@@ -129,6 +154,7 @@ class S3Store:
         for name in names:
             keys += [self.key(name), self.key(manifest_name(name))]
             self._listing.pop(name, None)
+            self._etags.pop(name, None)
         for start in range(0, len(keys), _DELETE_BATCH):
             batch = [{"Key": key} for key in keys[start : start + _DELETE_BATCH]]
             try:
@@ -190,23 +216,15 @@ class S3Store:
 
     # Manifests: what a publisher that takes over needs to keep every published lastmod.
 
-    def put_manifest(self, shard: str, rows: list[tuple[str, str, str]]) -> None:
-        text = "".join(f"{loc}\t{fingerprint}\t{lastmod}\n" for loc, fingerprint, lastmod in rows)
-        data = gzip.compress(text.encode(), mtime=0)
+    def put_manifest(self, shard: str, data: bytes) -> None:
         try:
             self.s3.put_object(Bucket=self.bucket, Key=self.key(manifest_name(shard)), Body=data)
         except Exception as exc:
             raise failure(f"cannot upload the manifest of {shard}", exc) from exc
 
-    def manifest_rows(self, shards: Iterable[str]) -> Iterator[tuple[str, str, str]]:
-        """Yield `(loc, fingerprint, lastmod)` from the manifests of `shards`."""
+    def manifest_rows(self, shards: Iterable[str]) -> Iterator[Row]:
+        """Yield the manifest rows of `shards` (missing ones: none)."""
         for shard in shards:
-            data, _ = self._get(self.key(manifest_name(shard)))
-            for line in gzip.decompress(data).decode().splitlines() if data else ():
-                loc, fingerprint, lastmod = line.split("\t")
-                yield loc, fingerprint, lastmod
-
-
-def manifest_name(name: str) -> str:
-    """Return the name (under the prefix) of the manifest of published file `name`."""
-    return f"{PRIVATE}manifest/{name}.tsv.gz"
+            key = self.key(manifest_name(shard))
+            data, _ = self._get(key)
+            yield from decode(data, f"s3://{self.bucket}/{key}")

@@ -1,4 +1,6 @@
-"""The sidecar HTTP endpoint: `/healthz`, `/metrics` and, optionally, the output files.
+"""The sidecar HTTP endpoint: `/livez`, `/readyz` (and its alias `/healthz`), `/metrics`
+and, optionally, the output files. The probes answer from the daemon's state, never from
+a request to a source or the store.
 
 Only files the ledger records as published are served, by name, from the top of the output
 directory (sitemapd writes no sub-folders), so no path can reach outside it and nothing
@@ -109,6 +111,7 @@ class _Server(ThreadingHTTPServer):
     on_served: Callable[[str, int, str], None]
     role: Callable[[], str | None]
     status_page: StatusPage | None
+    stalls: Callable[[], list[str]]
 
     def __init__(self, address: tuple[str, int], max_connections: int) -> None:
         self.max_connections = max_connections
@@ -226,13 +229,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _respond(self, head: bool) -> None:
         path = urlsplit(self.path).path
-        if path == "/healthz":
-            problems = self.server.problems()
+        if path in ("/readyz", "/healthz"):
             role = self.server.role()
-            healthy = f"ok: {role}" if role else "ok"
-            body = ("unhealthy: " + "; ".join(problems) if problems else healthy) + "\n"
-            status = HTTPStatus.SERVICE_UNAVAILABLE if problems else HTTPStatus.OK
-            self._send_bytes(status, body.encode(), "text/plain; charset=utf-8", head)
+            self._probe(self.server.problems(), f"ok: {role}" if role else "ok", "unhealthy", head)
+        elif path == "/livez":
+            self._probe(self.server.stalls(), "ok", "stalled", head)
         elif path == "/metrics":
             self._send_bytes(HTTPStatus.OK, self.server.metrics.render(), CONTENT_TYPE_LATEST, head)
         elif path in STATUS_PATHS and self.server.status_page is not None:
@@ -242,6 +243,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_file(unquote(path), head)
         else:
             self._not_found(head)
+
+    def _probe(self, problems: list[str], ok: str, failing: str, head: bool) -> None:
+        """Answer a probe: 200 and `ok`, or 503 and what is wrong."""
+        body = (f"{failing}: " + "; ".join(problems) if problems else ok) + "\n"
+        status = HTTPStatus.SERVICE_UNAVAILABLE if problems else HTTPStatus.OK
+        self._send_bytes(status, body.encode(), "text/plain; charset=utf-8", head)
 
     def _send_bytes(
         self,
@@ -350,6 +357,7 @@ class Sidecar:
         on_served: Callable[[str, int, str], None] = lambda name, status, agent: None,
         role: Callable[[], str | None] = lambda: None,
         status_page: StatusPage | None = None,
+        stalls: Callable[[], list[str]] = lambda: [],
     ) -> None:
         host, port = parse_listen(listen)
         self.server = (_Server6 if ":" in host else _Server)((host, port), connection_cap())
@@ -362,6 +370,8 @@ class Sidecar:
         # "publisher" or "standby" when daemons share a target; None otherwise.
         self.server.role = role
         self.server.status_page = status_page
+        # Why the daemon's loops do not turn (/livez), empty while they do.
+        self.server.stalls = stalls
         self.thread = threading.Thread(
             target=self.server.serve_forever, name="sitemapd-http", daemon=True
         )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ from .changelog import open_reader
 from .config import ChangelogSource, Config, DirectorySource
 from .errors import SitemapdError
 from .lock import StateLock
+from .manifest import ADOPTED
 from .publish import OutputNames, partition_index_urls
 from .removals import holds
 from .render.feedpage import ATOM_NS
@@ -129,6 +132,7 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
         "shards": shards,
         "index": names.index_url,
         "last_publish": last_publish,
+        "adopted": _adopted(cursors.get(ADOPTED)),
         "daemon": daemon_health(config.site.state_dir),
     }
 
@@ -175,6 +179,38 @@ def daemon_health(state_dir: Path) -> dict[str, Any]:
     return found
 
 
+def _adopted(cursor: str | None) -> dict[str, Any] | None:
+    """Return how many published lastmods the last adoption kept, and when (None: never)."""
+    if not cursor:
+        return None
+    moved, _, at = cursor.partition(" ")
+    return {"lastmods": int(moved), "at": at}
+
+
+def _adopted_line(adopted: dict[str, Any] | None) -> list[str]:
+    if adopted is None:
+        return []
+    kept = count(adopted["lastmods"], "published lastmod")
+    return [f"adopted:      {kept} kept from the target's manifests at {adopted['at']}"]
+
+
+def _target_lines(report: dict[str, Any]) -> list[str]:
+    """Return what the bucket says: its lease, or why it cannot be read."""
+    if report.get("target_error"):
+        return [f"target:       CANNOT READ: {report['target_error']}"]
+    if "lease" not in report:
+        return []
+    lease = report["lease"]
+    if lease is None:
+        return ["lease:        none (nothing published to the bucket yet)"]
+    if lease.get("released"):
+        return [f"lease:        released by {lease.get('holder')}"]
+    return [
+        f"lease:        held by {lease.get('holder')} (renewal {lease.get('renewal', 0)} "
+        f"at {lease.get('renewed', 'unknown')})"
+    ]
+
+
 def render_text(report: dict[str, Any]) -> str:
     """Return the status report as lines for a terminal."""
     urls = report["urls"]
@@ -182,6 +218,8 @@ def render_text(report: dict[str, Any]) -> str:
         f"index:        {report['index']}",
         f"daemon:       {_daemon_line(report['daemon'])}",
         f"last publish: {report['last_publish'] or 'never'}",
+        *_adopted_line(report["adopted"]),
+        *_target_lines(report),
         "URLs:         " + ", ".join(f"{n} {status}" for status, n in urls.items()),
     ]
     lines += [f"HELD:         {h['source']}: {h['reason']}" for h in report["removals_held"]]
@@ -253,26 +291,58 @@ def _daemon_line(daemon: dict[str, Any]) -> str:
     return line
 
 
-def published_counts(config: Config, names: OutputNames) -> dict[str, int | None]:
+def published_counts(config: Config, names: OutputNames) -> dict[str, Any]:
     """Return the items of the published news sitemaps and of the first Atom feed page
-    (None when the site has none, or nothing is published yet)."""
-    out = config.site.output_dir
-    news = feed = None
-    if config.news is not None and out.is_dir():
-        files = [path for path in out.iterdir() if names.is_news(path.name)]
-        news = sum(_count(path, f"{{{SITEMAP_NS}}}url") for path in files)
-    if config.feed is not None and (out / config.feed.atom).is_file():
-        feed = _count(out / config.feed.atom, f"{{{ATOM_NS}}}entry")
-    return {"news_items": news, "feed_entries": feed}
+    (None when the site has none, or nothing is published yet), read where they are
+    published: the output folder or the bucket; for a bucket, its lease too."""
+    found: dict[str, Any] = {"news_items": None, "feed_entries": None}
+    try:
+        published, read, lease = _target(config)
+    except SitemapdError as exc:
+        return found | {"target_error": str(exc)}
+    if config.news is not None and published:
+        news = [name for name in published if names.is_news(name)]
+        found["news_items"] = sum(_count(read(name), f"{{{SITEMAP_NS}}}url") for name in news)
+    if config.feed is not None and config.feed.atom in published:
+        found["feed_entries"] = _count(read(config.feed.atom), f"{{{ATOM_NS}}}entry")
+    return found | ({"lease": lease} if config.publish.s3 is not None else {})
 
 
-def _count(path: Path, tag: str) -> int:
-    """Return how many `tag` elements the XML file at `path` holds (0 when unreadable)."""
+def _target(config: Config) -> tuple[list[str], Callable[[str], bytes], dict[str, Any] | None]:
+    """Return the names published, a reader of one by name, and the lease (a bucket's);
+    raises SitemapdError when the bucket cannot be read."""
+    target = config.publish.s3
+    if target is None:
+        out = config.site.output_dir
+        names = sorted(path.name for path in out.iterdir()) if out.is_dir() else []
+        return names, lambda name: _read(out / name), None
+    from .lease import lease_key
+    from .s3store import S3Store
+
+    store = S3Store(target)
+    store.prepare(write=False)
+    raw = store.read(lease_key(target.prefix, config.sitemap.index))
+    try:
+        lease = json.loads(raw) if raw else None
+    except ValueError:
+        lease = None
+    return store.names(), lambda name: store.read(store.key(name)), lease
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def _count(data: bytes, tag: str) -> int:
+    """Return how many `tag` elements the XML document `data` holds (0 when unreadable)."""
     from lxml import etree  # loaded for `status` only, not for the `build` that uses this module
 
     try:
-        return sum(1 for _ in etree.iterparse(str(path), tag=tag, no_network=True))
-    except (OSError, etree.XMLSyntaxError):
+        return sum(1 for _ in etree.iterparse(io.BytesIO(data), tag=tag, no_network=True))
+    except etree.XMLSyntaxError:
         return 0
 
 

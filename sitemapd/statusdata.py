@@ -49,7 +49,8 @@ class LiveState:
 
     # Readiness: why what is published may not be current (empty when it is).
     problems: list[str] = field(default_factory=list)
-    # Liveness: the daemon's own loops that stopped or stuck (empty while they turn).
+    # Liveness, as /livez: the daemon's own loops that stopped or stuck (empty while
+    # they turn).
     faults: list[str] = field(default_factory=list)
     # "publisher" or "standby" when daemons share a target; None for a daemon alone.
     role: str | None = None

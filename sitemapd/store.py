@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .errors import PublishError
+from .manifestfile import Row, decode, manifest_name
 
 log = logging.getLogger(__name__)
 
@@ -133,12 +134,12 @@ class Store(Protocol):
         where it is and the new bytes if they changed, or None when there is none to
         edit. Raises PublishError."""
 
-    def put_manifest(self, shard: str, rows: list[tuple[str, str, str]]) -> None:
-        """Keep the `(loc, fingerprint, lastmod)` rows of `shard` for a successor
-        publisher; raises PublishError."""
+    def put_manifest(self, shard: str, data: bytes) -> None:
+        """Keep the manifest file `data` of `shard` beside it, for a ledger that lacks them (a
+        successor publisher, a lost state folder); raises PublishError."""
 
-    def manifest_rows(self, shards: Iterable[str]) -> Iterator[tuple[str, str, str]]:
-        """Yield `(loc, fingerprint, lastmod)` from the manifests of `shards`."""
+    def manifest_rows(self, shards: Iterable[str]) -> Iterator[Row]:
+        """Yield the manifest rows of `shards` (missing ones: none)."""
 
 
 class LocalStore:
@@ -160,6 +161,9 @@ class LocalStore:
         except OSError as exc:
             raise PublishError(f"cannot create output directory {self.folder} ({exc})") from exc
         remove_leftover_temps(self.folder)
+        manifests = (self.folder / manifest_name("x")).parent
+        if manifests.is_dir():
+            remove_leftover_temps(manifests)
 
     def intact(self, name: str, record: Record) -> bool:
         try:
@@ -170,14 +174,35 @@ class LocalStore:
         return stat.S_ISREG(st.st_mode) and (st.st_size, st.st_mtime_ns) == record[1:]
 
     def put(self, name: str, data: bytes, content_type: str) -> tuple[int, bool]:
-        return atomic_write(self.folder / name, data).st_mtime_ns, True
+        path = self.folder / name
+        try:
+            # A ledger with no record of a file (a lost state folder) finds it as it
+            # would write it: left alone, its mtime and ETag stay what crawlers know.
+            st = path.lstat()
+            if stat.S_ISREG(st.st_mode) and st.st_size == len(data) and path.read_bytes() == data:
+                return st.st_mtime_ns, False
+        except OSError:
+            pass  # missing or unreadable: written
+        return atomic_write(path, data).st_mtime_ns, True
 
-    def put_manifest(self, shard: str, rows: list[tuple[str, str, str]]) -> None:
-        # One daemon owns a local output directory: no one ever takes over from it.
-        return
+    def put_manifest(self, shard: str, data: bytes) -> None:
+        path = self.folder / manifest_name(shard)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PublishError(f"cannot create {path.parent} ({exc.strerror})") from exc
+        atomic_write(path, data)
 
-    def manifest_rows(self, shards: Iterable[str]) -> Iterator[tuple[str, str, str]]:
-        return iter(())
+    def manifest_rows(self, shards: Iterable[str]) -> Iterator[Row]:
+        for shard in shards:
+            path = self.folder / manifest_name(shard)
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise PublishError(f"cannot read {path} ({exc.strerror})") from exc
+            yield from decode(data, str(path))
 
     def names(self) -> list[str]:
         if not self.folder.is_dir():
@@ -188,6 +213,7 @@ class LocalStore:
         removed = False
         for name in names:
             (self.folder / name).unlink(missing_ok=True)
+            (self.folder / manifest_name(name)).unlink(missing_ok=True)
             removed = True
         if removed:
             fsync_dir(self.folder)

@@ -87,8 +87,10 @@ class Watcher:
         self.observer: BaseObserver | None = None
         self.backend = "none"
         self.root_id: tuple[int, int] | None = None
-        # Why the last start failed, for logs, STATUS and /healthz.
+        # Why the last start failed, for logs, STATUS and /healthz; and whether it was
+        # because the folder is missing (an outage of the source, not of sitemapd).
         self.failure: str | None = None
+        self.missing = False
 
     @property
     def folder(self) -> Path:
@@ -104,7 +106,9 @@ class Watcher:
             st = self.folder.stat()
         except OSError:
             self.failure = f"{self.folder} is missing"
+            self.missing = True
             return False
+        self.missing = False
         if os.environ.get(FAIL_HOOK):
             self.failure = f"watching disabled by {FAIL_HOOK} (test hook)"
             return False

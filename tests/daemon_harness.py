@@ -131,10 +131,15 @@ def touch_tree(root: Path, when: float) -> None:
 
 
 def request(
-    port: int, path: str, headers: dict[str, str] | None = None, method: str = "GET"
+    port: int,
+    path: str,
+    headers: dict[str, str] | None = None,
+    method: str = "GET",
+    timeout: float = 30,
 ) -> tuple[int, dict[str, str], bytes]:
-    """Return (status, headers, body) of one request to the sidecar on `port`."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    """Return (status, headers, body) of one request to the sidecar on `port`; raises
+    OSError (TimeoutError) when it takes longer than `timeout` s."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         conn.request(method, path, headers=headers or {})
         response = conn.getresponse()

@@ -8,6 +8,8 @@ import json
 import logging
 import os
 import secrets
+import socket
+import threading
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -140,3 +142,28 @@ def download(server: S3Server, bucket: str, folder: Path) -> Path:
             body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
             (folder / key).write_bytes(body)
     return folder
+
+
+class SilentStore:
+    """A store that accepts connections on `port` of 127.0.0.1 and never answers: a
+    hung S3 endpoint. stop() closes it and every connection it took."""
+
+    def __init__(self, port: int) -> None:
+        self.listener = socket.create_server(("127.0.0.1", port), reuse_port=False)
+        self.taken: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            self.taken.append(conn)  # held open, never read from, never answered
+
+    def stop(self) -> None:
+        self.listener.close()
+        self._thread.join(5)
+        for conn in self.taken:
+            conn.close()

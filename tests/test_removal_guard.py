@@ -17,9 +17,11 @@ KEY = "0123456789abcdef"
 PAGES = 100
 
 
-def guarded_site(site: Site, endpoint: Endpoint, grace: str = "15m", extra: str = "") -> None:
+def guarded_site(
+    site: Site, endpoint: Endpoint, grace: str = "15m", extra: str = "", window: str = "10m"
+) -> None:
     site.configure(
-        site=f'removal_grace = "{grace}"',
+        site=f'removal_grace = "{grace}"\nremoval_window = "{window}"',
         extra=f'[indexnow]\nkey = "{KEY}"\nendpoint = "{endpoint.url("/indexnow")}"\n{extra}',
     )
     for n in range(PAGES):
@@ -101,7 +103,8 @@ def test_mass_removal_is_held_until_confirmed(site: Site, endpoint: Endpoint) ->
 
 
 def test_small_removals_go_through(site: Site, endpoint: Endpoint) -> None:
-    guarded_site(site, endpoint)
+    # Each scan judged alone (no window): removals under half go through one by one.
+    guarded_site(site, endpoint, window="0")
     site.build()
     gone = delete(site, range(10))
     assert "10 gone" in site.build().stdout
@@ -220,3 +223,40 @@ def test_a_hold_lifts_when_the_pages_come_back(site: Site, endpoint: Endpoint) -
         assert len(site.urls()) == PAGES
         assert "removal held" not in site.cli("status").stdout
     assert announced(endpoint) == []
+
+
+@pytest.mark.slow
+def test_a_slow_mass_removal_is_held_once_the_window_passes_the_share(
+    site: Site, endpoint: Endpoint
+) -> None:
+    """A slow `rsync --delete`: 80 of 100 pages deleted 4 at a time, each batch far under
+    the share, is held once the removals within the window pass it."""
+    guarded_site(site, endpoint, extra='[http]\nlisten = "127.0.0.1:0"\n[daemon]\ndebounce = 0.1\n')
+    daemon = RunningDaemon(site)
+    try:
+        daemon.wait_ready()
+        port = http_port(daemon)
+        gone: set[str] = set()
+        for start in range(0, 80, 4):
+            gone |= delete(site, range(start, start + 4))
+            # Each batch is published (or held) before the next deletion.
+            daemon.wait_until(
+                lambda removed=frozenset(gone): (
+                    set(site.urls()).isdisjoint(removed) or request(port, "/readyz")[0] == 503
+                ),
+                20,
+                "the batch",
+            )
+        status, _, body = request(port, "/readyz")
+        assert status == 503
+        assert b"removed within removal_window" in body
+        # Half of the pages at most went; the rest of the removal is held, and said so.
+        assert len(site.urls()) >= PAGES // 2
+        assert "removal held" in site.cli("status").stdout
+        assert "removed within removal_window" in daemon.log()
+        result = site.cli("build", "--confirm-removal")
+        assert "left the confirmation" in result.stdout
+        daemon.wait_until(lambda: set(site.urls()).isdisjoint(gone), 30, "the confirmed removal")
+        assert len(site.urls()) == PAGES - 80
+    finally:
+        assert daemon.stop() == 0

@@ -4,6 +4,8 @@ what a crawler fetches from the bucket, what is uploaded when, and outages of th
 from __future__ import annotations
 
 import hashlib
+import json
+import signal
 import subprocess
 import sys
 import time
@@ -13,10 +15,11 @@ from conftest import Site, page
 from daemon_harness import RunningDaemon, http_port, request, u
 from s3_harness import S3Server, crawl, objects, publish_table
 
-from sitemapd import config
+from sitemapd import config, w3c
 from sitemapd.errors import ConfigError
 
 ROOT = "https://example.com/"
+LEASE = ".sitemapd/lease-sitemap.xml.json"
 
 
 def public(server: S3Server, bucket: str) -> dict[str, tuple[str, object]]:
@@ -128,3 +131,69 @@ def test_without_boto3_an_s3_target_says_what_to_install(site: Site) -> None:
     )
     assert result.returncode == 2, result.stderr
     assert "pip install 'sitemapd[s3]'" in result.stderr
+
+
+def test_status_reads_news_feeds_and_the_lease_from_the_bucket(site: Site, s3: S3Server) -> None:
+    bucket = s3.new_bucket()
+    site.configure(
+        extra='[news]\npublication_name = "The Example Times"\nlanguage = "en"\n'
+        '[feed]\ntitle = "Example updates"\n' + publish_table(s3, bucket)
+    )
+    for name in ("a", "b"):
+        ld = json.dumps({"@type": "NewsArticle", "headline": name, "datePublished": w3c.now()})
+        site.write(
+            f"{name}.html",
+            f'<!doctype html><html lang="en"><head><title>{name}</title><script '
+            f'type="application/ld+json">{ld}</script></head><body><article>text of {name}'
+            "</article></body></html>",
+        )
+    site.build()
+    assert not site.out.exists(), "nothing local to count: status must read the bucket"
+    report = json.loads(site.cli("status", "--json").stdout)
+    assert report["news_items"] == 2
+    assert report["feed_entries"] == 2
+    # The build released the lease when it ended.
+    assert report["lease"]["released"] is True
+    assert "lease:        released by" in site.cli("status").stdout
+
+    s3.stop()
+    try:
+        stopped = site.cli("status").stdout
+    finally:
+        s3.start()
+    assert "target:       CANNOT READ" in stopped
+
+
+@pytest.mark.slow
+def test_a_reload_switches_the_target_to_a_bucket(
+    site: Site, s3: S3Server, daemons: list[RunningDaemon]
+) -> None:
+    daemon_table = "[daemon]\ndebounce = 0.2\nmax_delay = 1\n"
+    site.configure(extra=daemon_table)
+    for name in ("a", "b"):
+        site.write(f"{name}.html", page(name, f"text of {name}"))
+    daemon = RunningDaemon(site)
+    daemons.append(daemon)
+    daemon.wait_ready()
+    assert set(daemon.wait_for_urls(u("a.html", "b.html"))) == u("a.html", "b.html")
+
+    bucket = s3.new_bucket()
+    site.configure(extra=daemon_table + publish_table(s3, bucket))
+    daemon.proc.send_signal(signal.SIGHUP)
+    daemon.wait_for_log("reloaded")
+    # Everything is published to the bucket, without a restart; then changes follow it.
+    daemon.wait_until(
+        lambda: set(crawl(s3, bucket, ROOT)) == u("a.html", "b.html"), 30, "all in the bucket"
+    )
+    site.write("c.html", page("c", "after the switch"))
+    daemon.wait_until(
+        lambda: set(crawl(s3, bucket, ROOT)) == u("a.html", "b.html", "c.html"), 30, "the change"
+    )
+    # And back: the lease is released, and the folder gets everything again.
+    site.configure(extra=daemon_table)
+    daemon.proc.send_signal(signal.SIGHUP)
+    daemon.wait_for_log("reloaded", count=2)
+    site.write("d.html", page("d", "after switching back"))
+    daemon.wait_for_urls(u("a.html", "b.html", "c.html", "d.html"))
+    assert json.loads(s3.client().get_object(Bucket=bucket, Key=LEASE)["Body"].read())["released"]
+    assert daemon.stop() == 0

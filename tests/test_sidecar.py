@@ -7,6 +7,7 @@ import email.utils
 import http.client
 import os
 import re
+import shutil
 import socket
 import threading
 import time
@@ -204,9 +205,7 @@ def test_failing_publishes_make_the_daemon_unhealthy(
     served: tuple[Site, RunningDaemon, int],
 ) -> None:
     site, daemon, port = served
-    for path in site.out.iterdir():
-        path.unlink()
-    site.out.rmdir()
+    shutil.rmtree(site.out)
     site.out.write_text("not a folder")
     site.write("x.html", page("X"))
     daemon.wait_for_log(r"batch failed")

@@ -42,8 +42,7 @@ def published_bytes(out: Path) -> dict[str, bytes]:
 
 def rendered_by_the_ledger(site: Site) -> dict[str, bytes]:
     """Delete what was published and build again: the ledger renders every file anew."""
-    for path in site.out.iterdir():
-        path.unlink()
+    shutil.rmtree(site.out)
     result = site.cli("--log-level", "debug", "build")
     assert SPOOLED not in result.stderr
     return published_bytes(site.out)

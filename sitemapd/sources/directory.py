@@ -20,6 +20,7 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import NamedTuple
 
+from .. import lifeline
 from ..config import DirectorySource
 from ..content import FACTS_VERSION, article_meta, exclusion
 from ..errors import InvalidURL, SourceError
@@ -394,7 +395,13 @@ class _Reader:
                 context = multiprocessing.get_context("forkserver")
                 # Imported once, by the server the workers fork from, not by each worker.
                 context.set_forkserver_preload([__name__])
-                self.pool = ProcessPoolExecutor(_WORKERS, mp_context=context)
+                # Workers die with the daemon, even a SIGKILLed one (see lifeline).
+                self.pool = ProcessPoolExecutor(
+                    _WORKERS,
+                    mp_context=context,
+                    initializer=lifeline.die_with,
+                    initargs=(os.getpid(),),
+                )
             return [
                 self.pool.submit(_read_all, jobs[n : n + _TASK], self.how)
                 for n in range(0, len(jobs), _TASK)

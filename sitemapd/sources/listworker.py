@@ -23,6 +23,7 @@ import sys
 from collections.abc import Iterator
 from typing import IO, BinaryIO, NamedTuple
 
+from .. import lifeline
 from .base import log
 from .listchunks import Chunk, LineParser, Parsed, cut
 
@@ -85,7 +86,7 @@ def _start(parser: LineParser, handle: BinaryIO) -> subprocess.Popen[bytes] | No
     fd = handle.fileno()
     try:
         worker = subprocess.Popen(
-            [sys.executable, "-m", __name__, str(fd)],
+            [sys.executable, "-m", __name__, str(fd), str(os.getpid())],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             pass_fds=(fd,),
@@ -160,6 +161,7 @@ def _work(fd: int, parser: LineParser, out: IO[bytes]) -> None:
 
 
 if __name__ == "__main__":
+    lifeline.die_with(int(sys.argv[2]))  # not one line parsed for a daemon that is gone
     try:
         _work(int(sys.argv[1]), pickle.load(sys.stdin.buffer), sys.stdout.buffer)
     except BrokenPipeError:
