@@ -36,8 +36,9 @@ _PROSE_TAGS = ("p", "blockquote", "pre", "dd", "li", "td", "div")
 _NOT_COUNTERS = {"script", "style", "table", "sup", "sub", "math", "code", "pre", "time"}
 _SPACES = re.compile(r"\s+")
 _NUMBER = re.compile(r"\d+")
-# A counter: a number, maybe abbreviated, and at most one word ("1.2k views", "42").
-_COUNTER = re.compile(r"\s*\d{1,3}(?:[.,]\d+)?[kKmM]?(?:\s+\w+)?\s*")
+# A counter: a number, maybe abbreviated, and the one word saying what it counts
+# ("1.2k views", "42 comments"); a bare number may be a day, a rank or a footnote.
+_COUNTER = re.compile(r"\s*\d{1,3}(?:[.,]\d+)?[kKmM]?\s+[^\W\d]+\s*")
 # Text written without spaces between words: Chinese, Japanese, Thai.
 _UNSPACED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 # Words a new list item is written with: what a "latest stories" box shows next.
