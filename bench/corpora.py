@@ -29,7 +29,7 @@ from pathlib import Path
 import lxml.html
 from lxml import etree
 
-from sitemapd.drill.mutate import (
+from sitemapd.drill.structure import (
     PROSE_LINKS,
     Element,
     is_prose,

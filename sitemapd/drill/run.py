@@ -18,7 +18,8 @@ from lxml import etree
 from ..fingerprint import Settings, TemplateMemory
 from ..fingerprint.decode import decoded
 from ..pages import PageRead, read_file
-from .mutate import CHANGES, Change, Element, Page, page_content
+from .mutate import CHANGES, Change
+from .structure import Element, Page, page_content
 
 # A page that is not valid UTF-8 would be decoded by its own declaration: the BOM wins.
 _BOM = b"\xef\xbb\xbf"

@@ -26,6 +26,7 @@ from .extract import (
     NEVER,
     Element,
     describe,
+    drop,
     fragments,
     main_content,
     outside,
@@ -253,7 +254,7 @@ def read_html(
                 parts.append((f"ld:{name}", value))
     etree.strip_elements(tree, *NEVER, with_tail=False)
     for hidden in _elements(_HIDDEN(tree)):
-        _drop(hidden)
+        drop(hidden)
     # Not find(), nor findtext() below: ElementPath costs more than the rest of a small page.
     body = next(tree.iterchildren("body"), None)
     if body is None:
@@ -288,20 +289,6 @@ def read_html(
         reading.dropped = [(describe(e), why) for e, why in extract.dropped.items()]
         reading.around = [describe(e) for e in outside(extract, body)]
     return reading
-
-
-def _drop(element: Element) -> None:
-    """Remove `element` and what it holds, keeping the text that follows it."""
-    parent = element.getparent()
-    if parent is None:
-        return
-    if element.tail:
-        previous = element.getprevious()
-        if previous is not None:
-            previous.tail = (previous.tail or "") + element.tail
-        else:
-            parent.text = (parent.text or "") + element.tail
-    parent.remove(element)
 
 
 def _head_parts(tree: Element, labels: set[str]) -> list[tuple[str, str]]:

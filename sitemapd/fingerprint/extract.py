@@ -165,6 +165,20 @@ class Extract:
     dropped: dict[Element, str] = field(default_factory=dict)
 
 
+def drop(element: Element) -> None:
+    """Remove `element` and what it holds, keeping the text that follows it."""
+    parent = element.getparent()
+    if parent is None:
+        return
+    if element.tail:
+        previous = element.getprevious()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + element.tail
+        else:
+            parent.text = (parent.text or "") + element.tail
+    parent.remove(element)
+
+
 def describe(element: Element) -> str:
     """Return a CSS-like name of `element` for people: `div#main.story-body`."""
     name = str(element.tag)

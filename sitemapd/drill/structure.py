@@ -1,0 +1,216 @@
+"""Tell a page's content from its surroundings by its structure alone.
+
+The content is the page's prose paragraphs (the cluster holding most of their text), or,
+on a page with little prose (a home, section or tag page), its main list of items; the
+surroundings are the lists of links, counters and assets that hold none of it. Nothing
+here asks what the fingerprint's extractor kept: a drill built on it can fail.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+from ..fingerprint.extract import BLOCKS
+
+Element = etree._Element
+
+# A paragraph of prose: this many words (or characters of text written without spaces).
+PROSE_WORDS = 8
+PROSE_CHARACTERS = 40
+# Link text share below which a block is prose, not a list of links.
+PROSE_LINKS = 0.3
+# Items a block needs to be a list a CMS rotates, and to be the list a page is about.
+LIST_ITEMS = 3
+MAIN_LIST_ITEMS = 5
+# Characters of prose below which a page is its list of items, not an article.
+LIST_PAGE_PROSE = 280
+_STRUCTURAL = {"nav", "header", "footer", "aside", "form"}
+_PROSE_TAGS = ("p", "blockquote", "pre", "dd", "li", "td", "div")
+_SPACES = re.compile(r"\s+")
+# Text written without spaces between words: Chinese, Japanese, Thai.
+_UNSPACED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+def normal(text: str) -> str:
+    """Return `text` with whitespace runs as one space, stripped."""
+    return _SPACES.sub(" ", text).strip()
+
+
+def text_of(element: Element) -> str:
+    """Return the text inside `element`, whitespace normalised."""
+    return normal("".join(t for t in element.itertext() if isinstance(t, str)))
+
+
+def link_share(element: Element) -> float:
+    """Return the share of `element`'s text inside links."""
+    total = len(text_of(element))
+    if not total:
+        return 0.0
+    links = sum(len(text_of(a)) for a in element.iter("a") if not _in_link(a))
+    return min(links / total, 1.0)
+
+
+def _in_link(a: Element) -> bool:
+    return any(p.tag == "a" for p in a.iterancestors())
+
+
+def is_prose(text: str) -> bool:
+    """True when `text` reads as a paragraph of prose, in any script."""
+    if len(text.split()) >= PROSE_WORDS:
+        return True
+    return len(_UNSPACED.findall(text)) >= PROSE_CHARACTERS
+
+
+def prose_paragraphs(tree: Element) -> list[Element]:
+    """Return the page's paragraphs of prose, outermost, outside its landmarks of template.
+
+    What a reader calls the page's text, found by structure alone: blocks of enough words
+    with few links, not inside `nav`, `header`, `footer`, `aside` or `form`.
+    """
+    found: list[Element] = []
+    chosen: set[Element] = set()
+    for element in tree.iter(*_PROSE_TAGS):
+        if element.tag in ("div", "li", "td") and any(c.tag in BLOCKS for c in element):
+            continue
+        if any(a in chosen or a.tag in _STRUCTURAL for a in element.iterancestors()):
+            continue
+        text = text_of(element)
+        if is_prose(text) and link_share(element) < PROSE_LINKS:
+            found.append(element)
+            chosen.add(element)
+    return _main_cluster(found)
+
+
+def page_content(tree: Element) -> list[Element]:
+    """Return the page's content by structure: its prose paragraphs, or, on a page with
+    less prose than a paragraph or two (a home, section or tag page), its main list."""
+    prose = prose_paragraphs(tree)
+    if sum(len(text_of(p)) for p in prose) >= LIST_PAGE_PROSE:
+        return prose
+    listing = main_list(tree)
+    return [listing] if listing is not None else prose
+
+
+def main_list(tree: Element) -> Element | None:
+    """Return the page's list of items: the list of links with most link text outside
+    the page's landmarks of template, or None."""
+    best, most = None, 0
+    for element in tree.iter(etree.Element):
+        if any(a.tag in _STRUCTURAL for a in (element, *element.iterancestors())):
+            continue
+        items = list_items(element)
+        if len(items) < MAIN_LIST_ITEMS:
+            continue
+        size = sum(len(text_of(a)) for item in items for a in item.iter("a"))
+        if size > most:
+            best, most = element, size
+    return best
+
+
+def _main_cluster(paragraphs: list[Element]) -> list[Element]:
+    """Return the paragraphs under the ancestor that holds most of their text: the page's
+    body text, not the teasers of a sidebar."""
+    if not paragraphs:
+        return []
+    sizes = {p: len(text_of(p)) for p in paragraphs}
+    total = sum(sizes.values())
+    held: dict[Element, int] = {}
+    for paragraph, size in sizes.items():
+        for ancestor in paragraph.iterancestors():
+            held[ancestor] = held.get(ancestor, 0) + size
+    # The deepest ancestor holding at least half of the text.
+    best = None
+    for ancestor, size in held.items():
+        if size * 2 >= total and (best is None or _depth(ancestor) > _depth(best)):
+            best = ancestor
+    if best is None:
+        return paragraphs
+    return [p for p in paragraphs if any(a is best for a in p.iterancestors())]
+
+
+def _depth(element: Element) -> int:
+    return sum(1 for _ in element.iterancestors())
+
+
+@dataclass
+class Page:
+    """A page to change: its tree and the elements that are its content."""
+
+    tree: Element
+    content: list[Element]
+    # The content paragraphs, what lies inside them and what holds them.
+    near: set[Element] = field(default_factory=set)
+
+    # What lies inside the innermost element holding every content paragraph.
+    body: set[Element] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        for paragraph in self.content:
+            self.near.update(paragraph.iter())
+            self.near.update(paragraph.iterancestors())
+        if self.content:
+            shared = set(self.content[0].iterancestors())
+            for paragraph in self.content[1:]:
+                shared &= set(paragraph.iterancestors())
+            holder = max(shared, key=_depth, default=None)
+            if holder is not None:
+                self.body.update(holder.iter())
+
+    def holds_content(self, element: Element) -> bool:
+        """True when `element` is, holds or lies inside a content paragraph."""
+        return element in self.near
+
+
+def link_lists(page: Page) -> list[tuple[Element, list[Element]]]:
+    """Return the blocks of the page that list links (three items or more, each with a
+    link and little prose of its own) and hold no content, with their items."""
+    found = []
+    taken: set[Element] = set()
+    for element in page.tree.iter(etree.Element):
+        if element in taken or any(a in taken for a in element.iterancestors()):
+            continue
+        items = list_items(element)
+        if len(items) < LIST_ITEMS or page.holds_content(element):
+            continue
+        found.append((element, items))
+        taken.add(element)
+    return found
+
+
+def list_items(element: Element) -> list[Element]:
+    """Return the children of `element` that make it a list: the most common child tag,
+    each with a link of its own."""
+    children = [c for c in element if isinstance(c.tag, str)]
+    if len(children) < LIST_ITEMS:
+        return []
+    tags: dict[str, int] = {}
+    for child in children:
+        tags[str(child.tag)] = tags.get(str(child.tag), 0) + 1
+    tag = max(tags, key=tags.__getitem__)
+    items = [c for c in children if c.tag == tag and _linked(c)]
+    # Paragraphs that cite with a link are prose, not a list of links; so is a paragraph
+    # whose links are its children: its words between them say more than separators.
+    if len(items) < LIST_ITEMS or any(_prose_item(item) for item in items):
+        return []
+    loose = (element.text or "") + "".join(item.tail or "" for item in children)
+    if len(loose.split()) > len(items):
+        return []
+    return items
+
+
+def _prose_item(item: Element) -> bool:
+    """True when `item` says a paragraph's worth of its own besides its links."""
+    if link_share(item) > 0.5:
+        return False
+    own = text_of(item)
+    for a in item.iter("a"):
+        own = own.replace(text_of(a), " ", 1)
+    return is_prose(own)
+
+
+def _linked(item: Element) -> bool:
+    link = item if item.tag == "a" else next(item.iter("a"), None)
+    return link is not None and bool(link.get("href")) and bool(text_of(link))
