@@ -18,7 +18,6 @@ import copy
 import gzip
 import json
 import random
-import re
 import shutil
 import subprocess
 import sys
@@ -35,7 +34,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from corpora import CORPORA, HELD_OUT, Sample  # noqa: E402
 from sitegen import STYLES, Site, new_heavy_site  # noqa: E402
 
-from sitemapd.drill.run import Report, drill  # noqa: E402
+from sitemapd.drill.run import Report, drill, rewhitespace  # noqa: E402
 from sitemapd.fingerprint import Settings, TemplateMemory  # noqa: E402
 from sitemapd.fingerprint.decode import decoded  # noqa: E402
 from sitemapd.pages import read_file  # noqa: E402
@@ -268,7 +267,7 @@ def real_truth() -> list[tuple[str, str, str]]:
                 after = lxml.html.tostring(tree, encoding="unicode").encode()
                 counts[name][1] += _digest(after) != before
         counts["whitespace between tags"][0] += 1
-        counts["whitespace between tags"][1] += _digest(_rewhitespace(base).encode()) != before
+        counts["whitespace between tags"][1] += _digest(rewhitespace(base).encode()) != before
     rows = []
     for name, (total, moved) in counts.items():
         should = MUTATIONS.get(name, (None, False))[1]
@@ -280,21 +279,6 @@ def real_truth() -> list[tuple[str, str, str]]:
             )
         )
     return rows
-
-
-_RAW = re.compile(r"(<(pre|textarea|script|style)\b.*?</\2>)", re.S | re.I)
-
-
-def _rewhitespace(text: str) -> str:
-    parts = _RAW.split(text)
-    out = []
-    for n, part in enumerate(parts):
-        if n % 3 == 0:
-            part = re.sub(r">(\s*)<", lambda m: "><" if m.group(1) else ">\n  <", part)
-        elif n % 3 == 2:
-            continue
-        out.append(part)
-    return "".join(out)
 
 
 def _drilled(sample: Sample) -> Report:

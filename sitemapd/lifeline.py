@@ -52,7 +52,7 @@ def _watch(pid: int) -> None:
         fd = None  # gone already
     except (OSError, AttributeError):
         # No pidfd (an old kernel, a sandbox): look now and then.
-        while _running(pid):
+        while running(pid):
             time.sleep(_POLL_EVERY)
         fd = None
     if fd is not None:
@@ -62,7 +62,8 @@ def _watch(pid: int) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _running(pid: int) -> bool:
+def running(pid: int) -> bool:
+    """True while process `pid` exists (one of another user's included)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .errors import PublishError
+from .lifeline import running
 from .manifestfile import Row, decode, manifest_name
 
 log = logging.getLogger(__name__)
@@ -80,19 +81,9 @@ def remove_leftover_temps(folder: Path) -> None:
     """Remove temp files that a crashed sitemapd left in `folder` (never a live one's)."""
     for path in folder.glob(_TEMP_PREFIX + "*"):
         pid = path.name.rpartition("-")[2]
-        if pid.isdigit() and int(pid) != os.getpid() and _running(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and running(int(pid)):
             continue
         path.unlink(missing_ok=True)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def fsync_dir(folder: Path) -> None:
