@@ -112,7 +112,7 @@ def test_byte_limit_splits_shards(tmp_path: Path) -> None:
         '[sitemap]\nmax_bytes = 16384\n[[source]]\ntype = "urllist"\npath = "urls.txt"\n'
     )
     run_cli("build", "-c", str(tmp_path / "sitemapd.toml"))
-    shards = [p for p in (tmp_path / "out").iterdir() if p.name != "sitemap.xml"]
+    shards = [p for p in (tmp_path / "out").glob("sitemap-*.xml")]
     assert len(shards) == 4  # eight ~2 kB entries per 16,384-byte file
     assert all(p.stat().st_size <= 16_384 for p in shards)
     assert len(published(tmp_path / "out")) == 30

@@ -82,6 +82,9 @@ _ARTICLE_WORDS = re.compile(
 )
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 _PARAGRAPHS = {"p", "pre", "td", "blockquote", "dd"}
+# What a sibling of the main content holds when it is more of the same article: its
+# paragraphs, prose list items, and headings (a list article's items open with one).
+_SHARED = (*_PARAGRAPHS, "li", "h2", "h3", "h4")
 # Containers whose own loose text counts as a paragraph of theirs.
 _LOOSE = {"div", "article", "section", "main", "center"}
 BLOCKS = {
@@ -212,6 +215,8 @@ def main_content(body: Element, select: Callable[[Element], list[Element]] | Non
         return _without_article(body, sizes)
     strays = _strays(body, sizes, extract.main)
     if strays:
+        for stray in strays:
+            extract.dropped.update(_template_parts(stray, sizes, stray))
         order = {element: n for n, element in enumerate(sizes.elements)}
         extract.main = sorted([*extract.main, *strays], key=order.__getitem__)
     return extract
@@ -266,8 +271,21 @@ def _strays(body: Element, sizes: _Sizes, main: list[Element]) -> list[Element]:
             continue
         if any(_template_reason(a, sizes, whole) for a in (paragraph, *paragraph.iterancestors())):
             continue
-        found.append(paragraph)
-    return found
+        found.append(_section(paragraph, sizes, inside))
+    return _outermost(list(dict.fromkeys(found)))
+
+
+def _section(paragraph: Element, sizes: _Sizes, main: set[Element]) -> Element:
+    """Return the part of the article `paragraph` opens (an article cut into sections,
+    ads between them): its highest ancestor of prose that holds none of `main`."""
+    part = paragraph
+    for ancestor in paragraph.iterancestors():
+        if ancestor.tag in ("body", "html") or any(e in main for e in ancestor.iter()):
+            break
+        if sizes.link_density(ancestor) >= 0.1 or _paragraph_share(ancestor, sizes) <= 0.7:
+            break
+        part = ancestor
+    return part
 
 
 def _finish(main: list[Element], sizes: _Sizes) -> Extract:
@@ -498,7 +516,7 @@ def _paragraph_share(element: Element, sizes: _Sizes) -> float:
     total = sizes.text[element]
     if not total:
         return 0.0
-    inside = sum(sizes.text[p] for p in element.iter(*_PARAGRAPHS, "li") if p in sizes.text)
+    inside = sum(sizes.text[p] for p in element.iter(*_SHARED) if p in sizes.text)
     return min(inside / total, 1.0)
 
 
