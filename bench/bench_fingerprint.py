@@ -18,6 +18,7 @@ import copy
 import gzip
 import json
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -324,6 +325,40 @@ def corpora_truth() -> list[tuple[str, list[tuple[str, str, str]]]]:
     return tables
 
 
+# The chardet project's test files (`tests/` of chardet/chardet, extracted under
+# bench/work/chardet/): real pages and feeds by folder of charset, and the codec each is.
+CHARDET = HERE / "work" / "chardet" / "tests"
+CHARSETS = {
+    "EUC-JP": "euc_jp",
+    "SHIFT_JIS": "shift_jis",
+    "CP932": "cp932",
+    "iso-2022-jp": "iso2022_jp",
+    "GB2312": "gb18030",
+    "Big5": "big5hkscs",
+    "EUC-KR": "cp949",
+    "KOI8-R": "koi8_r",
+    "windows-1251-russian": "cp1251",
+}
+_DECLARATION = re.compile(rb"(charset|encoding)\s*=", re.I)
+
+
+def charset_truth() -> list[tuple[str, str, str]]:
+    """Decode each chardet test file with its declaration taken out; count those read
+    as their own codec reads them (or as its WHATWG superset)."""
+    rows = []
+    for folder, codec in CHARSETS.items():
+        right = total = 0
+        for path in sorted((CHARDET / folder).iterdir()):
+            data = _DECLARATION.sub(b"x-removed=", path.read_bytes())
+            text, _ = decoded(data)
+            readings = {data.decode(codec, "replace")}
+            readings.add(data.decode({"shift_jis": "cp932"}.get(codec, codec), "replace"))
+            right += text in readings
+            total += 1
+        rows.append((folder, f"{right}/{total}", codec))
+    return rows
+
+
 def table(title: str, header: tuple[str, str, str], rows: list[tuple[str, str, str]]) -> None:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
     print(f"\n{title}\n")
@@ -353,6 +388,12 @@ def main() -> None:
         )
     else:
         print("\n(real-page truth skipped: no bench/work/aeb corpus)")
+    if CHARDET.exists():
+        table(
+            "undeclared charsets, chardet's test files (declarations taken out)",
+            ("folder", "decoded right", "codec"),
+            charset_truth(),
+        )
     for title, rows in corpora_truth():
         table(
             f"lastmod truth by `sitemapd drill`'s changes: {title}",
