@@ -23,10 +23,11 @@ lint: $(VENV)/.test-extras
 	$(BIN)/ruff format --check sitemapd tests bench
 	$(BIN)/mypy
 
-# Debian packages the tests use (systemd-analyze, a PostgreSQL server for the change-log
-# tests); installed when missing and we are root.
+# Debian packages the tests use (systemd-analyze, PostgreSQL and MariaDB servers for the
+# change-log tests); installed when missing and we are root.
 SYSTEM_PACKAGES = $(if $(shell command -v systemd-analyze),,systemd) \
-	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql)
+	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql) \
+	$(if $(wildcard /usr/sbin/mariadbd),,mariadb-server)
 system-deps:
 	@packages="$(strip $(SYSTEM_PACKAGES))"; [ -z "$$packages" ] || { [ "$$(id -u)" = 0 ] && \
 		apt-get update -q && apt-get install -y -q --no-install-recommends $$packages; }

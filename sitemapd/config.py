@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from .changelog.spec import ChangelogSpec
+from .changelog.spec import SERVER_ID, ChangelogSpec
 from .errors import ConfigError
 from .listen import parse_listen
 from .parts import part_name
@@ -917,37 +917,49 @@ def _changelog(table: _Table, base: Path) -> SourceConfig:
     if dsn.startswith("sqlite:///") and not dsn.startswith("sqlite:////"):
         # A relative SQLite path resolves against the config file, like every other path.
         dsn = "sqlite:///" + str((base / dsn.removeprefix("sqlite:///")).resolve())
-    query = table.text("query", "") or None
-    name_table = table.text("table", "" if query else "sitemap_changes") or None
+    mode = table.choice("mode", "table", CHANGELOG_MODES)
+    stream = mode != "table"
+    query = None if stream else table.text("query", "") or None
+    name_table = table.text("table", "" if query or stream else "sitemap_changes") or None
     if query and name_table:
         raise table.error("query", "give either table or query, not both")
+    if stream and not name_table:
+        raise table.error("table", f"mode {mode!r} needs the table to follow")
     if name_table and not re.fullmatch(
         r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?", name_table
     ):
         raise table.error("table", f"must be a plain (schema.)table name, got {name_table!r}")
     columns = table.table("columns")
-    url_template = columns.text("url_template", "") or None
-    deleted = columns.text("deleted", "") or None
+    column = _stream_column(table, columns) if stream else columns.text
+    url_template = column("url_template", "") or None
+    deleted = None if stream else columns.text("deleted", "") or None
     meta = tuple(
-        (field, column)
+        (field, name)
         for field in ("title", "published", "language", "news_title")
-        if (column := columns.text(field, ""))
+        if (name := column(field, ""))
     )
+    live = _live(table.table("live")) if stream else ()
+    fingerprint = table.texts("fingerprint_columns", ()) if stream else ()
+    server_id = table.integer("server_id", SERVER_ID, 1, 2**32 - 1) if stream else SERVER_ID
     spec = ChangelogSpec(
         dsn=dsn,
         table=name_table,
         query=query,
-        id_column=columns.text("id", "id"),
-        url_column=None if url_template else columns.text("url", "url"),
+        id_column=column("id", "" if stream else "id"),
+        url_column=None if url_template else column("url", "url"),
         url_template=url_template,
-        op_column=None if deleted else columns.text("op", "op"),
+        op_column=None if deleted or stream else columns.text("op", "op"),
         deleted_column=deleted,
-        changed_at_column=columns.text("changed_at", "changed_at"),
-        hash_column=columns.text("content_hash", "") or None,
-        xid_column=columns.text("txid", "txid"),
+        changed_at_column=column("changed_at", "" if stream else "changed_at"),
+        hash_column=None if stream else columns.text("content_hash", "") or None,
+        xid_column="" if stream else columns.text("txid", "txid"),
         meta_columns=meta,
-        channel=table.text("channel", "sitemapd"),
-        overlap=table.integer("overlap", 1000, 0, 10_000_000),
+        channel="" if stream else table.text("channel", "sitemapd"),
+        overlap=0 if stream else table.integer("overlap", 1000, 0, 10_000_000),
+        mode=mode,
+        live=live,
+        fingerprint_columns=fingerprint,
+        server_id=server_id,
     )
     columns.done()
     return ChangelogSource(
@@ -959,6 +971,35 @@ def _changelog(table: _Table, base: Path) -> SourceConfig:
         language=_source_language(table),
         articles=table.choice("articles", "auto", ARTICLES),
     )
+
+
+CHANGELOG_MODES = ("table", "binlog")
+
+
+def _stream_column(table: _Table, columns: _Table) -> Callable[[str, str], str]:
+    """Return a getter of a stream mode's column names: in `columns` or, as the issue's
+    short form has them, beside `type` (not both)."""
+
+    def column(key: str, default: str) -> str:
+        if key in table.data and key in columns.data:
+            raise table.error(key, f"given here and as columns.{key}: keep one")
+        return table.text(key, "") or columns.text(key, default)
+
+    return column
+
+
+def _live(live: _Table) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Return the `live` conditions: each column with the values that make a row a page."""
+    conditions = []
+    for name, value in live.data.items():
+        accepted = value if isinstance(value, list) else [value]
+        if not accepted or not all(isinstance(one, str | int) for one in accepted):
+            raise live.error(name, "must be a value (text or integer) or a list of them")
+        live.used.add(name)
+        conditions.append(
+            (name, tuple(str(int(one)) if isinstance(one, bool) else str(one) for one in accepted))
+        )
+    return tuple(conditions)
 
 
 def _safe_dsn(dsn: str) -> str:

@@ -1,4 +1,5 @@
-"""Follow a change table that a CMS fills by trigger: read changes after a cursor, wait for more.
+"""Follow a change table that a CMS fills by trigger, or a table through the database's
+own change stream (a MySQL/MariaDB binlog): read changes after a cursor, wait for more.
 
 Readers open their connections lazily inside read(), so a database that is down at
 start or restarts mid-run works again on the next read() once it is back.
@@ -7,12 +8,21 @@ start or restarts mid-run works again on the next read() once it is back.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ..errors import SourceError
-from .spec import ChangelogSpec, ChangeRow, ChangeRows, redact
+from .spec import ChangelogSpec, ChangeRow, ChangeRows, Snapshot, redact
 
-__all__ = ["ChangeRow", "ChangeRows", "ChangelogSpec", "Reader", "notifies", "open_reader"]
+__all__ = [
+    "ChangeRow",
+    "ChangeRows",
+    "ChangelogSpec",
+    "Reader",
+    "Snapshot",
+    "Stream",
+    "notifies",
+    "open_reader",
+]
 
 
 class Reader(Protocol):
@@ -46,9 +56,25 @@ class Reader(Protocol):
         ...
 
 
+@runtime_checkable
+class Stream(Reader, Protocol):
+    """A reader of a database's change stream, which starts from a snapshot of the table."""
+
+    def snapshot(self, cursor: str | None, batch: int) -> Snapshot | None:
+        """Return the table's live rows and the stream position they stand at when
+        `cursor` cannot be followed (none yet, or purged); None when it can.
+
+        Raises SourceError when the database cannot be reached or refuses.
+        """
+        ...
+
+
 def notifies(spec: ChangelogSpec) -> bool:
     """True when the database can announce changes (PostgreSQL LISTEN/NOTIFY)."""
-    return spec.dsn.partition("://")[0].lower() in ("postgresql", "postgres")
+    return spec.mode == "table" and spec.dsn.partition("://")[0].lower() in (
+        "postgresql",
+        "postgres",
+    )
 
 
 def open_reader(spec: ChangelogSpec) -> Reader:
@@ -60,6 +86,15 @@ def open_reader(spec: ChangelogSpec) -> Reader:
     scheme = spec.dsn.partition("://")[0].lower() if "://" in spec.dsn else ""
     if not scheme:
         raise SourceError(f"changelog {redact(spec.dsn)}: not a database URL (scheme://...)")
+    if spec.mode == "binlog":
+        try:
+            from .binlog import BinlogReader
+        except ImportError as exc:
+            raise SourceError(
+                f"changelog {redact(spec.dsn)}: mode 'binlog' needs mysql-replication: "
+                "pip install 'sitemapd[mysql]'"
+            ) from exc
+        return BinlogReader(spec)
     if scheme == "sqlite":
         from .sqlite import SqliteReader
 

@@ -6,7 +6,7 @@ import logging
 import math
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from functools import lru_cache
@@ -30,6 +30,8 @@ _FALSE_TEXT = frozenset({"", "0", "f", "false", "n", "no", "off"})
 # A tuple, not a union: isinstance() with `bytes | bytearray` builds the union each call,
 # and this runs for several columns of every row.
 _BLOBS = (bytes, bytearray, memoryview)
+# The replica id a binlog reader registers with when the config names none.
+SERVER_ID = 0x5D_0001
 _PASSWORD_PARAM = re.compile(r"(?i)(password\s*=\s*)('[^']*'|[^&\s]*)")
 
 
@@ -51,6 +53,15 @@ class ChangelogSpec:
     meta_columns: tuple[tuple[str, str], ...] = ()
     channel: str = "sitemapd"
     overlap: int = 1000
+    # "table": a change table filled by triggers; "binlog": the CMS's own `table`
+    # followed through the server's row-based binary log (MySQL, MariaDB).
+    mode: str = "table"
+    # Stream modes: (column, accepted values) a row must all match to be a page.
+    live: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Stream modes: the columns whose change moves lastmod; empty means every column.
+    fingerprint_columns: tuple[str, ...] = ()
+    # binlog: the replica id this reader registers with (unique among the server's replicas).
+    server_id: int = SERVER_ID
 
 
 class ChangeRow(NamedTuple):
@@ -139,6 +150,15 @@ class ChangeRows(Sequence[ChangeRow]):
 
     def __repr__(self) -> str:
         return f"ChangeRows({list(self)!r})"
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """A change stream's table as it stands, in batches of rows, and the cursor (stream
+    position) to follow it from next."""
+
+    cursor: str
+    batches: Iterator[ChangeRows]
 
 
 class Shape:
