@@ -152,16 +152,18 @@ def test_a_table_followed_through_crash_and_restart(tmp_path: Path, mariadb: Mar
         del expected[BASE + f"a{n}"]
     mariadb.stop()
     mariadb.start()  # a new binlog file; the position in the old one still leads on
-    for n in range(40, 43):
-        cms.execute(f"UPDATE articles SET slug = 'r{n}' WHERE slug = 'a{n}'", at=EPOCH + 320)
-        del expected[BASE + f"a{n}"]
-        expected[BASE + f"r{n}"] = stamp(EPOCH + 320)
-    # One save as WordPress trashes a post: renamed while still published, then trashed.
-    cms.execute("UPDATE articles SET slug = 'a43__trashed' WHERE slug = 'a43'", at=EPOCH + 330)
-    cms.execute("UPDATE articles SET status = 'trash' WHERE slug = 'a43__trashed'", at=EPOCH + 330)
-    del expected[BASE + "a43"]
     daemon = start(site)
     try:
+        for n in range(40, 43):
+            cms.execute(f"UPDATE articles SET slug = 'r{n}' WHERE slug = 'a{n}'", at=EPOCH + 320)
+            del expected[BASE + f"a{n}"]
+            expected[BASE + f"r{n}"] = stamp(EPOCH + 320)
+        # One save as WordPress trashes a post: renamed while still published, then trashed.
+        cms.execute("UPDATE articles SET slug = 'a43__trashed' WHERE slug = 'a43'", at=EPOCH + 330)
+        cms.execute(
+            "UPDATE articles SET status = 'trash' WHERE slug = 'a43__trashed'", at=EPOCH + 330
+        )
+        del expected[BASE + "a43"]
         daemon.wait_until(lambda: published(site.out) == expected, 60, "the table's truth")
     finally:
         assert daemon.stop() == 0
@@ -230,6 +232,7 @@ def test_binlog_settings_and_rights_are_checked_with_the_fix(
     with mariadb.connect() as conn, conn.cursor() as cur:
         cur.execute("CREATE USER 'reader'@'127.0.0.1' IDENTIFIED BY 'pw-reader'")
         cur.execute("GRANT SELECT ON *.* TO 'reader'@'127.0.0.1'")
+    (tmp_path / "lacking").mkdir()
     lacking = binlog_site(tmp_path / "lacking", mariadb.dsn("cms_checks", "reader", "pw-reader"))
     failed = lacking.cli("build", check=False)
     assert failed.returncode != 0
