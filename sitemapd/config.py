@@ -940,7 +940,10 @@ def _changelog(table: _Table, base: Path) -> SourceConfig:
     )
     live = _live(table.table("live")) if stream else ()
     fingerprint = table.texts("fingerprint_columns", ()) if stream else ()
-    server_id = table.integer("server_id", SERVER_ID, 1, 2**32 - 1) if stream else SERVER_ID
+    binlog, logical = mode == "binlog", mode == "logical"
+    server_id = table.integer("server_id", SERVER_ID, 1, 2**32 - 1) if binlog else SERVER_ID
+    slot = _pg_name(table, "slot", "sitemapd") if logical else "sitemapd"
+    publication = _pg_name(table, "publication", slot) if logical else ""
     spec = ChangelogSpec(
         dsn=dsn,
         table=name_table,
@@ -960,6 +963,8 @@ def _changelog(table: _Table, base: Path) -> SourceConfig:
         live=live,
         fingerprint_columns=fingerprint,
         server_id=server_id,
+        slot=slot,
+        publication=publication,
     )
     columns.done()
     return ChangelogSource(
@@ -973,7 +978,7 @@ def _changelog(table: _Table, base: Path) -> SourceConfig:
     )
 
 
-CHANGELOG_MODES = ("table", "binlog")
+CHANGELOG_MODES = ("table", "binlog", "logical")
 
 
 def _stream_column(table: _Table, columns: _Table) -> Callable[[str, str], str]:
@@ -986,6 +991,14 @@ def _stream_column(table: _Table, columns: _Table) -> Callable[[str, str], str]:
         return table.text(key, "") or columns.text(key, default)
 
     return column
+
+
+def _pg_name(table: _Table, key: str, default: str) -> str:
+    """Return a replication slot or publication name (lower case letters, digits, _)."""
+    name = table.text(key, default)
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", name):
+        raise table.error(key, f"must be lower case letters, digits and _, got {name!r}")
+    return name
 
 
 def _live(live: _Table) -> tuple[tuple[str, tuple[str, ...]], ...]:

@@ -1,5 +1,6 @@
 """Follow a change table that a CMS fills by trigger, or a table through the database's
-own change stream (a MySQL/MariaDB binlog): read changes after a cursor, wait for more.
+own change stream (a MySQL/MariaDB binlog, PostgreSQL logical decoding): read changes
+after a cursor, wait for more.
 
 Readers open their connections lazily inside read(), so a database that is down at
 start or restarts mid-run works again on the next read() once it is back.
@@ -95,6 +96,15 @@ def open_reader(spec: ChangelogSpec) -> Reader:
                 "pip install 'sitemapd[mysql]'"
             ) from exc
         return BinlogReader(spec)
+    if spec.mode == "logical":
+        try:
+            from .logical import LogicalReader
+        except ImportError as exc:
+            raise SourceError(
+                f"changelog {redact(spec.dsn)}: mode 'logical' needs psycopg 3 and psycopg2: "
+                "pip install 'sitemapd[postgres-logical]'"
+            ) from exc
+        return LogicalReader(spec)
     if scheme == "sqlite":
         from .sqlite import SqliteReader
 

@@ -54,7 +54,8 @@ class ChangelogSpec:
     channel: str = "sitemapd"
     overlap: int = 1000
     # "table": a change table filled by triggers; "binlog": the CMS's own `table`
-    # followed through the server's row-based binary log (MySQL, MariaDB).
+    # followed through the server's row-based binary log (MySQL, MariaDB); "logical":
+    # through PostgreSQL's logical decoding.
     mode: str = "table"
     # Stream modes: (column, accepted values) a row must all match to be a page.
     live: tuple[tuple[str, tuple[str, ...]], ...] = ()
@@ -62,6 +63,10 @@ class ChangelogSpec:
     fingerprint_columns: tuple[str, ...] = ()
     # binlog: the replica id this reader registers with (unique among the server's replicas).
     server_id: int = SERVER_ID
+    # logical: the replication slot (created if missing) and the publication of the
+    # table (created if missing; default: the slot's name).
+    slot: str = "sitemapd"
+    publication: str = ""
 
 
 class ChangeRow(NamedTuple):
