@@ -269,3 +269,18 @@ def test_a_daemon_killed_mid_backlog_applies_nothing_twice(
     finally:
         assert daemon.stop() == 0
     assert journal(site) == {"new": 2000}
+
+
+def test_a_commit_wakes_the_daemon_before_its_poll(tmp_path: Path, mariadb: MariaDB) -> None:
+    cms = Cms(mariadb, "cms_wake")
+    site = binlog_site(tmp_path, cms.dsn())
+    site.config.write_text(
+        site.config.read_text().replace("poll_interval = 0.2", "poll_interval = 600")
+    )
+    daemon = start(site)
+    try:
+        for n in range(3):  # each a wake-up of its own, once the last was read
+            cms.add([f"w{n}"], EPOCH + n)
+            daemon.wait_for_urls({BASE + f"w{m}" for m in range(n + 1)}, timeout=20)
+    finally:
+        assert daemon.stop() == 0

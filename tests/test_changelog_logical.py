@@ -207,3 +207,18 @@ def test_replica_identity_and_the_right_to_replicate_are_checked(
     assert failed.returncode != 0
     assert "ALTER ROLE reader REPLICATION" in failed.stderr
     assert "pw-reader" not in failed.stderr
+
+
+def test_a_commit_wakes_the_daemon_before_its_poll(tmp_path: Path, postgres: Postgres) -> None:
+    cms = Cms(postgres, "cms_logical_wake")
+    site = logical_site(tmp_path, cms.dsn)
+    site.config.write_text(
+        site.config.read_text().replace("poll_interval = 0.2", "poll_interval = 600")
+    )
+    daemon = start(site)
+    try:
+        for n in range(3):  # each a wake-up of its own, once the last was read
+            cms.add([f"w{n}"])
+            daemon.wait_for_urls({BASE + f"w{m}" for m in range(n + 1)}, timeout=20)
+    finally:
+        assert daemon.stop() == 0

@@ -71,8 +71,9 @@ class Stream(Reader, Protocol):
 
 
 def notifies(spec: ChangelogSpec) -> bool:
-    """True when the database can announce changes (PostgreSQL LISTEN/NOTIFY)."""
-    return spec.mode == "table" and spec.dsn.partition("://")[0].lower() in (
+    """True when the database can announce changes (PostgreSQL LISTEN/NOTIFY, a change
+    stream)."""
+    return spec.mode != "table" or spec.dsn.partition("://")[0].lower() in (
         "postgresql",
         "postgres",
     )

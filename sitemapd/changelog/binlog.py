@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import struct
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,12 +24,17 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import pymysql
 import pymysql.cursors
 from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.event import QueryEvent, XidEvent
-from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+from pymysqlreplication.event import HeartbeatLogEvent, QueryEvent, XidEvent
+from pymysqlreplication.row_event import (
+    DeleteRowsEvent,
+    TableMapEvent,
+    UpdateRowsEvent,
+    WriteRowsEvent,
+)
 
 from ..errors import ConfigError, SourceError
 from .rows import Folds, Table, describe, text
-from .spec import ChangelogSpec, ChangeRows, Snapshot, redact, source_error
+from .spec import ChangelogSpec, ChangeRows, Snapshot, Wakeups, redact, source_error
 
 log = logging.getLogger("sitemapd.changelog")
 
@@ -82,6 +88,10 @@ class BinlogReader:
             )
         self._schema, self._name = schema, name
         self._table: Table | None = None
+        # The position after the last read, where wait() watches from.
+        self._seen: Position | None = None
+        self._watch: BinLogStreamReader | None = None
+        self._wakeups = Wakeups()
 
     # The Reader protocol ----------------------------------------------------------
 
@@ -100,11 +110,61 @@ class BinlogReader:
             if not found or len(folds) >= limit:
                 break
             time.sleep(_QUIET)
+        self._seen = at
+        self._wakeups.taken()
         return folds.changes(), at.cursor()
 
     def wait(self, timeout: float) -> bool:
-        """Return False at once: the log is polled."""
+        """Return True when the table's rows change within about `timeout` s (a blocking
+        binlog dump of its own, registered as server_id + 1, that decodes no row)."""
+        deadline = time.monotonic() + timeout
+        if not self._wakeups.ready(timeout):
+            return False
+        try:
+            watch = self._watch or self._start_watch()
+            while time.monotonic() < deadline:
+                # Returns at the latest with the heartbeat the server sends every second.
+                event = watch.fetchone()
+                if event is None:  # the dump ended: start again from where it stood
+                    self._stop_watch()
+                    return False
+                if isinstance(event, TableMapEvent) and (event.schema, event.table) == (
+                    self._schema,
+                    self._name,
+                ):
+                    self._wakeups.woke()
+                    return True
+        except (pymysql.Error, SourceError, OSError, struct.error):
+            self._stop_watch()
+            time.sleep(max(0.0, deadline - time.monotonic()))
         return False
+
+    def _start_watch(self) -> BinLogStreamReader:
+        if self._seen is None:
+            try:
+                with self._connect(pymysql.cursors.Cursor) as conn, conn.cursor() as cur:
+                    self._seen = _master_status(cur)
+            except pymysql.Error as exc:
+                raise self._error("cannot find the binlog's end", exc) from exc
+        self._watch = BinLogStreamReader(
+            connection_settings=dict(self._params),
+            server_id=self._spec.server_id + 1,
+            resume_stream=True,
+            log_file=self._seen.file,
+            log_pos=self._seen.offset,
+            blocking=True,
+            slave_heartbeat=1,
+            only_events=[TableMapEvent, HeartbeatLogEvent],
+            only_tables=[self._name],
+            only_schemas=[self._schema],
+            enable_logging=False,
+        )
+        return self._watch
+
+    def _stop_watch(self) -> None:
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.close()
 
     def backlog(self, cursor: str | None) -> int | None:
         """Return None: a binlog position tells bytes behind, not rows."""
@@ -121,8 +181,10 @@ class BinlogReader:
             raise source_error(self._spec.dsn, "cannot run reconcile_query", exc) from exc
 
     def close(self) -> None:
-        """Forget the table's description: the next read checks the server again."""
+        """Forget the table's description (the next read checks the server again) and
+        stop watching."""
         self._table = None
+        self._stop_watch()
 
     # Snapshots ----------------------------------------------------------------------
 

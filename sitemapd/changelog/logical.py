@@ -28,7 +28,7 @@ from psycopg.rows import dict_row
 from ..errors import ConfigError, SourceError
 from .pgoutput import UNCHANGED, Change, Commit, Relation, Tuple, decode, lsn_text, parse_lsn
 from .rows import Folds, Row, Table, describe
-from .spec import ChangelogSpec, ChangeRows, Snapshot, redact, source_error
+from .spec import ChangelogSpec, ChangeRows, Snapshot, Wakeups, redact, source_error
 
 log = logging.getLogger("sitemapd.changelog")
 
@@ -71,6 +71,7 @@ class LogicalReader:
         self._stream_conn: Any = None
         self._stream_at: str | None = None
         self._relations: dict[int, Relation] = {}
+        self._wakeups = Wakeups()
 
     # The Reader protocol ----------------------------------------------------------
 
@@ -90,11 +91,27 @@ class LogicalReader:
             self._drop_stream()
             raise source_error(self._spec.dsn, "cannot read the slot", exc) from exc
         self._stream_at = at
+        self._wakeups.taken()
         return folds.changes(), at
 
     def wait(self, timeout: float) -> bool:
-        """Return False at once: the stream is polled."""
-        return False
+        """Return True when the stream has data within `timeout` s: the server sends
+        only the published table's changes (and a keepalive now and then)."""
+        deadline = time.monotonic() + timeout
+        if not self._wakeups.ready(timeout):
+            return False
+        stream = self._stream
+        left = max(0.0, deadline - time.monotonic())
+        if stream is None:  # no read started it yet
+            time.sleep(left)
+            return False
+        try:
+            ready = bool(select.select([stream], [], [], left)[0])
+        except (OSError, ValueError, psycopg2.Error):  # closed by a read on the writer
+            return False
+        if ready:
+            self._wakeups.woke()
+        return ready
 
     def backlog(self, cursor: str | None) -> int | None:
         """Return None: a slot tells bytes of WAL behind, not rows."""

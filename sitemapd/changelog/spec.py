@@ -6,6 +6,7 @@ import logging
 import math
 import re
 import string
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -164,6 +165,27 @@ class Snapshot:
 
     cursor: str
     batches: Iterator[ChangeRows]
+
+
+class Wakeups:
+    """A change stream's wake-ups, each reported once until a read has taken its data:
+    the data stays in the stream until then, and would wake the daemon again and again."""
+
+    def __init__(self) -> None:
+        self._taken = threading.Event()
+        self._taken.set()
+
+    def ready(self, timeout: float) -> bool:
+        """Return True once the last wake-up was read (waiting up to `timeout` s for it)."""
+        return self._taken.wait(timeout)
+
+    def woke(self) -> None:
+        """Note a wake-up reported."""
+        self._taken.clear()
+
+    def taken(self) -> None:
+        """Note a read."""
+        self._taken.set()
 
 
 class Shape:
