@@ -42,9 +42,9 @@ CONNECT_TIMEOUT = 10
 # After a read that found rows, the log is read again once it has been quiet this long,
 # so that the statements of one save (an INSERT then an UPDATE, a rename then an
 # unpublish) fold into one change even when each commits on its own...
-_QUIET = 0.2
+_QUIET = 0.1
 # ...but no read waits for quiet more than this many times.
-_QUIET_ROUNDS = 5
+_QUIET_ROUNDS = 10
 # Server errors: no such binlog (purged), privilege missing, unknown variable.
 _ER_MASTER_FATAL_READING_BINLOG = 1236
 _ER_ACCESS_DENIED = (1045, 1142, 1227, 1044)
@@ -198,7 +198,8 @@ class BinlogReader:
         table = self._prepare()
         if cursor is not None:
             at = self._position(cursor)
-            if at.file in self._binlogs():
+            # A read that ended there found the file; one that failed asks the server.
+            if at == self._seen or at.file in self._binlogs():
                 return None
             log.error(
                 "changelog %s: binlog %s was purged before sitemapd read it: reading %s.%s "
@@ -290,6 +291,7 @@ class BinlogReader:
                 if len(folds) >= limit:
                     break
         except pymysql.Error as exc:
+            self._seen = None
             raise self._stream_error(at, exc) from exc
         finally:
             stream.close()

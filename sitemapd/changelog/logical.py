@@ -38,9 +38,9 @@ CONNECT_TIMEOUT = 10
 _IDLE = 0.05
 # After rows arrive, the stream must stay quiet this long before a read ends, so that
 # the statements of one save made in separate transactions fold together...
-_QUIET = 0.2
+_QUIET = 0.1
 # ...but a read lasts no longer than this.
-_LONGEST = 2.0
+_LONGEST = 1.0
 # Text forms of times, the same in the snapshot and the stream.
 _SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres"
 
