@@ -929,6 +929,8 @@ def _changelog(table: _Table, base: Path) -> SourceConfig:
         r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?", name_table
     ):
         raise table.error("table", f"must be a plain (schema.)table name, got {name_table!r}")
+    if not stream:
+        _refuse_content_table(table, query or name_table or "")
     columns = table.table("columns")
     column = _stream_column(table, columns) if stream else columns.text
     url_template = column("url_template", "") or None
@@ -979,6 +981,25 @@ def _changelog(table: _Table, base: Path) -> SourceConfig:
 
 
 CHANGELOG_MODES = ("table", "binlog", "logical")
+# WordPress's posts table (any prefix) read as a change table: rows updated in place.
+_WP_POSTS = re.compile(r"\b\w*posts\b", re.IGNORECASE)
+_WP_COLUMNS = re.compile(r"\bpost_(status|name|modified|modified_gmt|date|type)\b", re.IGNORECASE)
+
+
+def _refuse_content_table(table: _Table, source: str) -> None:
+    """Refuse a table-mode source over WordPress's posts table: its cursor only moves
+    forward over ids, and an edited post keeps its id, so no edit would ever be read."""
+    mapped = " ".join(str(value) for value in table.data.get("columns", {}).values())
+    if not (_WP_POSTS.search(source) and _WP_COLUMNS.search(f"{source} {mapped}")):
+        return
+    key = "query" if "query" in table.data else "table"
+    raise table.error(
+        key,
+        "reads WordPress's posts table as a change log: its id cursor never reads a post "
+        "again, so every edit, unpublish and deletion is missed. Follow the table itself "
+        'with mode = "binlog", or fill a change table by trigger (sitemapd changelog-sql '
+        "--mysql)",
+    )
 
 
 def _stream_column(table: _Table, columns: _Table) -> Callable[[str, str], str]:
