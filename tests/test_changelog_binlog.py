@@ -273,7 +273,7 @@ def test_a_daemon_killed_mid_backlog_applies_nothing_twice(
 
 def test_a_commit_wakes_the_daemon_before_its_poll(tmp_path: Path, mariadb: MariaDB) -> None:
     cms = Cms(mariadb, "cms_wake")
-    site = binlog_site(tmp_path, cms.dsn())
+    site = binlog_site(tmp_path, cms.dsn() + "?ssl_disabled=true")
     site.config.write_text(
         site.config.read_text().replace("poll_interval = 0.2", "poll_interval = 600")
     )

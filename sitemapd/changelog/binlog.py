@@ -418,8 +418,12 @@ def _connect_params(dsn: str) -> dict[str, Any]:
     if database:
         params["database"] = database
     for name, value in parse_qsl(parts.query):
-        if name == "unix_socket":
-            params["unix_socket"] = value
+        if name in ("unix_socket", "ssl_ca", "ssl_cert", "ssl_key"):
+            params[name] = value
+        elif name in ("ssl_disabled", "ssl_verify_cert", "ssl_verify_identity"):
+            params[name] = value.lower() in ("1", "true", "yes", "on")
+        else:
+            raise SourceError(f"changelog {redact(dsn)}: unknown dsn parameter {name!r}")
     return params
 
 
@@ -429,10 +433,10 @@ def _master_status(cur: pymysql.cursors.Cursor) -> Position:
         cur.execute("SHOW BINARY LOG STATUS")  # MySQL 8.2 and later
     except pymysql.ProgrammingError:
         cur.execute("SHOW MASTER STATUS")
-    row = cur.fetchone()
-    if not row:
+    rows = cur.fetchall()  # all of them: an unbuffered cursor must read to the end
+    if not rows:
         raise SourceError("changelog: the server writes no binlog (log_bin is off)")
-    values = list(row.values()) if isinstance(row, dict) else list(row)
+    values = list(rows[0].values()) if isinstance(rows[0], dict) else list(rows[0])
     return Position(text(values[0]), int(values[1]))
 
 
