@@ -284,3 +284,18 @@ def test_a_commit_wakes_the_daemon_before_its_poll(tmp_path: Path, mariadb: Mari
             daemon.wait_for_urls({BASE + f"w{m}" for m in range(n + 1)}, timeout=20)
     finally:
         assert daemon.stop() == 0
+
+
+def test_a_row_without_a_url_is_rejected_with_the_reason(tmp_path: Path, mariadb: MariaDB) -> None:
+    cms = Cms(mariadb, "cms_no_url")
+    site = binlog_site(tmp_path, cms.dsn())
+    site.cli("build")  # the snapshot; what follows comes from the binlog
+    cms.add(["fine"], EPOCH)
+    cms.execute(
+        "INSERT INTO articles (slug, status, title, body) VALUES (NULL, 'publish', 'x', 'y')",
+        at=EPOCH,
+    )
+    built = site.cli("build")
+    assert set(published(site.out)) == {BASE + "fine"}
+    status = site.cli("status").stdout + built.stderr
+    assert "url_template needs slug, which is NULL" in status

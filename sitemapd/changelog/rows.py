@@ -20,8 +20,10 @@ from ..errors import SourceError
 from .spec import ChangelogSpec, ChangeRows, Shape, redact, template_fields
 
 Row = dict[str, Any]
+# A row, whether the change deletes it, and the change's time.
+Change = tuple[Row, bool, object]
 # Columns of the row a Shape reads that no table has: the change's facts.
-_DELETED, _CHANGED_AT, _HASH = "\0deleted", "\0changed_at", "\0hash"
+_DELETED, _CHANGED_AT, _HASH, _URL = "\0deleted", "\0changed_at", "\0hash", "\0url"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,9 @@ class Table:
     live: tuple[tuple[str, tuple[str, ...]], ...]
     changed_at: str | None  # the column giving a snapshot row's lastmod
     shape: Shape
+    # With a url_template: the template, and a Shape reading URLs formatted here.
+    template: str | None = None
+    fast: Shape | None = None
 
     def wanted(self, meta: Iterable[str]) -> list[str]:
         """Return the columns a snapshot selects: the key, those a change is made of and
@@ -49,25 +54,55 @@ class Table:
         """True when `row` matches every `live` condition."""
         return all(text(row.get(column)) in accepted for column, accepted in self.live)
 
-    def values(self, row: Row, deleted: bool, when: object) -> tuple[Any, ...]:
-        """Return `row` as the values the Shape reads, with its change's facts."""
-        facts = {_DELETED: deleted, _CHANGED_AT: when, _HASH: None}
+    def rows(self, changes: list[Change]) -> ChangeRows:
+        """Return `changes` as the rows of a read: with a url_template, URLs formatted
+        here when every row has one, so that the Shape takes the rows column by column;
+        else each row through the template, which says why a row has no URL."""
+        shape = self.shape
+        if self.fast is not None and self.template is not None:
+            urls = [self._url(row) for row, _, _ in changes]
+            if None not in urls:
+                fast = self.fast
+                return fast.rows(
+                    [
+                        self._values(fast, row, deleted, when, url)
+                        for (row, deleted, when), url in zip(changes, urls, strict=True)
+                    ]
+                )
+        return shape.rows([self._values(shape, *change) for change in changes])
+
+    def _values(
+        self, shape: Shape, row: Row, deleted: bool, when: object, url: str | None = None
+    ) -> tuple[Any, ...]:
+        """Return `row` as the values `shape` reads, with its change's facts."""
+        facts = {_DELETED: deleted, _CHANGED_AT: when, _HASH: None, _URL: url}
         if not deleted:
             facts[_HASH] = fingerprint(row, self.fingerprint)
-        return tuple(facts[name] if name in facts else row.get(name) for name in self.shape.columns)
+        return tuple(facts[name] if name in facts else row.get(name) for name in shape.columns)
+
+    def _url(self, row: Row) -> str | None:
+        """Return the URL url_template makes of `row`, None when it makes none."""
+        assert self.template is not None
+        args = {name: row.get(name) for name in self.url}
+        if not all(isinstance(value, str | int) for value in args.values()):
+            return None  # NULL, a BLOB, a float: the template path says why
+        try:
+            return self.template.format_map(args).strip() or None
+        except (ValueError, TypeError):
+            return None
 
     def snapshot(self, rows: Iterable[Row], batch: int) -> Iterator[ChangeRows]:
         """Yield the live ones of a snapshot's `rows`, `batch` at a time."""
         changed_at = self.changed_at
-        taken: list[tuple[Any, ...]] = []
+        taken: list[Change] = []
         for row in rows:
             if self.is_live(row):
-                taken.append(self.values(row, False, row.get(changed_at) if changed_at else None))
+                taken.append((row, False, row.get(changed_at) if changed_at else None))
                 if len(taken) >= batch:
-                    yield self.shape.rows(taken)
+                    yield self.rows(taken)
                     taken = []
         if taken:
-            yield self.shape.rows(taken)
+            yield self.rows(taken)
 
     def signature(self, row: Row) -> tuple[Any, ...]:
         """Return what decides lastmod: the row's URL, whether it is a page, its fingerprint."""
@@ -110,6 +145,9 @@ def describe(
         changed_at_column=_CHANGED_AT,
         hash_column=_HASH,
     )
+    fast = None
+    if spec.url_template:
+        fast = Shape(replace(shaped, url_template=None, url_column=_URL), (key,))
     return Table(
         schema,
         name,
@@ -120,6 +158,8 @@ def describe(
         spec.live,
         spec.changed_at_column or None,
         Shape(shaped, (key,)),
+        spec.url_template,
+        fast,
     )
 
 
@@ -160,25 +200,25 @@ class Folds:
         """Return the changes the read makes: the URLs that stopped being pages first (a
         URL that one row leaves and another takes is not deleted), then the pages."""
         table = self.table
-        upserts: list[tuple[Any, ...]] = []
-        deletes: list[tuple[Any, ...]] = []
+        upserts: list[Change] = []
+        deletes: list[Change] = []
         for fold in self._folds.values():
             after = fold.after if fold.after is not None and table.is_live(fold.after) else None
             if after is not None:
                 moved = fold.last_at if fold.moved_at is None else fold.moved_at
-                upserts.append(table.values(after, False, moved))
+                upserts.append((after, False, moved))
             before = fold.before
             if (
                 before is not None
                 and table.is_live(before)
                 and (after is None or _pick(before, table.url) != _pick(after, table.url))
             ):
-                deletes.append(table.values(before, True, fold.last_at))
-        kept = table.shape.rows(upserts)
+                deletes.append((before, True, fold.last_at))
+        kept = table.rows(upserts)
         if not deletes:
             return kept
         taken = set(kept.urls)
-        gone = table.shape.rows(deletes)
+        gone = table.rows(deletes)
         return ChangeRows.of([*(row for row in gone if row.url not in taken), *kept])
 
 
