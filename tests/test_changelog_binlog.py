@@ -97,7 +97,7 @@ def journal(site: Site) -> dict[str, int]:
     return dict(found)
 
 
-def purge(server: MariaDB) -> None:
+def purge(server: MariaDB) -> str:
     """Start a new binlog and purge the others (once the server's binlog checkpoint lets
     it: a file stays while its transactions may be needed for crash recovery)."""
     deadline = time.monotonic() + 30
@@ -109,7 +109,7 @@ def purge(server: MariaDB) -> None:
             cur.execute(f"PURGE BINARY LOGS TO '{current}'")
             cur.execute("SHOW BINARY LOGS")
             if [row[0] for row in cur.fetchall()] == [current]:
-                return
+                return str(current)
             time.sleep(0.2)
     raise AssertionError("the server kept its old binlogs")
 
@@ -196,9 +196,12 @@ def test_a_purged_position_is_reported_and_the_table_read_again(
         "UPDATE articles SET body = 'new', updated_at = NOW() WHERE slug = 'edited'", at=EPOCH + 20
     )
     cms.add(["added"], EPOCH + 30)
-    purge(mariadb)
+    purge_to = purge(mariadb)
     built = site.cli("build")
     assert "was purged before sitemapd read it" in built.stderr
+    (position,) = json.loads(site.cli("status", "--json").stdout)["changelogs"]
+    assert json.loads(position["cursor"])["file"] == purge_to
+    assert position["error"] is None
     # The snapshot knows what exists, not when it changed: the row's own updated_at.
     assert published(site.out) == {
         BASE + "kept": stamp(EPOCH),
