@@ -84,7 +84,7 @@ class Table:
         """Return the URL url_template makes of `row`, None when it makes none."""
         assert self.template is not None
         args = {name: row.get(name) for name in self.url}
-        if not all(isinstance(value, str | int) for value in args.values()):
+        if not all(isinstance(value, str | int | date) for value in args.values()):
             return None  # NULL, a BLOB, a float: the template path says why
         try:
             return self.template.format_map(args).strip() or None
