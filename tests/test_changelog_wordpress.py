@@ -50,6 +50,21 @@ title = "post_title"
 published = "post_date_gmt"
 changed_at = "post_modified_gmt"
 poll_interval = 0.2
+name = "posts"
+
+[[source]]
+type = "changelog"
+mode = "binlog"
+dsn = "{dsn}"
+table = "wp_posts"
+url_template = "/{{post_name}}/"
+live = {{ post_status = "publish", post_type = "page", post_password = "" }}
+fingerprint_columns = ["post_title", "post_content", "post_excerpt"]
+title = "post_title"
+changed_at = "post_modified_gmt"
+poll_interval = 0.2
+name = "pages"
+server_id = 6094851
 """
 
 
@@ -66,7 +81,7 @@ class WordPress:
             cur.execute(f"SET TIMESTAMP = {at}")
             cur.execute(statement)
 
-    def publish(self, slug: str, at: int, password: str = "") -> None:
+    def publish(self, slug: str, at: int, password: str = "", kind: str = "post") -> None:
         """wp_insert_post: an auto-draft first, then the post filled in and published."""
         self.sql(
             "INSERT INTO wp_posts (post_content, post_title, post_excerpt, post_status, "
@@ -77,7 +92,8 @@ class WordPress:
         self.sql(
             f"UPDATE wp_posts SET post_status = 'publish', post_name = '{slug}', "
             f"post_title = 'Title {slug}', post_content = 'Body {slug}', "
-            f"post_password = '{password}', post_modified = NOW(), post_modified_gmt = NOW() "
+            f"post_password = '{password}', post_type = '{kind}', post_modified = NOW(), "
+            "post_modified_gmt = NOW() "
             "WHERE post_title = 'Auto Draft' AND post_status = 'auto-draft'",
             at,
         )
@@ -124,11 +140,13 @@ def test_wordpress_saves_reach_the_sitemap_as_wordpress_links_them(
         wp.save("hello-world", "Body hello-world", EPOCH + 200)  # saved without a change
         wp.sql("UPDATE wp_posts SET comment_count = 3 WHERE post_name = 'news'", EPOCH + 250)
         wp.save("news", "Edited", EPOCH + 300)
+        wp.publish("about", EPOCH + 350, kind="page")
         wp.publish("doomed", EPOCH + 400)
         wp.trash("doomed", EPOCH + 500)
         expected = {
             url("hello-world", EPOCH): w3c.format_epoch(EPOCH),
             url("news", EPOCH + 100): w3c.format_epoch(EPOCH + 300),
+            f"{HOME}about/": w3c.format_epoch(EPOCH + 350),
         }
         daemon.wait_until(lambda: published(site.out) == expected, 30, "WordPress's posts")
     finally:
