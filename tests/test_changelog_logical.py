@@ -3,6 +3,7 @@ through a logical replication slot (pgoutput), into published sitemaps."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import datetime
 from pathlib import Path
@@ -220,5 +221,9 @@ def test_a_commit_wakes_the_daemon_before_its_poll(tmp_path: Path, postgres: Pos
         for n in range(3):  # each a wake-up of its own, once the last was read
             cms.add([f"w{n}"])
             daemon.wait_for_urls({BASE + f"w{m}" for m in range(n + 1)}, timeout=20)
+            # `status` asks the server without taking the stream from the daemon.
+            (position,) = json.loads(site.cli("status", "--json").stdout)["changelogs"]
+            assert (position["waiting"], position["error"]) == (None, None)
+            assert "following (cursor" in site.cli("status").stdout
     finally:
         assert daemon.stop() == 0

@@ -69,6 +69,11 @@ class Stream(Reader, Protocol):
         """
         ...
 
+    def check(self, cursor: str | None) -> None:
+        """Raise SourceError when the stream cannot be followed from `cursor`; reads
+        nothing (a running daemon follows it)."""
+        ...
+
 
 def notifies(spec: ChangelogSpec) -> bool:
     """True when the database can announce changes (PostgreSQL LISTEN/NOTIFY, a change

@@ -186,6 +186,18 @@ class BinlogReader:
         self._table = None
         self._stop_watch()
 
+    def check(self, cursor: str | None) -> None:
+        """Raise SourceError when the log cannot be followed from `cursor` (the server's
+        settings, the user's rights, the table, a purged position); read nothing."""
+        self._prepare()
+        if cursor is not None:
+            at = self._position(cursor)
+            if at.file not in self._binlogs():
+                raise SourceError(
+                    f"changelog {redact(self._spec.dsn)}: binlog {at.file} was purged: the "
+                    "table will be read again in full"
+                )
+
     # Snapshots ----------------------------------------------------------------------
 
     def snapshot(self, cursor: str | None, batch: int) -> Snapshot | None:
@@ -256,13 +268,15 @@ class BinlogReader:
 
     # Reading the log ----------------------------------------------------------------
 
-    def _drain(self, table: Table, at: Position, folds: Folds, limit: int) -> tuple[Position, bool]:
+    def _drain(
+        self, table: Table, at: Position, folds: Folds, limit: int, replica: int = 0
+    ) -> tuple[Position, bool]:
         """Fold the transactions after `at` into `folds` until the log ends or `limit`
-        keys are folded; return the position after the last commit read and whether any
-        row of the table was."""
+        keys are folded, as replica `replica` (default: server_id); return the position
+        after the last commit read and whether any row of the table was."""
         stream = BinLogStreamReader(
             connection_settings=dict(self._params),
-            server_id=self._spec.server_id,
+            server_id=replica or self._spec.server_id,
             resume_stream=True,
             log_file=at.file,
             log_pos=at.offset,
@@ -312,8 +326,10 @@ class BinlogReader:
         except pymysql.Error as exc:
             raise self._error("cannot check the server", exc) from exc
         # A dump from the end of the log reads nothing: it proves REPLICATION SLAVE now,
-        # not after a snapshot of the whole table.
-        self._drain(table, position, Folds(table), 1)
+        # not after a snapshot of the whole table. As the watching replica: a second
+        # process (`sitemapd status`) must not end the daemon's reading dump, which a
+        # new dump of the same server_id does; the watch just starts again.
+        self._drain(table, position, Folds(table), 1, self._spec.server_id + 1)
         self._table = table
         return table
 

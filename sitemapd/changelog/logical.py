@@ -131,6 +131,18 @@ class LogicalReader:
         self._drop_stream()
         self._table = None
 
+    def check(self, cursor: str | None) -> None:
+        """Raise SourceError when the stream cannot be followed from `cursor` (wal_level,
+        rights, replica identity, a gone or lost slot); read nothing: a running daemon
+        holds the slot."""
+        self._prepare()
+        state = self._slot_state()
+        if cursor is not None and (state is None or state == "lost"):
+            raise SourceError(
+                f"changelog {redact(self._spec.dsn)}: replication slot {self._slot} is "
+                f"{'gone' if state is None else 'lost'}: the table will be read again in full"
+            )
+
     # Snapshots ----------------------------------------------------------------------
 
     def snapshot(self, cursor: str | None, batch: int) -> Snapshot | None:
