@@ -10,9 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import Site, published
+from conftest import Site, published, run_cli
 from daemon_harness import RunningDaemon, start
 from mariadb import MariaDB
+from pymysql.constants import CLIENT
 
 from sitemapd import w3c
 
@@ -306,3 +307,29 @@ def test_a_row_without_a_url_is_rejected_with_the_reason(tmp_path: Path, mariadb
     assert set(published(site.out)) == {BASE + "fine"}
     status = site.cli("status").stdout + built.stderr
     assert "url_template needs slug, which is NULL" in status
+
+
+def test_a_source_switched_from_its_change_table_to_the_binlog_reads_the_table(
+    tmp_path: Path, mariadb: MariaDB
+) -> None:
+    cms = Cms(mariadb, "cms_switch")
+    multi = CLIENT.MULTI_STATEMENTS
+    with mariadb.connect("cms_switch", client_flag=multi) as conn, conn.cursor() as cur:
+        cur.execute(run_cli("changelog-sql", "--mysql").stdout)
+        while cur.nextset():
+            pass
+    cms.add(["one", "two"], EPOCH)
+    site = binlog_site(tmp_path, cms.dsn())
+    binlog = site.config.read_text()
+    table_mode = cms.dsn().replace("mysql://", "mysql+pymysql://")
+    site.config.write_text(
+        binlog.split("[[source]]")[0]
+        + f'[[source]]\ntype = "changelog"\ndsn = "{table_mode}"\nname = "cms"\n'
+    )
+    site.cli("build")  # the change table's cursor, an id
+    assert set(published(site.out)) == {BASE + "one", BASE + "two"}
+    cms.execute("UPDATE articles SET status = 'draft' WHERE slug = 'two'", at=EPOCH + 10)
+    site.config.write_text(binlog)
+    built = site.cli("build")
+    assert "is not one of mode 'binlog' (was the mode changed?)" in built.stderr
+    assert published(site.out) == {BASE + "one": stamp(EPOCH)}

@@ -34,7 +34,15 @@ from pymysqlreplication.row_event import (
 
 from ..errors import ConfigError, SourceError
 from .rows import Folds, Table, describe, text
-from .spec import ChangelogSpec, ChangeRows, Snapshot, Wakeups, redact, source_error
+from .spec import (
+    ChangelogSpec,
+    ChangeRows,
+    Snapshot,
+    Wakeups,
+    foreign_cursor,
+    redact,
+    source_error,
+)
 
 log = logging.getLogger("sitemapd.changelog")
 
@@ -208,8 +216,12 @@ class BinlogReader:
         Raises SourceError when the server cannot be reached or refuses.
         """
         table = self._prepare()
-        if cursor is not None:
-            at = self._position(cursor)
+        try:
+            at = None if cursor is None else self._position(cursor)
+        except SourceError:
+            foreign_cursor(self._spec, cursor or "")
+            at = None
+        if at is not None:
             # A read that ended there found the file; one that failed asks the server.
             if at == self._seen or at.file in self._binlogs():
                 return None

@@ -28,7 +28,15 @@ from psycopg.rows import dict_row
 from ..errors import ConfigError, SourceError
 from .pgoutput import UNCHANGED, Change, Commit, Relation, Tuple, decode, lsn_text, parse_lsn
 from .rows import Folds, Row, Table, describe
-from .spec import ChangelogSpec, ChangeRows, Snapshot, Wakeups, redact, source_error
+from .spec import (
+    ChangelogSpec,
+    ChangeRows,
+    Snapshot,
+    Wakeups,
+    foreign_cursor,
+    redact,
+    source_error,
+)
 
 log = logging.getLogger("sitemapd.changelog")
 
@@ -153,6 +161,9 @@ class LogicalReader:
         Raises SourceError when the server cannot be reached or refuses.
         """
         table = self._prepare()
+        if cursor is not None and not _is_lsn(cursor):
+            foreign_cursor(self._spec, cursor)
+            cursor = None
         state = self._slot_state()
         if cursor is not None and state is not None and state != "lost":
             self._confirm(cursor)
@@ -413,6 +424,14 @@ def _rows(change: Change) -> tuple[Row | None, Row | None]:
             name: before.get(name) if value is UNCHANGED else value for name, value in after.items()
         }
     return before, after
+
+
+def _is_lsn(text: str) -> bool:
+    try:
+        parse_lsn(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _one(conn: psycopg.Connection[Any], query: LiteralString, *params: object) -> Any:

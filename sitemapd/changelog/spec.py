@@ -445,6 +445,18 @@ def redact(dsn: str) -> str:
     return _PASSWORD_PARAM.sub(r"\1***", dsn)
 
 
+def foreign_cursor(spec: ChangelogSpec, cursor: str) -> None:
+    """Log that `cursor` is no position of the spec's mode (the source's mode changed):
+    the stream starts again from a snapshot."""
+    log.warning(
+        "changelog %s: the stored position %r is not one of mode %r (was the mode "
+        "changed?): reading the table again in full",
+        redact(spec.dsn),
+        cursor[:80],
+        spec.mode,
+    )
+
+
 def source_error(dsn: str, action: str, exc: BaseException) -> SourceError:
     """Return a one-line SourceError naming the dsn (without password), `action` and cause."""
     detail = " ".join(str(exc).split()) or type(exc).__name__
