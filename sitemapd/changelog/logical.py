@@ -78,6 +78,8 @@ class LogicalReader:
         self._stream: Any = None  # psycopg2's ReplicationCursor
         self._stream_conn: Any = None
         self._stream_at: str | None = None
+        # The last cursor confirmed to the slot: one the ledger has committed.
+        self._confirmed: str | None = None
         self._relations: dict[int, Relation] = {}
         self._wakeups = Wakeups()
 
@@ -94,7 +96,15 @@ class LogicalReader:
             raise SourceError(f"changelog {redact(self._spec.dsn)}: no slot position to read from")
         try:
             stream = self._follow(cursor)
-            folds, at = self._drain(table, stream, cursor, limit)
+            folds, at, idle = self._drain(table, stream, cursor, limit)
+            if idle and not folds and at == cursor == self._confirmed:
+                # All the server sent is in the ledger, and it sent nothing since: the
+                # WAL up to its end holds no change of the table. Confirming it lets the
+                # server recycle that WAL, and shut down (it waits for its walsenders
+                # to be confirmed up to the end).
+                end = int(stream.wal_end)
+                if end > parse_lsn(cursor):
+                    stream.send_feedback(flush_lsn=end, force=True)
         except (psycopg2.Error, ValueError) as exc:
             self._drop_stream()
             raise source_error(self._spec.dsn, "cannot read the slot", exc) from exc
@@ -164,7 +174,8 @@ class LogicalReader:
         if cursor is not None and not _is_lsn(cursor):
             foreign_cursor(self._spec, cursor)
             cursor = None
-        state = self._slot_state()
+        # A slot we stream from is there; else the server says (a new connection).
+        state = "streaming" if self._stream is not None else self._slot_state()
         if cursor is not None and state is not None and state != "lost":
             self._confirm(cursor)
             return None
@@ -263,11 +274,13 @@ class LogicalReader:
         self._relations = {}
         return stream
 
-    def _drain(self, table: Table, stream: Any, at: str, limit: int) -> tuple[Folds, str]:
+    def _drain(self, table: Table, stream: Any, at: str, limit: int) -> tuple[Folds, str, bool]:
         """Fold the transactions the stream has until it is quiet or `limit` keys are
-        folded; return them and the position after the last commit read."""
+        folded; return them, the position after the last commit read, and whether the
+        stream went quiet between transactions."""
         folds = Folds(table)
         pending: list[Change] = []
+        inside = False  # between a transaction's Begin and its Commit
         started = time.monotonic()
         quiet = _IDLE
         while len(folds) < limit:
@@ -288,7 +301,10 @@ class LogicalReader:
                     quiet = _QUIET
                 pending = []
                 at = lsn_text(found.end_lsn)
-        return folds, at
+                inside = False
+            elif found is None and message.payload[:1] == b"B":
+                inside = True
+        return folds, at, not inside and len(folds) < limit
 
     def _confirm(self, cursor: str) -> None:
         """Tell the slot the ledger holds everything up to `cursor`: the server may
@@ -296,6 +312,7 @@ class LogicalReader:
         try:
             stream = self._follow(self._stream_at or cursor)
             stream.send_feedback(flush_lsn=parse_lsn(cursor), force=True)
+            self._confirmed = cursor
         except (psycopg2.Error, ValueError) as exc:
             self._drop_stream()
             raise source_error(self._spec.dsn, "cannot confirm the slot's position", exc) from exc
@@ -303,7 +320,7 @@ class LogicalReader:
     def _drop_stream(self) -> None:
         if self._stream_conn is not None:
             self._stream_conn.close()
-        self._stream = self._stream_conn = self._stream_at = None
+        self._stream = self._stream_conn = self._stream_at = self._confirmed = None
 
     # The server -----------------------------------------------------------------------
 
