@@ -155,13 +155,18 @@ def start_mariadb() -> MariaDB:
             pwd.getpwnam(ACCOUNT)
         except KeyError:
             unavailable(f"running as root and there is no {ACCOUNT!r} user to run the server")
-    server = MariaDB()
-    try:
-        server.init()
-    except (RuntimeError, OSError, subprocess.SubprocessError, pymysql.Error) as exc:
-        server.destroy()
-        unavailable(f"cannot start a server: {exc}")
-    return server
+    failure = ""
+    # A port free a moment ago may be taken by another test run meanwhile: a new one.
+    for _ in range(3):
+        server = MariaDB()
+        try:
+            server.init()
+        except (RuntimeError, OSError, subprocess.SubprocessError, pymysql.Error) as exc:
+            server.destroy()
+            failure = str(exc)
+            continue
+        return server
+    unavailable(f"cannot start a server: {failure}")
 
 
 @pytest.fixture(scope="session")

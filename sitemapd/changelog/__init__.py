@@ -61,12 +61,19 @@ class Reader(Protocol):
 class Stream(Reader, Protocol):
     """A reader of a database's change stream, which starts from a snapshot of the table."""
 
-    def snapshot(self, cursor: str | None, batch: int) -> Snapshot | None:
+    def snapshot(self, cursor: str | None, batch: int, until: float) -> Snapshot | None:
         """Return the table's live rows and the stream position they stand at when
         `cursor` cannot be followed (none yet, or purged); None when it can.
 
-        Raises SourceError when the database cannot be reached or refuses.
+        Called as a scan starts, at `until` (epoch seconds): its reads return only what
+        committed by then, as the ledger would hold a later time to it; the rest waits
+        for the next scan. Raises SourceError when the database cannot be reached or
+        refuses.
         """
+        ...
+
+    def held(self) -> bool:
+        """True when the last read stopped at a transaction committed after `until`."""
         ...
 
     def check(self, cursor: str | None) -> None:

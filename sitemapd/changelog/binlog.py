@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import struct
 import time
 from collections.abc import Iterator
@@ -100,6 +101,9 @@ class BinlogReader:
         self._seen: Position | None = None
         self._watch: BinLogStreamReader | None = None
         self._wakeups = Wakeups()
+        # The time of the scan under way (a later commit waits), and whether one did.
+        self._until = math.inf
+        self._held = False
 
     # The Reader protocol ----------------------------------------------------------
 
@@ -113,9 +117,10 @@ class BinlogReader:
         table = self._prepare()
         at = self._position(cursor)
         folds = Folds(table)
+        self._held = False
         for _ in range(_QUIET_ROUNDS):
             at, found = self._drain(table, at, folds, limit)
-            if not found or len(folds) >= limit:
+            if not found or len(folds) >= limit or self._held:
                 break
             time.sleep(_QUIET)
         self._seen = at
@@ -208,13 +213,19 @@ class BinlogReader:
 
     # Snapshots ----------------------------------------------------------------------
 
-    def snapshot(self, cursor: str | None, batch: int) -> Snapshot | None:
+    def held(self) -> bool:
+        """True when the last read stopped at a transaction committed after `until`."""
+        return self._held
+
+    def snapshot(self, cursor: str | None, batch: int, until: float) -> Snapshot | None:
         """Return the table's live rows (in batches of `batch`) and the position they
         stand at, when `cursor` is no position to follow from (a first start, or a
         binlog purged before it was read); None when the log can be followed from it.
 
-        Raises SourceError when the server cannot be reached or refuses.
+        Reads until the next call take only transactions committed by `until`. Raises
+        SourceError when the server cannot be reached or refuses.
         """
+        self._until = until
         table = self._prepare()
         try:
             at = None if cursor is None else self._position(cursor)
@@ -309,6 +320,9 @@ class BinlogReader:
                 if isinstance(event, QueryEvent) and _query(event) == "BEGIN":
                     continue
                 # A commit: XID for transactional tables, COMMIT or a DDL statement else.
+                if pending and event.timestamp > self._until:
+                    self._held = True  # read again, from `at`, by the next scan
+                    break
                 for before, after in pending:
                     folds.add(before, after, int(event.timestamp))
                 found = found or bool(pending)

@@ -12,6 +12,7 @@ the server sends again what the ledger lacks, and what it has is skipped by posi
 from __future__ import annotations
 
 import logging
+import math
 import select
 import time
 from collections.abc import Iterator
@@ -26,7 +27,17 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
 from ..errors import ConfigError, SourceError
-from .pgoutput import UNCHANGED, Change, Commit, Relation, Tuple, decode, lsn_text, parse_lsn
+from .pgoutput import (
+    UNCHANGED,
+    Change,
+    Commit,
+    Relation,
+    Tuple,
+    begin_time,
+    decode,
+    lsn_text,
+    parse_lsn,
+)
 from .rows import Folds, Row, Table, describe
 from .spec import (
     ChangelogSpec,
@@ -82,6 +93,10 @@ class LogicalReader:
         self._confirmed: str | None = None
         self._relations: dict[int, Relation] = {}
         self._wakeups = Wakeups()
+        # The time of the scan under way; the Begin of a transaction committed later,
+        # kept for the next scan (the stream does not send it again).
+        self._until = math.inf
+        self._waiting: Any = None
 
     # The Reader protocol ----------------------------------------------------------
 
@@ -163,13 +178,19 @@ class LogicalReader:
 
     # Snapshots ----------------------------------------------------------------------
 
-    def snapshot(self, cursor: str | None, batch: int) -> Snapshot | None:
+    def held(self) -> bool:
+        """True when the last read stopped at a transaction committed after `until`."""
+        return self._waiting is not None
+
+    def snapshot(self, cursor: str | None, batch: int, until: float) -> Snapshot | None:
         """Confirm `cursor` (committed by the ledger) to the slot and return None; or,
         when there is no cursor or no usable slot, create the slot and return the table
         as it stood at the slot's start, in batches of `batch`, and the slot's position.
 
-        Raises SourceError when the server cannot be reached or refuses.
+        Reads until the next call take only transactions committed by `until`. Raises
+        SourceError when the server cannot be reached or refuses.
         """
+        self._until = until
         table = self._prepare()
         if cursor is not None and not _is_lsn(cursor):
             foreign_cursor(self._spec, cursor)
@@ -284,7 +305,7 @@ class LogicalReader:
         started = time.monotonic()
         quiet = _IDLE
         while len(folds) < limit:
-            message = stream.read_message()
+            message, self._waiting = self._waiting or stream.read_message(), None
             if message is None:
                 left = _LONGEST - (time.monotonic() - started)
                 if left <= 0 or not select.select([stream], [], [], min(quiet, left))[0]:
@@ -302,9 +323,12 @@ class LogicalReader:
                 pending = []
                 at = lsn_text(found.end_lsn)
                 inside = False
-            elif found is None and message.payload[:1] == b"B":
+            elif (begun := begin_time(message.payload)) is not None:
+                if begun > self._until:
+                    self._waiting = message  # for the next scan
+                    break
                 inside = True
-        return folds, at, not inside and len(folds) < limit
+        return folds, at, not inside and len(folds) < limit and self._waiting is None
 
     def _confirm(self, cursor: str) -> None:
         """Tell the slot the ledger holds everything up to `cursor`: the server may
@@ -321,6 +345,7 @@ class LogicalReader:
         if self._stream_conn is not None:
             self._stream_conn.close()
         self._stream = self._stream_conn = self._stream_at = self._confirmed = None
+        self._waiting = None  # the server sends it again from the restart
 
     # The server -----------------------------------------------------------------------
 

@@ -75,6 +75,15 @@ def decode(payload: bytes, relations: dict[int, Relation]) -> Commit | Change | 
     return None
 
 
+def begin_time(payload: bytes) -> float | None:
+    """Return the commit time (epoch seconds) a Begin message announces, None for
+    another message."""
+    if payload[:1] != b"B":
+        return None
+    _, when, _ = _BEGIN.unpack_from(payload, 1)
+    return float(when / 1_000_000 + _PG_EPOCH)
+
+
 def _relation(payload: bytes) -> Relation:
     (oid,) = _U32.unpack_from(payload, 1)
     schema, at = _cstring(payload, 5)

@@ -13,7 +13,6 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import w3c
 from ..observation import (
     Changes,
     Checkpoint,
@@ -196,12 +195,8 @@ class Apply:
         return min(obs.source_time or self.now, self.now), 0
 
     def _when(self, obs: Observation) -> str:
-        """Return the source's time of `obs`, or now when it has none or a future one.
-
-        Now is the clock's, not the run's start: a change read from a database during
-        the run may have committed after it began, and keeps its own time.
-        """
-        return min(obs.source_time or self.now, max(self.now, w3c.now()))
+        """Return the source's time of `obs`, or now when it has none or a future one."""
+        return min(obs.source_time or self.now, self.now)
 
     def _observe(self, row: UrlRow, obs: Observation) -> None:
         """Update `row` for what `obs` says of it now."""

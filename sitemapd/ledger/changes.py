@@ -14,7 +14,6 @@ from itertools import compress, groupby, pairwise
 from operator import itemgetter, ne
 from typing import TYPE_CHECKING, Any
 
-from .. import w3c
 from ..observation import Changes
 from ..render.sitemap import entry_size_sql, entry_sizes
 from .model import ROBOTS_REASON
@@ -84,9 +83,7 @@ def _values(changes: Changes, start: int, end: int, live: bool, now: str) -> dic
     `entry_bytes`."""
     hashes = changes.content_hashes[start:end]
     titles = changes.titles[start:end]
-    # A change committed after the run began keeps its time: the clock is the ceiling.
-    ceiling = max(now, w3c.now())
-    lastmods = [when if when < ceiling else ceiling for when in changes.source_times[start:end]]
+    lastmods = [when if when < now else now for when in changes.source_times[start:end]]
     metas = changes.metas[start:end]
     count = len(metas)
     anonymous = hashes.count(None) == titles.count(None) == count

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from functools import lru_cache
 from itertools import islice, repeat
 
@@ -40,7 +41,8 @@ def scan(source: ChangelogSource, ctx: Context, reader: Reader) -> Scan:
     with no position to follow from gives its table's snapshot instead: a complete scan.
     """
     if isinstance(reader, Stream):
-        snapshot = reader.snapshot(ctx.ledger.cursor(cursor_name(source)), source.batch_size)
+        until = datetime.fromisoformat(ctx.now).timestamp()
+        snapshot = reader.snapshot(ctx.ledger.cursor(cursor_name(source)), source.batch_size, until)
         if snapshot is not None:
             taken = Scan(source.name, _snapshot(source, ctx, snapshot), complete=True)
             taken.more = True  # the stream from the snapshot's position
@@ -76,6 +78,8 @@ def _changes(source: ChangelogSource, ctx: Context, reader: Reader, result: Scan
                 yield Checkpoint(name, after)
                 cursor = after
             if not full:
+                # A transaction committed after the scan began: the next scan takes it.
+                result.more = isinstance(reader, Stream) and reader.held()
                 return
             if following is not None:
                 rows, after = following.result()
