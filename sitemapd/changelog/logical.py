@@ -324,7 +324,7 @@ class LogicalReader:
                 at = lsn_text(found.end_lsn)
                 inside = False
             elif (begun := begin_time(message.payload)) is not None:
-                if begun > self._until:
+                if math.floor(begun) > self._until:  # lastmods count whole seconds
                     self._waiting = message  # for the next scan
                     break
                 inside = True
