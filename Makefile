@@ -23,11 +23,12 @@ lint: $(VENV)/.test-extras
 	$(BIN)/ruff format --check sitemapd tests bench
 	$(BIN)/mypy
 
-# Debian packages the tests use (systemd-analyze, a PostgreSQL server for the change-log
-# tests, Chromium and its driver for the status page's browser tests); installed when
-# missing and we are root.
+# Debian packages the tests use (systemd-analyze, PostgreSQL and MariaDB servers for the
+# change-log tests, Chromium and its driver for the status page's browser tests); installed
+# when missing and we are root.
 SYSTEM_PACKAGES = $(if $(shell command -v systemd-analyze),,systemd) \
 	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql) \
+	$(if $(wildcard /usr/sbin/mariadbd),,mariadb-server) \
 	$(if $(wildcard /usr/bin/chromedriver),,chromium chromium-driver)
 system-deps:
 	@packages="$(strip $(SYSTEM_PACKAGES))"; [ -z "$$packages" ] || { [ "$$(id -u)" = 0 ] && \

@@ -2,6 +2,7 @@
 
     python bench/bench_changelog.py [--changes 30] [--backlog 100000] [--drain-only]
                                     [--sqlite-only]
+                                    [--streams-only]
 
 Starts a throwaway PostgreSQL (tests/pg.py: Debian's binaries, run as `postgres`), installs
 the DDL of `sitemapd changelog-sql` beside an `articles` table, and measures:
@@ -12,6 +13,11 @@ the DDL of `sitemapd changelog-sql` beside an `articles` table, and measures:
 - backlog drain: 100,000 articles committed before the daemon starts; the time from
   starting `sitemapd run` to all 100,000 URLs in the shards the index lists, for
   PostgreSQL and for a SQLite change log (`--drain-only` measures these alone).
+- change streams (`mode = "logical"` on PostgreSQL, `mode = "binlog"` on a throwaway
+  MariaDB from tests/mariadb.py), following an `articles` table without a change table:
+  commit -> published for single-row commits (poll_interval is 600 s: only the stream's
+  own wake-up can start a read), and
+  the backlog committed while the daemon was stopped after its first snapshot, drained.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import statistics
 import subprocess
 import sys
 import time
-from argparse import ArgumentParser
+from argparse import ArgumentParser, Namespace
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -35,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 WORK = HERE / "work" / "changelog"
 sys.path.insert(0, str(HERE.parent / "tests"))
 
+from mariadb import MariaDB, start_mariadb  # noqa: E402
 from pg import Postgres, start_postgres  # noqa: E402
 
 NEWS = "https://example.com/news/"
@@ -195,6 +202,108 @@ def sqlite_drain(backlog: int) -> tuple[float, int]:
     return drain(config, backlog)
 
 
+class Stream:
+    """A CMS table on a server that a change-stream mode follows."""
+
+    def __init__(self, kind: str, server: Postgres | MariaDB, name: str) -> None:
+        self.kind, self.server, self.name = kind, server, name
+        if isinstance(server, MariaDB):
+            server.create_database(name)
+            self.dsn = server.dsn(name) + "?ssl_disabled=true"  # loopback: no TLS tries
+            self.run(
+                "CREATE TABLE articles (id BIGINT PRIMARY KEY AUTO_INCREMENT, "
+                "slug VARCHAR(190), title TEXT, body TEXT, status VARCHAR(20))"
+            )
+        else:
+            self.dsn = server.create_database(name)
+            self.run(
+                "CREATE TABLE articles (id bigserial PRIMARY KEY, slug text, title text, "
+                "body text, status text)"
+            )
+            self.run("ALTER TABLE articles REPLICA IDENTITY FULL")
+
+    def run(self, statement: str) -> None:
+        """Run `statement` in a transaction of its own, committed when this returns."""
+        if isinstance(self.server, MariaDB):
+            with self.server.connect(self.name) as conn, conn.cursor() as cur:
+                cur.execute(statement)
+        else:
+            with self.server.connect(self.name) as conn:
+                conn.execute(statement)  # type: ignore[arg-type]
+
+    def insert(self, slugs: range | list[str]) -> None:
+        self.run(
+            "INSERT INTO articles (slug, title, body, status) VALUES "
+            + ", ".join(f"('{slug}', 'Story {slug}', 'Body of {slug}', 'live')" for slug in slugs)
+        )
+
+    def config(self, label: str, debounce: float) -> Path:
+        config = site(label, self.dsn, debounce, 600)
+        config.write_text(
+            config.read_text()
+            + f'mode = "{self.kind}"\ntable = "articles"\nurl_template = "/news/{{slug}}"\n'
+            'live = { status = "live" }\nfingerprint_columns = ["title", "body"]\n'
+            'title = "title"\nbatch_size = 10000\n'
+        )
+        return config
+
+
+def stream_latency(stream: Stream, debounce: float, changes: int) -> list[float]:
+    """Insert `changes` articles one at a time; return commit -> in-shard seconds."""
+    config = stream.config(f"{stream.kind}_latency_{round(debounce * 1000)}", debounce)
+    out = config.parent / "out"
+    daemon = Daemon(config)
+    times = []
+    try:
+        daemon.wait(lambda: any("sitemapd.daemon: ready" in line for line in daemon.lines), 60)
+        time.sleep(0.5)
+        for n in range(changes):
+            slug = f"l{round(debounce * 1000)}x{n}"
+            stream.insert([slug])
+            committed = time.perf_counter()
+            done = daemon.wait(partial(in_shards, out, f"{NEWS}{slug}"), 30, 0.002)
+            times.append(done - committed)
+            time.sleep(0.2)
+    finally:
+        daemon.stop()
+    return times
+
+
+def stream_drain(stream: Stream, backlog: int) -> tuple[float, int]:
+    """Let the daemon take its snapshot and stop it; commit `backlog` rows; return the
+    seconds from the restart to all of them published, and the publishes it took."""
+    config = stream.config(f"{stream.kind}_drain", 0.5)
+    daemon = Daemon(config)
+    try:
+        daemon.wait(lambda: any("sitemapd.daemon: ready" in line for line in daemon.lines), 60)
+    finally:
+        daemon.stop()
+    for start in range(0, backlog, ROWS_PER_INSERT):
+        stream.insert([f"n{n}" for n in range(start, min(start + ROWS_PER_INSERT, backlog))])
+    return drain(config, backlog)
+
+
+def stream_rows(label: str, stream: Stream, args: Namespace, goal: int) -> list[Row]:
+    """Return the table rows of one change stream's latency and drain."""
+    rows: list[Row] = []
+    for debounce in () if args.drain_only else (0.5, 0.05):
+        rows.append(latency_row(label, debounce, stream_latency(stream, debounce, args.changes)))
+    seconds, publishes = stream_drain(stream, args.backlog)
+    rate = args.backlog / seconds
+    rows.append(
+        (
+            f"{args.backlog:,} rows committed while stopped, drained ({label})",
+            f"{rate:,.0f} rows/s ({seconds:.1f} s, {publishes} publishes)",
+            f"> {goal:,} rows/s",
+            "yes" if rate > goal else "no",
+        )
+    )
+    return rows
+
+
+Row = tuple[str, str, str, str]
+
+
 def pct(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
@@ -207,11 +316,12 @@ def main() -> None:
     parser.add_argument(
         "--sqlite-only", action="store_true", help="measure SQLite commit -> published only"
     )
+    parser.add_argument("--streams-only", action="store_true", help="measure the streams only")
     args = parser.parse_args()
     shutil.rmtree(WORK, ignore_errors=True)
     WORK.mkdir(parents=True)
-    rows: list[tuple[str, str, str, str]] = []
-    for debounce in () if args.drain_only else (0.5, 0.1):
+    rows: list[Row] = []
+    for debounce in () if args.drain_only or args.streams_only else (0.5, 0.1):
         rows.append(
             latency_row("SQLite file written", debounce, sqlite_latency(debounce, args.changes))
         )
@@ -219,14 +329,25 @@ def main() -> None:
         print_table(args.changes, rows)
         return
     server = start_postgres()
+    drains = []
     try:
-        for debounce in () if args.drain_only else (0.5, 0.05):
+        rows += stream_rows(
+            "PostgreSQL logical", Stream("logical", server, "cms_logical"), args, 50_000
+        )
+        for debounce in () if args.drain_only or args.streams_only else (0.5, 0.05):
             times = notify_latency(server, debounce, args.changes)
             rows.append(latency_row("PostgreSQL NOTIFY", debounce, times))
-        drains = [("PostgreSQL", pg_drain(server, args.backlog))]
+        if not args.streams_only:
+            drains.append(("PostgreSQL", pg_drain(server, args.backlog)))
     finally:
         server.destroy()
-    drains.append(("SQLite", sqlite_drain(args.backlog)))
+    maria = start_mariadb()
+    try:
+        rows += stream_rows("MariaDB binlog", Stream("binlog", maria, "cms_binlog"), args, 20_000)
+    finally:
+        maria.destroy()
+    if not args.streams_only:
+        drains.append(("SQLite", sqlite_drain(args.backlog)))
     for label, (seconds, publishes) in drains:
         rate = args.backlog / seconds
         rows.append(
@@ -241,7 +362,7 @@ def main() -> None:
     print_table(args.changes, rows)
 
 
-def latency_row(how: str, debounce: float, times: list[float]) -> tuple[str, str, str, str]:
+def latency_row(how: str, debounce: float, times: list[float]) -> Row:
     """Return the table row of commit -> published `times` woken by `how`."""
     target = debounce + 0.3
     return (
@@ -252,7 +373,7 @@ def latency_row(how: str, debounce: float, times: list[float]) -> tuple[str, str
     )
 
 
-def print_table(changes: int, rows: list[tuple[str, str, str, str]]) -> None:
+def print_table(changes: int, rows: list[Row]) -> None:
     print(f"\nchange-log sources, {changes} commits per run, {os.cpu_count()} cores\n")
     header = ("measure", "result", "target", "met")
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]

@@ -536,6 +536,7 @@ def init_(
 @main.command(name="changelog-sql")
 @click.option("--postgres", "kind", flag_value="postgres", default=True, help="PostgreSQL.")
 @click.option("--sqlite", "kind", flag_value="sqlite", help="SQLite.")
+@click.option("--mysql", "kind", flag_value="mysql", help="MySQL or MariaDB.")
 @click.option("--table", default="sitemap_changes", show_default=True, help="Change table.")
 @click.option("--channel", default="sitemapd", show_default=True, help="NOTIFY channel.")
 def changelog_sql(kind: str, table: str, channel: str) -> None:

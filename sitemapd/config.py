@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from .changelog.spec import ChangelogSpec
+from .changelog.spec import SERVER_ID, ChangelogSpec
 from .errors import ConfigError
 from .listen import parse_listen
 from .parts import part_name
@@ -1017,37 +1017,56 @@ def _changelog(table: _Table, base: Path) -> SourceConfig:
     if dsn.startswith("sqlite:///") and not dsn.startswith("sqlite:////"):
         # A relative SQLite path resolves against the config file, like every other path.
         dsn = "sqlite:///" + str((base / dsn.removeprefix("sqlite:///")).resolve())
-    query = table.text("query", "") or None
-    name_table = table.text("table", "" if query else "sitemap_changes") or None
+    mode = table.choice("mode", "table", CHANGELOG_MODES)
+    stream = mode != "table"
+    query = None if stream else table.text("query", "") or None
+    name_table = table.text("table", "" if query or stream else "sitemap_changes") or None
     if query and name_table:
         raise table.error("query", "give either table or query, not both")
+    if stream and not name_table:
+        raise table.error("table", f"mode {mode!r} needs the table to follow")
     if name_table and not re.fullmatch(
         r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?", name_table
     ):
         raise table.error("table", f"must be a plain (schema.)table name, got {name_table!r}")
+    if not stream:
+        _refuse_content_table(table, query or name_table or "")
     columns = table.table("columns")
-    url_template = columns.text("url_template", "") or None
-    deleted = columns.text("deleted", "") or None
+    column = _stream_column(table, columns) if stream else columns.text
+    url_template = column("url_template", "") or None
+    deleted = None if stream else columns.text("deleted", "") or None
     meta = tuple(
-        (field, column)
+        (field, name)
         for field in ("title", "published", "language", "news_title")
-        if (column := columns.text(field, ""))
+        if (name := column(field, ""))
     )
+    live = _live(table.table("live")) if stream else ()
+    fingerprint = table.texts("fingerprint_columns", ()) if stream else ()
+    binlog, logical = mode == "binlog", mode == "logical"
+    server_id = table.integer("server_id", SERVER_ID, 1, 2**32 - 1) if binlog else SERVER_ID
+    slot = _pg_name(table, "slot", "sitemapd") if logical else "sitemapd"
+    publication = _pg_name(table, "publication", slot) if logical else ""
     spec = ChangelogSpec(
         dsn=dsn,
         table=name_table,
         query=query,
-        id_column=columns.text("id", "id"),
-        url_column=None if url_template else columns.text("url", "url"),
+        id_column=column("id", "" if stream else "id"),
+        url_column=None if url_template else column("url", "url"),
         url_template=url_template,
-        op_column=None if deleted else columns.text("op", "op"),
+        op_column=None if deleted or stream else columns.text("op", "op"),
         deleted_column=deleted,
-        changed_at_column=columns.text("changed_at", "changed_at"),
-        hash_column=columns.text("content_hash", "") or None,
-        xid_column=columns.text("txid", "txid"),
+        changed_at_column=column("changed_at", "" if stream else "changed_at"),
+        hash_column=None if stream else columns.text("content_hash", "") or None,
+        xid_column="" if stream else columns.text("txid", "txid"),
         meta_columns=meta,
-        channel=table.text("channel", "sitemapd"),
-        overlap=table.integer("overlap", 1000, 0, 10_000_000),
+        channel="" if stream else table.text("channel", "sitemapd"),
+        overlap=0 if stream else table.integer("overlap", 1000, 0, 10_000_000),
+        mode=mode,
+        live=live,
+        fingerprint_columns=fingerprint,
+        server_id=server_id,
+        slot=slot,
+        publication=publication,
     )
     columns.done()
     return ChangelogSource(
@@ -1059,6 +1078,62 @@ def _changelog(table: _Table, base: Path) -> SourceConfig:
         language=_source_language(table),
         articles=table.choice("articles", "auto", ARTICLES),
     )
+
+
+CHANGELOG_MODES = ("table", "binlog", "logical")
+# WordPress's posts table (any prefix) read as a change table: rows updated in place.
+_WP_POSTS = re.compile(r"\b\w*posts\b", re.IGNORECASE)
+_WP_COLUMNS = re.compile(r"\bpost_(status|name|modified|modified_gmt|date|type)\b", re.IGNORECASE)
+
+
+def _refuse_content_table(table: _Table, source: str) -> None:
+    """Refuse a table-mode source over WordPress's posts table: its cursor only moves
+    forward over ids, and an edited post keeps its id, so no edit would ever be read."""
+    mapped = " ".join(str(value) for value in table.data.get("columns", {}).values())
+    if not (_WP_POSTS.search(source) and _WP_COLUMNS.search(f"{source} {mapped}")):
+        return
+    key = "query" if "query" in table.data else "table"
+    raise table.error(
+        key,
+        "reads WordPress's posts table as a change log: its id cursor never reads a post "
+        "again, so every edit, unpublish and deletion is missed. Follow the table itself "
+        'with mode = "binlog", or fill a change table by trigger (sitemapd changelog-sql '
+        "--mysql)",
+    )
+
+
+def _stream_column(table: _Table, columns: _Table) -> Callable[[str, str], str]:
+    """Return a getter of a stream mode's column names: in `columns` or, as the issue's
+    short form has them, beside `type` (not both)."""
+
+    def column(key: str, default: str) -> str:
+        if key in table.data and key in columns.data:
+            raise table.error(key, f"given here and as columns.{key}: keep one")
+        return table.text(key, "") or columns.text(key, default)
+
+    return column
+
+
+def _pg_name(table: _Table, key: str, default: str) -> str:
+    """Return a replication slot or publication name (lower case letters, digits, _)."""
+    name = table.text(key, default)
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", name):
+        raise table.error(key, f"must be lower case letters, digits and _, got {name!r}")
+    return name
+
+
+def _live(live: _Table) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Return the `live` conditions: each column with the values that make a row a page."""
+    conditions = []
+    for name, value in live.data.items():
+        accepted = value if isinstance(value, list) else [value]
+        if not accepted or not all(isinstance(one, str | int) for one in accepted):
+            raise live.error(name, "must be a value (text or integer) or a list of them")
+        live.used.add(name)
+        conditions.append(
+            (name, tuple(str(int(one)) if isinstance(one, bool) else str(one) for one in accepted))
+        )
+    return tuple(conditions)
 
 
 def _safe_dsn(dsn: str) -> str:

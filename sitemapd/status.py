@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import robots
-from .changelog import open_reader
+from .changelog import Stream, open_reader
 from .config import ChangelogSource, Config, DirectorySource
 from .errors import SitemapdError
 from .lock import StateLock
@@ -256,7 +256,8 @@ def render_text(report: dict[str, Any]) -> str:
             "feed fetched: " + ", ".join(f"{c} {at}" for c, at in report["crawlers"].items())
         )
     for log in report["changelogs"]:
-        state = f"CANNOT READ: {log['error']}" if log["error"] else f"{log['waiting']} rows waiting"
+        waiting = "following" if log["waiting"] is None else f"{log['waiting']} rows waiting"
+        state = f"CANNOT READ: {log['error']}" if log["error"] else waiting
         lines.append(f"change log:   {log['source']}: {state} (cursor {log['cursor']})")
     if report["news_items"] is not None:
         lines.append(f"news:         {count(report['news_items'], 'article')} in news sitemaps")
@@ -451,7 +452,10 @@ def _changelog(source: ChangelogSource, cursors: dict[str, str]) -> dict[str, An
     try:
         reader = open_reader(source.spec)
         try:
-            reader.read(cursor, 1)  # raises in the database's own words
+            if isinstance(reader, Stream):
+                reader.check(cursor)  # a stream read would take it from the daemon
+            else:
+                reader.read(cursor, 1)  # raises in the database's own words
             found["waiting"] = reader.backlog(cursor)
         finally:
             reader.close()

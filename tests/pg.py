@@ -91,6 +91,9 @@ class Postgres:
             f"unix_socket_directories = '{self.root}'\n"
             "fsync = off\nfull_page_writes = off\n"
             "shared_buffers = 16MB\nmax_connections = 40\n"
+            # Logical decoding for the change-stream mode; the change-table tests ignore it.
+            "wal_level = logical\nmax_replication_slots = 20\nmax_wal_senders = 20\n"
+            "track_commit_timestamp = on\n"
         )
         with (self.data / "postgresql.conf").open("a") as conf:
             conf.write(settings)

@@ -586,9 +586,11 @@ def test_pg_ddl_trigger_fills_the_change_table(pg_dsn: str, reader_of: list[Read
 
 def test_ddl_rejects_what_it_cannot_print() -> None:
     with pytest.raises(ConfigError):
-        ddl("mysql")
+        ddl("oracle")
     with pytest.raises(ConfigError):
         ddl("sqlite", table="changes; DROP TABLE articles")
+    with pytest.raises(ConfigError):
+        ddl("mysql", table="changes`; DROP TABLE articles")
     assert "pg_notify('cms_news', '')" in ddl("postgres", "news_changes", "cms_news")
 
 

@@ -208,6 +208,66 @@ CASES = [
         "unknown key",
     ),
     (
+        "changelog-wordpress-posts-by-id",
+        doc(
+            source='type = "changelog"\ndsn = "mysql+pymysql://wp@db/wp"\n'
+            "query = \"SELECT ID AS id, CONCAT('/?p=', ID) AS url, post_modified_gmt AS "
+            "changed_at, post_status <> 'publish' AS gone FROM wp_posts\"\n"
+            '[source.columns]\ndeleted = "gone"\n'
+        ),
+        "source[0].query",
+        "never reads a post again, so every edit, unpublish and deletion is missed. Follow the "
+        'table itself with mode = "binlog"',
+    ),
+    (
+        "changelog-wordpress-posts-table",
+        doc(
+            source='type = "changelog"\ndsn = "mysql+pymysql://wp@db/wp"\ntable = "wp_posts"\n'
+            '[source.columns]\nid = "ID"\nurl_template = "/{post_name}/"\n'
+        ),
+        "source[0].table",
+        "reads WordPress's posts table as a change log",
+    ),
+    (
+        "changelog-mode",
+        doc(source='type = "changelog"\ndsn = "mysql://wp@db/wp"\nmode = "stream"\n'),
+        "source[0].mode",
+        "must be one of table, binlog, logical",
+    ),
+    (
+        "changelog-stream-needs-table",
+        doc(source='type = "changelog"\ndsn = "mysql://wp@db/wp"\nmode = "binlog"\n'),
+        "source[0].table",
+        "mode 'binlog' needs the table to follow",
+    ),
+    (
+        "changelog-live-value",
+        doc(
+            source='type = "changelog"\ndsn = "mysql://wp@db/wp"\nmode = "binlog"\n'
+            'table = "a"\nlive = { status = 1.5 }\n'
+        ),
+        "source[0].live.status",
+        "must be a value (text or integer) or a list of them",
+    ),
+    (
+        "changelog-column-twice",
+        doc(
+            source='type = "changelog"\ndsn = "mysql://wp@db/wp"\nmode = "binlog"\n'
+            'table = "a"\ntitle = "t"\n[source.columns]\ntitle = "t"\n'
+        ),
+        "source[0].title",
+        "given here and as columns.title: keep one",
+    ),
+    (
+        "changelog-slot-name",
+        doc(
+            source='type = "changelog"\ndsn = "postgresql://db/cms"\nmode = "logical"\n'
+            'table = "a"\nslot = "Bad-Slot"\n'
+        ),
+        "source[0].slot",
+        "must be lower case letters, digits and _",
+    ),
+    (
         "indexnow-key-below-root",
         doc(
             site=SITE + 'output_url = "https://example.com/sitemaps/"\n',

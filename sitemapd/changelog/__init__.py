@@ -1,4 +1,6 @@
-"""Follow a change table that a CMS fills by trigger: read changes after a cursor, wait for more.
+"""Follow a change table that a CMS fills by trigger, or a table through the database's
+own change stream (a MySQL/MariaDB binlog, PostgreSQL logical decoding): read changes
+after a cursor, wait for more.
 
 Readers open their connections lazily inside read(), so a database that is down at
 start or restarts mid-run works again on the next read() once it is back.
@@ -7,12 +9,21 @@ start or restarts mid-run works again on the next read() once it is back.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ..errors import SourceError
-from .spec import ChangelogSpec, ChangeRow, ChangeRows, redact
+from .spec import ChangelogSpec, ChangeRow, ChangeRows, Snapshot, redact
 
-__all__ = ["ChangeRow", "ChangeRows", "ChangelogSpec", "Reader", "notifies", "open_reader"]
+__all__ = [
+    "ChangeRow",
+    "ChangeRows",
+    "ChangelogSpec",
+    "Reader",
+    "Snapshot",
+    "Stream",
+    "notifies",
+    "open_reader",
+]
 
 
 class Reader(Protocol):
@@ -46,10 +57,39 @@ class Reader(Protocol):
         ...
 
 
+@runtime_checkable
+class Stream(Reader, Protocol):
+    """A reader of a database's change stream, which starts from a snapshot of the table."""
+
+    def snapshot(self, cursor: str | None, batch: int, until: float) -> Snapshot | None:
+        """Return the table's live rows and the stream position they stand at when
+        `cursor` cannot be followed (none yet, or purged); None when it can.
+
+        Called as a scan starts, at `until` (epoch seconds): its reads return only what
+        committed by then, as the ledger would hold a later time to it; the rest waits
+        for the next scan. Raises SourceError when the database cannot be reached or
+        refuses.
+        """
+        ...
+
+    def held(self) -> bool:
+        """True when the last read stopped at a transaction committed after `until`."""
+        ...
+
+    def check(self, cursor: str | None) -> None:
+        """Raise SourceError when the stream cannot be followed from `cursor`; reads
+        nothing (a running daemon follows it)."""
+        ...
+
+
 def notifies(spec: ChangelogSpec) -> bool:
     """True when the reader's wait() can wake on a change: PostgreSQL LISTEN/NOTIFY, an
-    SQLite file written."""
-    return spec.dsn.partition("://")[0].lower() in ("postgresql", "postgres", "sqlite")
+    SQLite file written, a change stream."""
+    return spec.mode != "table" or spec.dsn.partition("://")[0].lower() in (
+        "postgresql",
+        "postgres",
+        "sqlite",
+    )
 
 
 def open_reader(spec: ChangelogSpec) -> Reader:
@@ -61,6 +101,24 @@ def open_reader(spec: ChangelogSpec) -> Reader:
     scheme = spec.dsn.partition("://")[0].lower() if "://" in spec.dsn else ""
     if not scheme:
         raise SourceError(f"changelog {redact(spec.dsn)}: not a database URL (scheme://...)")
+    if spec.mode == "binlog":
+        try:
+            from .binlog import BinlogReader
+        except ImportError as exc:
+            raise SourceError(
+                f"changelog {redact(spec.dsn)}: mode 'binlog' needs mysql-replication: "
+                "pip install 'sitemapd[mysql]'"
+            ) from exc
+        return BinlogReader(spec)
+    if spec.mode == "logical":
+        try:
+            from .logical import LogicalReader
+        except ImportError as exc:
+            raise SourceError(
+                f"changelog {redact(spec.dsn)}: mode 'logical' needs psycopg 3 and psycopg2: "
+                "pip install 'sitemapd[postgres-logical]'"
+            ) from exc
+        return LogicalReader(spec)
     if scheme == "sqlite":
         from .sqlite import SqliteReader
 

@@ -97,9 +97,56 @@ BEGIN
 END;
 """
 
+_MYSQL = """\
+-- sitemapd change log for MySQL (8.0 or later) and MariaDB (10.3 or later). Run once as
+-- the owner of the CMS tables (mysql cms < changelog.sql); sitemapd reads it through
+-- SQLAlchemy (dsn = "mysql+pymysql://..."; pip install 'sitemapd[sql,mysql]'). No
+-- trigger rights, or no schema changes allowed? Follow the table itself instead:
+-- mode = "binlog" (README: Following MySQL or MariaDB through the binlog).
+-- Ids are read in order, re-reading a window of recent ids (`overlap`) for transactions
+-- that commit out of order. sitemapd never deletes rows: purge old ones yourself, e.g.
+-- DELETE FROM {table} WHERE changed_at < UTC_TIMESTAMP() - INTERVAL 30 DAY
+-- (keep anything newer than sitemapd's cursor).
+CREATE TABLE IF NOT EXISTS {table} (
+    id BIGINT AUTO_INCREMENT PRIMARY KEY,
+    url VARCHAR(2048) NOT NULL,                 -- path ("/news/a-story") or absolute URL
+    op VARCHAR(6) NOT NULL DEFAULT 'upsert',    -- 'upsert' or 'delete'
+    changed_at DATETIME(6) NOT NULL,            -- UTC, set by the triggers
+    -- Facts for feeds and the news sitemap: map them in [source.columns] as
+    -- title = "title" and published = "published_at".
+    title TEXT,
+    published_at DATETIME                       -- UTC
+) ENGINE=InnoDB;
+
+-- TEMPLATE: adapt to your content. It assumes a table articles(id, slug, title,
+-- published_at) served at /news/<slug>. Change the table name in the triggers below and
+-- the URL expression (CONCAT('/news/', ...)) to match your site. One statement each, so
+-- the file runs as it is (no DELIMITER).
+DROP TRIGGER IF EXISTS articles_{table}_insert;
+CREATE TRIGGER articles_{table}_insert AFTER INSERT ON articles FOR EACH ROW
+    INSERT INTO {table} (url, op, changed_at, title, published_at)
+        VALUES (CONCAT('/news/', NEW.slug), 'upsert', UTC_TIMESTAMP(6), NEW.title,
+                NEW.published_at);
+
+-- A changed slug moves the article: its old URL is gone.
+DROP TRIGGER IF EXISTS articles_{table}_update;
+CREATE TRIGGER articles_{table}_update AFTER UPDATE ON articles FOR EACH ROW
+    INSERT INTO {table} (url, op, changed_at, title, published_at)
+        SELECT CONCAT('/news/', OLD.slug), 'delete', UTC_TIMESTAMP(6), NULL, NULL
+            FROM DUAL WHERE NOT (OLD.slug <=> NEW.slug)
+        UNION ALL
+        SELECT CONCAT('/news/', NEW.slug), 'upsert', UTC_TIMESTAMP(6), NEW.title,
+               NEW.published_at;
+
+DROP TRIGGER IF EXISTS articles_{table}_delete;
+CREATE TRIGGER articles_{table}_delete AFTER DELETE ON articles FOR EACH ROW
+    INSERT INTO {table} (url, op, changed_at)
+        VALUES (CONCAT('/news/', OLD.slug), 'delete', UTC_TIMESTAMP(6));
+"""
+
 
 def ddl(kind: str, table: str = "sitemap_changes", channel: str = "sitemapd") -> str:
-    """Return the DDL for `kind` ("postgres" or "sqlite") as runnable SQL.
+    """Return the DDL for `kind` ("postgres", "sqlite" or "mysql") as runnable SQL.
 
     Raises ConfigError for another kind or a table/channel that is not a plain name.
     """
@@ -110,4 +157,6 @@ def ddl(kind: str, table: str = "sitemap_changes", channel: str = "sitemapd") ->
         return _POSTGRES.format(table=table, channel=channel)
     if kind == "sqlite":
         return _SQLITE.format(table=table, channel=channel)
-    raise ConfigError(f"changelog ddl: unknown kind {kind!r} (postgres or sqlite)")
+    if kind == "mysql":
+        return _MYSQL.format(table=table)
+    raise ConfigError(f"changelog ddl: unknown kind {kind!r} (postgres, sqlite or mysql)")

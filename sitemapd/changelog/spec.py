@@ -6,7 +6,8 @@ import logging
 import math
 import re
 import string
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from functools import lru_cache
@@ -30,6 +31,8 @@ _FALSE_TEXT = frozenset({"", "0", "f", "false", "n", "no", "off"})
 # A tuple, not a union: isinstance() with `bytes | bytearray` builds the union each call,
 # and this runs for several columns of every row.
 _BLOBS = (bytes, bytearray, memoryview)
+# The replica id a binlog reader registers with when the config names none.
+SERVER_ID = 0x5D_0001
 _PASSWORD_PARAM = re.compile(r"(?i)(password\s*=\s*)('[^']*'|[^&\s]*)")
 
 
@@ -51,6 +54,20 @@ class ChangelogSpec:
     meta_columns: tuple[tuple[str, str], ...] = ()
     channel: str = "sitemapd"
     overlap: int = 1000
+    # "table": a change table filled by triggers; "binlog": the CMS's own `table`
+    # followed through the server's row-based binary log (MySQL, MariaDB); "logical":
+    # through PostgreSQL's logical decoding.
+    mode: str = "table"
+    # Stream modes: (column, accepted values) a row must all match to be a page.
+    live: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Stream modes: the columns whose change moves lastmod; empty means every column.
+    fingerprint_columns: tuple[str, ...] = ()
+    # binlog: the replica id this reader registers with (unique among the server's replicas).
+    server_id: int = SERVER_ID
+    # logical: the replication slot (created if missing) and the publication of the
+    # table (created if missing; default: the slot's name).
+    slot: str = "sitemapd"
+    publication: str = ""
 
 
 class ChangeRow(NamedTuple):
@@ -139,6 +156,36 @@ class ChangeRows(Sequence[ChangeRow]):
 
     def __repr__(self) -> str:
         return f"ChangeRows({list(self)!r})"
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """A change stream's table as it stands, in batches of rows, and the cursor (stream
+    position) to follow it from next."""
+
+    cursor: str
+    batches: Iterator[ChangeRows]
+
+
+class Wakeups:
+    """A change stream's wake-ups, each reported once until a read has taken its data:
+    the data stays in the stream until then, and would wake the daemon again and again."""
+
+    def __init__(self) -> None:
+        self._taken = threading.Event()
+        self._taken.set()
+
+    def ready(self, timeout: float) -> bool:
+        """Return True once the last wake-up was read (waiting up to `timeout` s for it)."""
+        return self._taken.wait(timeout)
+
+    def woke(self) -> None:
+        """Note a wake-up reported."""
+        self._taken.clear()
+
+    def taken(self) -> None:
+        """Note a read."""
+        self._taken.set()
 
 
 class Shape:
@@ -396,6 +443,18 @@ def redact(dsn: str) -> str:
         user = userinfo.partition(":")[0]
         dsn = parts._replace(netloc=f"{user}:***@{hostport}").geturl()
     return _PASSWORD_PARAM.sub(r"\1***", dsn)
+
+
+def foreign_cursor(spec: ChangelogSpec, cursor: str) -> None:
+    """Log that `cursor` is no position of the spec's mode (the source's mode changed):
+    the stream starts again from a snapshot."""
+    log.warning(
+        "changelog %s: the stored position %r is not one of mode %r (was the mode "
+        "changed?): reading the table again in full",
+        redact(spec.dsn),
+        cursor[:80],
+        spec.mode,
+    )
 
 
 def source_error(dsn: str, action: str, exc: BaseException) -> SourceError:

@@ -148,7 +148,7 @@ class Apply:
     def _new_row(self, obs: Observation) -> UrlRow:
         """Return the insert parameters of a URL seen for the first time."""
         reason = self._reason(obs.loc, obs.exclusion)
-        lastmod = min(obs.source_time or self.now, self.now)
+        lastmod = self._when(obs)
         size = entry_size(obs.loc) + len(obs.extra.encode())
         shard = None
         if reason is None:
@@ -194,6 +194,10 @@ class Apply:
             return known, stated
         return min(obs.source_time or self.now, self.now), 0
 
+    def _when(self, obs: Observation) -> str:
+        """Return the source's time of `obs`, or now when it has none or a future one."""
+        return min(obs.source_time or self.now, self.now)
+
     def _observe(self, row: UrlRow, obs: Observation) -> None:
         """Update `row` for what `obs` says of it now."""
         old_lastmod = row.lastmod
@@ -202,12 +206,13 @@ class Apply:
             # other settings, the stored hash is compared with the content's by those.
             measure = obs.content_hash if obs.old_measure is None else obs.old_measure
             changed = row.content_hash is not None and row.content_hash != measure
-            new_lastmod = self.now
+            # A file's content changed when it was read; a change log's row says when.
+            new_lastmod = self.now if obs.bytes_hash is not None else self._when(obs)
         else:
             changed = obs.source_time is not None and (
                 row.source_time is None or obs.source_time > row.source_time
             )
-            new_lastmod = min(obs.source_time or self.now, self.now)
+            new_lastmod = self._when(obs)
         if row.status == SEEDED:
             row.status = GONE  # enters the sitemap below, keeping the seeded lastmod
             row.first_seen = self.now

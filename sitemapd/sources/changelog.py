@@ -1,9 +1,10 @@
-"""Change-log source: rows of a database change table become observations.
+"""Change-log source: rows of a database change table (or change stream) become observations.
 
 Each read returns the rows after the source's cursor; the rows and the cursor after them
 go to the ledger in one transaction (a Checkpoint item), so a crash or an outage loses
 nothing and applies nothing twice. A `reconcile_query` listing every live URL catches
-deletions the log missed.
+deletions the log missed. A change stream starts from a snapshot of its table: one
+complete scan, whose checkpoint is the stream position the snapshot stands at.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from functools import lru_cache
 from itertools import islice, repeat
 
-from ..changelog import ChangeRow, ChangeRows, Reader
+from ..changelog import ChangeRow, ChangeRows, Reader, Snapshot, Stream
 from ..config import ChangelogSource
 from ..errors import InvalidURL
 from ..observation import ArticleMeta, Changes, Checkpoint, Item, Observation, Rejected, Seen
@@ -35,8 +37,16 @@ def cursor_name(source: ChangelogSource) -> str:
 def scan(source: ChangelogSource, ctx: Context, reader: Reader) -> Scan:
     """Return the changes after the stored cursor, with checkpoints; never complete.
 
-    `more` is set after reading when rows were left for the next scan.
+    `more` is set after reading when rows were left for the next scan. A change stream
+    with no position to follow from gives its table's snapshot instead: a complete scan.
     """
+    if isinstance(reader, Stream):
+        until = datetime.fromisoformat(ctx.now).timestamp()
+        snapshot = reader.snapshot(ctx.ledger.cursor(cursor_name(source)), source.batch_size, until)
+        if snapshot is not None:
+            taken = Scan(source.name, _snapshot(source, ctx, snapshot), complete=True)
+            taken.more = True  # the stream from the snapshot's position
+            return taken
     result = Scan(source.name, iter(()), complete=False)
     result.items = _changes(source, ctx, reader, result)
     return result
@@ -68,10 +78,18 @@ def _changes(source: ChangelogSource, ctx: Context, reader: Reader, result: Scan
                 yield Checkpoint(name, after)
                 cursor = after
             if not full:
+                # A transaction committed after the scan began: the next scan takes it.
+                result.more = isinstance(reader, Stream) and reader.held()
                 return
             if following is not None:
                 rows, after = following.result()
     result.more = True
+
+
+def _snapshot(source: ChangelogSource, ctx: Context, snapshot: Snapshot) -> Iterator[Item]:
+    for rows in snapshot.batches:
+        yield from _read_items(source, ctx, rows)
+    yield Checkpoint(cursor_name(source), snapshot.cursor)
 
 
 def _loc(source: ChangelogSource, ctx: Context, url: str) -> str:
