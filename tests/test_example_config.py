@@ -9,6 +9,7 @@ from pathlib import Path
 from conftest import REPO, run_cli
 
 from sitemapd import config
+from sitemapd.config import ChangelogSource
 
 EXAMPLE = REPO / "config.example.toml"
 # A commented-out table header or `key = value` line (prose comments never look so).
@@ -37,7 +38,10 @@ def test_every_setting_turned_on_is_still_valid(tmp_path: Path) -> None:
     full.write_text("\n".join(lines) + "\n")
     cfg = config.load(full)
     assert turned_on > 60
-    assert len(cfg.sources) == 4
+    # Pages, a URL list, a change table, a binlog and a logical stream, an access log.
+    assert len(cfg.sources) == 6
+    modes = {source.spec.mode for source in cfg.sources if isinstance(source, ChangelogSource)}
+    assert modes == {"table", "binlog", "logical"}
     assert cfg.feed is not None
     assert cfg.news is not None
     assert cfg.indexnow is not None
