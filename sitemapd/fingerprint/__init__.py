@@ -1,8 +1,8 @@
 """The significant-change fingerprint: what a page says, not the bytes around it.
 
-`content` (the default) hashes a page's main content (see `extract`), its title,
-headlines, description, canonical and robots directives and the article fields of its
-JSON-LD, normalised so that what a browser shows the same hashes the same (whitespace,
+`content` (the default) hashes a page's main content (see `extract`), its title and
+headline (see `headline`), description, canonical and robots directives and the article
+fields of its JSON-LD, normalised so that what a browser shows the same hashes the same (whitespace,
 entity spelling, attribute order, scripts and styles, asset query strings). `page`
 hashes the bytes, as do non-HTML files. Both take the source's `ignore` patterns out
 first. Each stored fingerprint records the settings that produced it (`Settings.key`).
