@@ -69,13 +69,13 @@ class Sample:
 
 @dataclass(frozen=True)
 class Truth:
-    """An oracle naming the page's blocks whose text the ground truth `body` holds
-    (a class, not a closure: samples go to worker processes)."""
+    """An oracle naming the page's blocks whose text the ground truth `body` holds,
+    squashed (a class, not a closure: samples go to worker processes)."""
 
     body: str
 
     def __call__(self, tree: Element) -> list[Element]:
-        body = squashed(self.body)
+        body = self.body
         found: list[Element] = []
         chosen: set[Element] = set()
         for element in tree.iter(*_BLOCKS):
@@ -124,9 +124,8 @@ def aeb() -> Iterator[Sample]:
     ground = json.loads((base / "ground-truth.json").read_text())
     for path in sorted((base / "html").glob("*.html.gz")):
         key = path.name.split(".")[0]
-        yield Sample(
-            f"aeb/{key[:12]}", gzip.decompress(path.read_bytes()), Truth(ground[key]["articleBody"])
-        )
+        body = squashed(ground[key]["articleBody"])
+        yield Sample(f"aeb/{key[:12]}", gzip.decompress(path.read_bytes()), Truth(body))
 
 
 def readability() -> Iterator[Sample]:
@@ -139,7 +138,7 @@ def readability() -> Iterator[Sample]:
             body = text_of(lxml.html.document_fromstring(expected.read_text()))
         except (etree.ParserError, ValueError):
             continue
-        yield Sample(f"readability/{folder.name}", source.read_bytes(), Truth(body))
+        yield Sample(f"readability/{folder.name}", source.read_bytes(), Truth(squashed(body)))
 
 
 def trafilatura() -> Iterator[Sample]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..config import Config, DirectorySource
 from ..errors import SitemapdError
 from ..fingerprint import TemplateMemory
-from ..pages import is_html, read_bytes, read_file
+from ..pages import is_html, read_bytes
 from ..sources.directory import fingerprint_settings, walk
 from .run import WORST, Report, drill
 
@@ -43,13 +43,9 @@ def run_drill(config: Config, pages: int, seed: int = 0) -> list[SourceReport]:
         if not isinstance(source, DirectorySource) or source.fingerprint != "content":
             continue
         chosen = _sample(source, config, pages, seed)
-        settings = fingerprint_settings(source)
-        loaded = list(_load(source, chosen))
-        # The template as a scan of these pages teaches it: what many of them carry.
-        memory = TemplateMemory()
-        reads = [read_file(relpath, data, settings) for relpath, data in loaded]
-        memory.learn([r.reading.shapes() for r in reads if r.reading is not None])
-        reports.append(SourceReport(source.name, drill(loaded, settings, memory)))
+        loaded = _load(source, chosen)
+        report = drill(loaded, fingerprint_settings(source), TemplateMemory())
+        reports.append(SourceReport(source.name, report))
     if not any(r.report.pages for r in reports):
         raise SitemapdError("no HTML page to drill: no directory source with content fingerprints")
     return reports

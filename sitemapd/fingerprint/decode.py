@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from functools import lru_cache
 
 _BOMS = (
     (codecs.BOM_UTF8, "utf-8"),
@@ -82,6 +83,9 @@ def decoded(data: bytes, whole: bytes | None = None) -> tuple[str, bytes | None]
     return data.decode(detected(data if whole is None else whole), "replace"), None
 
 
+# A page's head and then its whole text are decoded, each detecting from the whole page:
+# the answer for the last page is kept.
+@lru_cache(maxsize=2)
 def detected(data: bytes) -> str:
     """Return the codec a document without a declared charset is written in.
 
