@@ -1,5 +1,5 @@
 """`python -m sitemapd` runs the command line."""
 
-from .cli import main
+from sitemapd.cli import main
 
 main()

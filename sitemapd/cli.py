@@ -16,24 +16,12 @@ from typing import Any, TypeVar
 
 import click
 
-from . import (
-    __version__,
-    config,
-    correct,
-    fdlimit,
-    logs,
-    outbox,
-    ownership,
-    progress,
-    removals,
-    status,
-    w3c,
-)
-from .engine import Engine
-from .errors import ConfigError, LockError, SitemapdError
-from .lock import StateLock
-from .publish import OutputNames, partition_index_urls
-from .words import count
+from sitemapd import __version__, config, correct, fdlimit, logs, outbox, ownership, progress, removals, status, w3c
+from sitemapd.engine import Engine
+from sitemapd.errors import ConfigError, LockError, SitemapdError
+from sitemapd.lock import StateLock
+from sitemapd.publish import OutputNames, partition_index_urls
+from sitemapd.words import count
 
 # A command imports the modules only it uses in its body: each start-up pays for its own
 # command alone (a deploy hook's `build` of URL lists loads no HTML parser, no HTTP client).
@@ -136,7 +124,7 @@ def _with_dry_run(command: F) -> F:
 def _print_dry_run(cfg: config.Config, as_json: bool, confirm_removal: bool = False) -> None:
     """Print what a build would do; exit 1 when a source failed or a removal is held, 2
     (ConfigError) when a file in output_dir under sitemapd's names is not its own."""
-    from . import dryrun
+    from sitemapd import dryrun
 
     ownership.refuse(cfg, ownership.foreign_files(cfg, ownership.ledger_records(cfg)))
 
@@ -235,7 +223,7 @@ def run(config_path: Path, dry_run: bool, as_json: bool) -> None:
         return
     # The daemon's modules (watchdog, the scheduler, the sidecar) load for `run` only: a
     # build from a deploy hook starts faster without them.
-    from .daemon import Daemon
+    from sitemapd.daemon import Daemon
 
     fdlimit.raise_open_files_limit()
     with StateLock(cfg.site.state_dir) as lock:
@@ -255,7 +243,7 @@ def run(config_path: Path, dry_run: bool, as_json: bool) -> None:
 @_errors_exit
 def import_(config_path: Path, files: tuple[Path, ...]) -> None:
     """Seed lastmods from existing sitemaps or indexes (.xml or .xml.gz)."""
-    from .importer import ImportTally, read_sitemaps
+    from sitemapd.importer import ImportTally, read_sitemaps
 
     cfg = config.load(config_path)
     tally, now = ImportTally(), w3c.now()
@@ -351,7 +339,7 @@ def status_(config_path: Path, as_json: bool) -> None:
 def verify_(config_path: Path, partitions: tuple[Path, ...]) -> None:
     """Re-read the published files and check them; exit 1 listing any problem."""
     cfg = config.load(config_path)
-    from .verify import NOTE, WARNING, verify_all
+    from sitemapd.verify import NOTE, WARNING, verify_all
 
     found = verify_all(cfg, [config.load(path) for path in partitions])
     for line in found:
@@ -384,7 +372,7 @@ def explain_(config_path: Path, target: str) -> None:
     TARGET is a page's URL, its path on the site (/news/a.html) or its file under a
     directory source's root.
     """
-    from .explain import explain
+    from sitemapd.explain import explain
 
     click.echo(explain(config.load(config_path), target), nl=False)
 
@@ -400,7 +388,7 @@ def drill_(config_path: Path, pages: int, as_json: bool) -> None:
 
     Exits 1 when a source misses the bars (5% false moves, 98% of edits caught).
     """
-    from .drill import passed, render, run_drill
+    from sitemapd.drill import passed, render, run_drill
 
     reports = run_drill(config.load(config_path), max(pages, 1))
     if as_json:
@@ -477,7 +465,7 @@ def init_(
 ) -> None:
     """Write a small working configuration for one site; asks for what the options do
     not say when run on a terminal."""
-    from . import init
+    from sitemapd import init
 
     if config_path.exists() and not force:
         raise SitemapdError(f"{config_path} exists: give another -c FILE, or --force")
@@ -541,6 +529,6 @@ def init_(
 @click.option("--channel", default="sitemapd", show_default=True, help="NOTIFY channel.")
 def changelog_sql(kind: str, table: str, channel: str) -> None:
     """Print the change table, index and trigger template a CMS installs for sitemapd."""
-    from .changelog.ddl import ddl
+    from sitemapd.changelog.ddl import ddl
 
     click.echo(ddl(kind, table, channel), nl=False)

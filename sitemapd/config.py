@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
-from .changelog.spec import SERVER_ID, ChangelogSpec
-from .errors import ConfigError
-from .listen import parse_listen
-from .parts import part_name
-from .urls import Origin
+from sitemapd.changelog.spec import SERVER_ID, ChangelogSpec
+from sitemapd.errors import ConfigError
+from sitemapd.listen import parse_listen
+from sitemapd.parts import part_name
+from sitemapd.urls import Origin
 
 MAX_URLS = 50_000
 MAX_BYTES = 52_428_800
@@ -549,7 +549,7 @@ def _check_folders(
     """Raise ConfigError when a content root would publish sitemapd's own files as pages,
     or serve its ledger."""
     # Imported here: the sources package imports this module.
-    from .sources.globs import compile_globs
+    from sitemapd.sources.globs import compile_globs
 
     for n, source in enumerate(sources):
         if not isinstance(source, DirectorySource):
@@ -998,7 +998,7 @@ def _selector(table: _Table) -> str | None:
     selector = table.text("content_selector", "")
     if selector:
         # lxml and cssselect load here only: a site of URL lists starts without them.
-        from .fingerprint import compile_selector
+        from sitemapd.fingerprint import compile_selector
 
         try:
             compile_selector(selector)

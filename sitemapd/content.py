@@ -17,13 +17,13 @@ from urllib.parse import urldefrag, urljoin
 
 from lxml import etree
 
-from . import w3c
-from .errors import ConfigError, InvalidURL
-from .fingerprint import compile_selector, image_source, parse_html, title_text
-from .observation import ArticleMeta
-from .render.extensions import HREFLANG
-from .render.news import news_language
-from .urls import Origin, URLPolicy
+from sitemapd import w3c
+from sitemapd.errors import ConfigError, InvalidURL
+from sitemapd.fingerprint import compile_selector, image_source, parse_html, title_text
+from sitemapd.observation import ArticleMeta
+from sitemapd.render.extensions import HREFLANG
+from sitemapd.render.news import news_language
+from sitemapd.urls import Origin, URLPolicy
 
 _BODY = re.compile(rb"<body[\s>]", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")

@@ -6,9 +6,9 @@ one) reads the URL anew.
 
 from __future__ import annotations
 
-from .errors import SitemapdError
-from .ledger import EXCLUDED, LIVE, Ledger
-from .shards import Shards
+from sitemapd.errors import SitemapdError
+from sitemapd.ledger import EXCLUDED, LIVE, Ledger
+from sitemapd.shards import Shards
 
 
 def forget(ledger: Ledger, loc: str) -> None:

@@ -20,27 +20,27 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from . import config as config_module
-from . import outbox, ownership, removals, w3c
-from .changelog import notifies
-from .config import AccessLogSource, ChangelogSource, Config, DirectorySource, UrlListSource
-from .engine import BuildResult, Engine
-from .errors import ConfigError, Interrupted, SitemapdError, StateError
-from .feedwindow import feed_file_page
-from .lock import StateLock
-from .metrics import Metrics
-from .outbox import Courier
-from .progress import LOG_EVERY, STATUS_EVERY, Progress, every_so_often, log_report
-from .sidecar import Sidecar
-from .sources import changelog
-from .sources.accesslog import crawler_of
-from .status import DAEMON_FILE
-from .statusdata import LiveState
-from .statuspage import StatusPage
-from .store import atomic_write
-from .systemd import Notifier
-from .watch import OutputWatcher, Watcher
-from .words import count
+from sitemapd import config as config_module
+from sitemapd import outbox, ownership, removals, w3c
+from sitemapd.changelog import notifies
+from sitemapd.config import AccessLogSource, ChangelogSource, Config, DirectorySource, UrlListSource
+from sitemapd.engine import BuildResult, Engine
+from sitemapd.errors import ConfigError, Interrupted, SitemapdError, StateError
+from sitemapd.feedwindow import feed_file_page
+from sitemapd.lock import StateLock
+from sitemapd.metrics import Metrics
+from sitemapd.outbox import Courier
+from sitemapd.progress import LOG_EVERY, STATUS_EVERY, Progress, every_so_often, log_report
+from sitemapd.sidecar import Sidecar
+from sitemapd.sources import changelog
+from sitemapd.sources.accesslog import crawler_of
+from sitemapd.status import DAEMON_FILE
+from sitemapd.statusdata import LiveState
+from sitemapd.statuspage import StatusPage
+from sitemapd.store import atomic_write
+from sitemapd.systemd import Notifier
+from sitemapd.watch import OutputWatcher, Watcher
+from sitemapd.words import count
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.background import BackgroundScheduler

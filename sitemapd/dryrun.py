@@ -13,11 +13,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import Config
-from .engine import Engine
-from .errors import LedgerError
-from .ledger import EXCLUDED, GONE, NEW, UPDATED
-from .outbox import INDEXNOW, pending
+from sitemapd.config import Config
+from sitemapd.engine import Engine
+from sitemapd.errors import LedgerError
+from sitemapd.ledger import EXCLUDED, GONE, NEW, UPDATED
+from sitemapd.outbox import INDEXNOW, pending
 
 
 @dataclass

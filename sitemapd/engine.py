@@ -11,22 +11,22 @@ from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 
-from . import manifest, robots, sources, w3c
-from .changelog import Reader, open_reader
-from .config import AccessLogSource, ChangelogSource, Config, ContentSource, DirectorySource
-from .errors import InvalidURL, PublishError, SourceError
-from .feedwindow import feed_page_of
-from .lease import Lease, lease_key
-from .ledger import ALLOW_ALL, ChangeSet, Ledger, RobotsRules
-from .observation import Item, Unreadable
-from .partition import owned
-from .progress import Progress, log_report
-from .publish import Publisher, PublishReport
-from .removals import RemovalGuard
-from .s3store import S3Store, client
-from .shards import Limits
-from .sources import accesslog, changelog
-from .urls import URLPolicy
+from sitemapd import manifest, robots, sources, w3c
+from sitemapd.changelog import Reader, open_reader
+from sitemapd.config import AccessLogSource, ChangelogSource, Config, ContentSource, DirectorySource
+from sitemapd.errors import InvalidURL, PublishError, SourceError
+from sitemapd.feedwindow import feed_page_of
+from sitemapd.lease import Lease, lease_key
+from sitemapd.ledger import ALLOW_ALL, ChangeSet, Ledger, RobotsRules
+from sitemapd.observation import Item, Unreadable
+from sitemapd.partition import owned
+from sitemapd.progress import Progress, log_report
+from sitemapd.publish import Publisher, PublishReport
+from sitemapd.removals import RemovalGuard
+from sitemapd.s3store import S3Store, client
+from sitemapd.shards import Limits
+from sitemapd.sources import accesslog, changelog
+from sitemapd.urls import URLPolicy
 
 log = logging.getLogger(__name__)
 

@@ -12,13 +12,13 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from . import history
-from .config import Config, DirectorySource
-from .errors import InvalidURL, SitemapdError
-from .fingerprint import TemplateMemory
-from .pages import read_file
-from .sources.directory import fingerprint_settings
-from .urls import URLPolicy
+from sitemapd import history
+from sitemapd.config import Config, DirectorySource
+from sitemapd.errors import InvalidURL, SitemapdError
+from sitemapd.fingerprint import TemplateMemory
+from sitemapd.pages import read_file
+from sitemapd.sources.directory import fingerprint_settings
+from sitemapd.urls import URLPolicy
 
 # Characters of main text shown before the rest is summed up.
 _SHOWN = 4000

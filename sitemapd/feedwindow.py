@@ -23,11 +23,11 @@ import logging
 from collections.abc import Collection
 from urllib.parse import urlsplit
 
-from . import w3c
-from .config import FeedConfig
-from .ledger import BASELINE_CURSOR, FeedPageRange, Ledger
-from .parts import part_number
-from .render.feedpage import FeedEntry
+from sitemapd import w3c
+from sitemapd.config import FeedConfig
+from sitemapd.ledger import BASELINE_CURSOR, FeedPageRange, Ledger
+from sitemapd.parts import part_number
+from sitemapd.render.feedpage import FeedEntry
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from .ledger.model import NEW, ROBOTS_REASON, UPDATED
-from .ledger.schema import EXCLUDED, GONE
+from sitemapd.ledger.model import NEW, ROBOTS_REASON, UPDATED
+from sitemapd.ledger.schema import EXCLUDED, GONE
 
 # The columns of `urls` a `UrlState` holds, in its field order.
 _COLUMNS = (

@@ -18,11 +18,11 @@ from urllib.parse import unquote, urlsplit
 
 from lxml import etree
 
-from . import w3c
-from .errors import InvalidURL, SitemapdError
-from .sitemapfile import Entry, entries, open_sitemap, root_tag
-from .urls import URLPolicy
-from .words import count
+from sitemapd import w3c
+from sitemapd.errors import InvalidURL, SitemapdError
+from sitemapd.sitemapfile import Entry, entries, open_sitemap, root_tag
+from sitemapd.urls import URLPolicy
+from sitemapd.words import count
 
 log = logging.getLogger(__name__)
 

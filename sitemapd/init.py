@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConfigError
+from sitemapd.errors import ConfigError
 
 # Index names tried in turn: the first no generator file holds is sitemapd's.
 _INDEX_NAMES = ("sitemap.xml", "sitemapd.xml", "sitemapd-index.xml")

@@ -24,10 +24,10 @@ import threading
 import time
 from typing import Any
 
-from . import w3c
-from .errors import PublishError
-from .manifestfile import PRIVATE
-from .s3store import failure, status_of
+from sitemapd import w3c
+from sitemapd.errors import PublishError
+from sitemapd.manifestfile import PRIVATE
+from sitemapd.s3store import failure, status_of
 
 log = logging.getLogger(__name__)
 

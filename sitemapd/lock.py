@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from types import TracebackType
 
-from .errors import LockError, StateError
+from sitemapd.errors import LockError, StateError
 
 
 class StateLock:

@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from itertools import chain
 from pathlib import Path
 
-from .errors import LedgerError
-from .ledger import LIVE, Ledger
-from .manifestfile import Row, encode
+from sitemapd.errors import LedgerError
+from sitemapd.ledger import LIVE, Ledger
+from sitemapd.manifestfile import Row, encode
 
 # The cursor naming the manifest format every published shard has a manifest in.
 WRITTEN = "manifests_written"

@@ -10,8 +10,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from .engine import BuildResult
-from .status import STATES, url_counts
+from sitemapd.engine import BuildResult
+from sitemapd.status import STATES, url_counts
 
 
 class _LedgerCollector(Collector):

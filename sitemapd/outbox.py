@@ -19,12 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import w3c
-from .config import Config
-from .ledger import BASELINE_CURSOR, PUBLISHED_CURSOR, Ledger
+from sitemapd import w3c
+from sitemapd.config import Config
+from sitemapd.ledger import BASELINE_CURSOR, PUBLISHED_CURSOR, Ledger
 
 if TYPE_CHECKING:
-    from .notify import Outcome
+    from sitemapd.notify import Outcome
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def pending(ledger: Ledger, config: Config) -> list[Delivery]:
     published = int(ledger.cursor(PUBLISHED_CURSOR) or 0)
     if settings is not None:
         # The HTTP client loads only for a site that notifies: a `build` starts faster.
-        from .notify import indexnow
+        from sitemapd.notify import indexnow
 
         start = ledger.cursor(INDEXNOW)
         if start is None:
@@ -101,7 +101,7 @@ def pending(ledger: Ledger, config: Config) -> list[Delivery]:
 
 def send(delivery: Delivery, config: Config, timeout: float) -> Outcome:
     """Make the request of `delivery`; never raises for network or HTTP errors."""
-    from .notify import indexnow, websub
+    from sitemapd.notify import indexnow, websub
 
     if delivery.kind == WEBSUB:
         return websub.publish(delivery.target, delivery.urls[0], timeout)

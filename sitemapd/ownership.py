@@ -22,14 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import Config
-from .errors import ConfigError, SitemapdError
-from .parts import part_number
-from .publish import OutputNames
-from .render.news import NEWS_HEAD
-from .render.sitemap import INDEX_HEAD, URLSET_EXTENDED_HEAD, URLSET_HEAD
-from .sitemapfile import entries, open_sitemap
-from .store import LocalStore, Record
+from sitemapd.config import Config
+from sitemapd.errors import ConfigError, SitemapdError
+from sitemapd.parts import part_number
+from sitemapd.publish import OutputNames
+from sitemapd.render.news import NEWS_HEAD
+from sitemapd.render.sitemap import INDEX_HEAD, URLSET_EXTENDED_HEAD, URLSET_HEAD
+from sitemapd.sitemapfile import entries, open_sitemap
+from sitemapd.store import LocalStore, Record
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ def _own_bytes(path: Path, config: Config, names: OutputNames) -> bool:
     if names.is_news(name):
         return head.startswith(NEWS_HEAD.encode())
     # feedgen loads only for a site with feeds.
-    from .render.feeds import GENERATOR
+    from sitemapd.render.feeds import GENERATOR
 
     return f"<generator>{GENERATOR}</generator>".encode() in head
 

@@ -11,20 +11,11 @@ import os
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from . import w3c
-from .content import PageFacts, ld_articles, read_page
-from .fingerprint import (
-    Material,
-    Reading,
-    Settings,
-    TemplateMemory,
-    bytes_digest,
-    parse_html,
-    read_html,
-    without_ignored,
-)
-from .ledger import KnownFile
-from .observation import file_key
+from sitemapd import w3c
+from sitemapd.content import PageFacts, ld_articles, read_page
+from sitemapd.fingerprint import Material, Reading, Settings, TemplateMemory, bytes_digest, parse_html, read_html, without_ignored
+from sitemapd.ledger import KnownFile
+from sitemapd.observation import file_key
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 
-from .config import Partition
-from .observation import Changes, Gone, Item, ListChunk, Observation, Seen
+from sitemapd.config import Partition
+from sitemapd.observation import Changes, Gone, Item, ListChunk, Observation, Seen
 
 
 def partition_of(loc: str, count: int) -> int:

@@ -13,10 +13,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 
-from .config import Config, DirectorySource
-from .errors import Interrupted
-from .observation import Changes, Item, ListChunk, Observation, Seen
-from .sources.globs import compile_globs
+from sitemapd.config import Config, DirectorySource
+from sitemapd.errors import Interrupted
+from sitemapd.observation import Changes, Item, ListChunk, Observation, Seen
+from sitemapd.sources.globs import compile_globs
 
 log = logging.getLogger(__name__)
 

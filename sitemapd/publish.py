@@ -22,26 +22,20 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from . import manifest, robots, w3c
-from .config import Config, Partition, partition_name
-from .errors import PublishError
-from .feedwindow import feed_pages
-from .ledger import Ledger
-from .manifestfile import VERSION
-from .parts import part_name, part_number, part_url
-from .render.extensions import without_alternates
-from .render.news import NewsItem, news_files, news_language, news_urlset
-from .render.sitemap import (
-    encoded_urlset,
-    plain_entries,
-    plain_urlset,
-    sitemap_index,
-    urlset,
-)
-from .store import LocalStore, Record, Store
+from sitemapd import manifest, robots, w3c
+from sitemapd.config import Config, Partition, partition_name
+from sitemapd.errors import PublishError
+from sitemapd.feedwindow import feed_pages
+from sitemapd.ledger import Ledger
+from sitemapd.manifestfile import VERSION
+from sitemapd.parts import part_name, part_number, part_url
+from sitemapd.render.extensions import without_alternates
+from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
+from sitemapd.render.sitemap import encoded_urlset, plain_entries, plain_urlset, sitemap_index, urlset
+from sitemapd.store import LocalStore, Record, Store
 
 if TYPE_CHECKING:
-    from .render.feedpage import FeedPage
+    from sitemapd.render.feedpage import FeedPage
 
 log = logging.getLogger(__name__)
 
@@ -232,7 +226,7 @@ class Publisher:
         # robots.txt names the new index before any retired file goes.
         self._update_robots_txt(report)
         if self.names.key_file is not None and self.config.indexnow is not None:
-            from .notify import indexnow  # with its HTTP client: only for a site that notifies
+            from sitemapd.notify import indexnow  # with its HTTP client: only for a site that notifies
 
             name, data = indexnow.key_file(self.config.indexnow.key)
             self._write(name, data, written, report)
@@ -354,8 +348,8 @@ class Publisher:
         if feed is None:
             return set()
         # feedgen and lxml load for a site with feeds only: a `build` starts faster.
-        from .render.feedpage import FeedPage
-        from .render.feeds import atom, rss
+        from sitemapd.render.feedpage import FeedPage
+        from sitemapd.render.feeds import atom, rss
 
         crawlers = [name for name, _ in self.config.crawlers]
         pages = feed_pages(self.ledger, feed, crawlers, now)

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import w3c
-from .errors import SitemapdError
+from sitemapd import w3c
+from sitemapd.errors import SitemapdError
 
 # Removals of at most this many live URLs are never held: small sites must not get stuck.
 REMOVAL_FLOOR = 20

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from protego import Protego
 
-from .ledger import RobotsRules
+from sitemapd.ledger import RobotsRules
 
 _SITEMAP_LINE = re.compile(rb"^[ \t]*sitemap[ \t]*:[ \t]*(\S*)[ \t]*(?:#.*)?$", re.IGNORECASE)
 _AGENTS = ("Googlebot", "*")

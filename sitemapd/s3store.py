@@ -13,9 +13,9 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from .config import S3Target
-from .errors import PublishError
-from .manifestfile import Row, decode, manifest_name
+from sitemapd.config import S3Target
+from sitemapd.errors import PublishError
+from sitemapd.manifestfile import Row, decode, manifest_name
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .render.sitemap import SHARD_OVERHEAD
+from sitemapd.render.sitemap import SHARD_OVERHEAD
 
 
 @dataclass(slots=True)

@@ -38,11 +38,11 @@ from urllib.parse import unquote, urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from .ledger import is_published
-from .listen import parse_listen
-from .metrics import Metrics
-from .statuspage import PATHS as STATUS_PATHS
-from .statuspage import StatusPage
+from sitemapd.ledger import is_published
+from sitemapd.listen import parse_listen
+from sitemapd.metrics import Metrics
+from sitemapd.statuspage import PATHS as STATUS_PATHS
+from sitemapd.statuspage import StatusPage
 
 log = logging.getLogger(__name__)
 

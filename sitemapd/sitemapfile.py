@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 from lxml import etree
 
-from .errors import SitemapdError
+from sitemapd.errors import SitemapdError
 
 NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
 

@@ -9,18 +9,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import robots
-from .changelog import Stream, open_reader
-from .config import ChangelogSource, Config, DirectorySource
-from .errors import SitemapdError
-from .lock import StateLock
-from .manifest import ADOPTED
-from .publish import OutputNames, partition_index_urls
-from .removals import holds
-from .render.feedpage import ATOM_NS
-from .render.sitemap import SITEMAP_NS, envelope_size
-from .sources.changelog import cursor_name
-from .words import count
+from sitemapd import robots
+from sitemapd.changelog import Stream, open_reader
+from sitemapd.config import ChangelogSource, Config, DirectorySource
+from sitemapd.errors import SitemapdError
+from sitemapd.lock import StateLock
+from sitemapd.manifest import ADOPTED
+from sitemapd.publish import OutputNames, partition_index_urls
+from sitemapd.removals import holds
+from sitemapd.render.feedpage import ATOM_NS
+from sitemapd.render.sitemap import SITEMAP_NS, envelope_size
+from sitemapd.sources.changelog import cursor_name
+from sitemapd.words import count
 
 _EXAMPLES = 50  # excluded and invalid items listed per report
 # A running daemon's health, which it rewrites in the state folder when it changes.
@@ -317,8 +317,8 @@ def _target(config: Config) -> tuple[list[str], Callable[[str], bytes], dict[str
         out = config.site.output_dir
         names = sorted(path.name for path in out.iterdir()) if out.is_dir() else []
         return names, lambda name: _read(out / name), None
-    from .lease import lease_key
-    from .s3store import S3Store
+    from sitemapd.lease import lease_key
+    from sitemapd.s3store import S3Store
 
     store = S3Store(target)
     store.prepare(write=False)

@@ -19,18 +19,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import history, w3c
-from .changelog.spec import redact
-from .config import Config
-from .errors import InvalidURL
-from .ledger.journal import first_seq_since
-from .ledger.model import BASELINE_CURSOR, NEW, PUBLISHED_CURSOR, UPDATED
-from .ledger.schema import GONE
-from .outbox import ANSWER_PREFIX, INDEXNOW, KEY_REJECTED, WEBSUB, answer_cursor, websub_cursor
-from .publish import OutputNames
-from .removals import holds
-from .status import published_counts
-from .urls import URLPolicy
+from sitemapd import history, w3c
+from sitemapd.changelog.spec import redact
+from sitemapd.config import Config
+from sitemapd.errors import InvalidURL
+from sitemapd.ledger.journal import first_seq_since
+from sitemapd.ledger.model import BASELINE_CURSOR, NEW, PUBLISHED_CURSOR, UPDATED
+from sitemapd.ledger.schema import GONE
+from sitemapd.outbox import ANSWER_PREFIX, INDEXNOW, KEY_REJECTED, WEBSUB, answer_cursor, websub_cursor
+from sitemapd.publish import OutputNames
+from sitemapd.removals import holds
+from sitemapd.status import published_counts
+from sitemapd.urls import URLPolicy
 
 # The version of the `/status.json` layout: fields are only ever added within it.
 SCHEMA = 1

@@ -11,7 +11,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from .words import count
+from sitemapd.words import count
 
 # The chart's drawing area, in SVG units, and the colour of each kind of change.
 _WIDTH, _HEIGHT, _LEFT, _BOTTOM = 960, 180, 44, 22

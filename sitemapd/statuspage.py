@@ -12,9 +12,9 @@ from http import HTTPStatus
 from pathlib import Path
 from urllib.parse import parse_qs
 
-from .config import Config
-from .statusdata import LiveState, StatusData
-from .statushtml import render_report, render_url
+from sitemapd.config import Config
+from sitemapd.statusdata import LiveState, StatusData
+from sitemapd.statushtml import render_report, render_url
 
 log = logging.getLogger(__name__)
 

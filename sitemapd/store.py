@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Protocol
 
-from .errors import PublishError
-from .lifeline import running
-from .manifestfile import Row, decode, manifest_name
+from sitemapd.errors import PublishError
+from sitemapd.lifeline import running
+from sitemapd.manifestfile import Row, decode, manifest_name
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import quote, urlsplit
 
-from .errors import ConfigError, InvalidURL
+from sitemapd.errors import ConfigError, InvalidURL
 
 MAX_URL_LENGTH = 2048
 

@@ -19,15 +19,15 @@ from pathlib import Path
 
 from lxml import etree
 
-from . import robots, status, w3c
-from .config import MAX_NEWS_AGE, Config
-from .errors import InvalidURL, SitemapdError
-from .partition import partition_of
-from .publish import OutputNames
-from .render.news import MAX_NEWS_ITEMS, NEWS_NS
-from .s3store import S3Store
-from .sitemapfile import NS, CountingReader, entries, open_sitemap, root_tag
-from .urls import URLPolicy
+from sitemapd import robots, status, w3c
+from sitemapd.config import MAX_NEWS_AGE, Config
+from sitemapd.errors import InvalidURL, SitemapdError
+from sitemapd.partition import partition_of
+from sitemapd.publish import OutputNames
+from sitemapd.render.news import MAX_NEWS_ITEMS, NEWS_NS
+from sitemapd.s3store import S3Store
+from sitemapd.sitemapfile import NS, CountingReader, entries, open_sitemap, root_tag
+from sitemapd.urls import URLPolicy
 
 _LASTMOD = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\Z")
 _SHOWN = 20  # problems of one kind listed per file before summarising

@@ -31,8 +31,8 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
-from .config import DirectorySource, SourceConfig, UrlListSource
-from .sources.base import skipped_below
+from sitemapd.config import DirectorySource, SourceConfig, UrlListSource
+from sitemapd.sources.base import skipped_below
 
 log = logging.getLogger(__name__)
 

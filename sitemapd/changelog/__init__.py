@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol, runtime_checkable
 
-from ..errors import SourceError
-from .spec import ChangelogSpec, ChangeRow, ChangeRows, Snapshot, redact
+from sitemapd.errors import SourceError
+from sitemapd.changelog.spec import ChangelogSpec, ChangeRow, ChangeRows, Snapshot, redact
 
 __all__ = [
     "ChangeRow",
@@ -103,7 +103,7 @@ def open_reader(spec: ChangelogSpec) -> Reader:
         raise SourceError(f"changelog {redact(spec.dsn)}: not a database URL (scheme://...)")
     if spec.mode == "binlog":
         try:
-            from .binlog import BinlogReader
+            from sitemapd.changelog.binlog import BinlogReader
         except ImportError as exc:
             raise SourceError(
                 f"changelog {redact(spec.dsn)}: mode 'binlog' needs mysql-replication: "
@@ -112,7 +112,7 @@ def open_reader(spec: ChangelogSpec) -> Reader:
         return BinlogReader(spec)
     if spec.mode == "logical":
         try:
-            from .logical import LogicalReader
+            from sitemapd.changelog.logical import LogicalReader
         except ImportError as exc:
             raise SourceError(
                 f"changelog {redact(spec.dsn)}: mode 'logical' needs psycopg 3 and psycopg2: "
@@ -120,12 +120,12 @@ def open_reader(spec: ChangelogSpec) -> Reader:
             ) from exc
         return LogicalReader(spec)
     if scheme == "sqlite":
-        from .sqlite import SqliteReader
+        from sitemapd.changelog.sqlite import SqliteReader
 
         return SqliteReader(spec)
     if scheme in ("postgresql", "postgres"):
         try:
-            from .postgres import PostgresReader
+            from sitemapd.changelog.postgres import PostgresReader
         except ImportError as exc:
             raise SourceError(
                 f"changelog {redact(spec.dsn)}: PostgreSQL needs psycopg 3: "
@@ -133,7 +133,7 @@ def open_reader(spec: ChangelogSpec) -> Reader:
             ) from exc
         return PostgresReader(spec)
     try:
-        from .generic import GenericReader
+        from sitemapd.changelog.generic import GenericReader
     except ImportError as exc:
         raise SourceError(
             f"changelog {redact(spec.dsn)}: {scheme} databases need SQLAlchemy 2: "

@@ -33,17 +33,9 @@ from pymysqlreplication.row_event import (
     WriteRowsEvent,
 )
 
-from ..errors import ConfigError, SourceError
-from .rows import Folds, Table, describe, text
-from .spec import (
-    ChangelogSpec,
-    ChangeRows,
-    Snapshot,
-    Wakeups,
-    foreign_cursor,
-    redact,
-    source_error,
-)
+from sitemapd.errors import ConfigError, SourceError
+from sitemapd.changelog.rows import Folds, Table, describe, text
+from sitemapd.changelog.spec import ChangelogSpec, ChangeRows, Snapshot, Wakeups, foreign_cursor, redact, source_error
 
 log = logging.getLogger("sitemapd.changelog")
 

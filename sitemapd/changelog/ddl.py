@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import ConfigError
+from sitemapd.errors import ConfigError
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 

@@ -17,8 +17,8 @@ from sqlalchemy.exc import NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.sql import FromClause, Select
 from sqlalchemy.sql.expression import ColumnClause
 
-from ..errors import SourceError
-from .spec import MAX_BACKLOG, ChangelogSpec, ChangeRows, Shape, redact, source_error
+from sitemapd.errors import SourceError
+from sitemapd.changelog.spec import MAX_BACKLOG, ChangelogSpec, ChangeRows, Shape, redact, source_error
 
 
 class GenericReader:

@@ -15,8 +15,8 @@ from operator import itemgetter
 from typing import Any, NamedTuple, overload
 from urllib.parse import unquote, urlsplit
 
-from .. import w3c
-from ..errors import ConfigError, SourceError
+from sitemapd import w3c
+from sitemapd.errors import ConfigError, SourceError
 
 log = logging.getLogger("sitemapd.changelog")
 

@@ -12,12 +12,12 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..config import Config, DirectorySource
-from ..errors import SitemapdError
-from ..fingerprint import TemplateMemory
-from ..pages import is_html, read_bytes
-from ..sources.directory import fingerprint_settings, walk
-from .run import WORST, Report, drill
+from sitemapd.config import Config, DirectorySource
+from sitemapd.errors import SitemapdError
+from sitemapd.fingerprint import TemplateMemory
+from sitemapd.pages import is_html, read_bytes
+from sitemapd.sources.directory import fingerprint_settings, walk
+from sitemapd.drill.run import WORST, Report, drill
 
 # The bars a site passes: surroundings move at most 5% of pages, edits are caught on 98%.
 MAX_FALSE = 0.05

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
-from ..fingerprint.extract import BLOCKS
+from sitemapd.fingerprint.extract import BLOCKS
 
 Element = etree._Element
 

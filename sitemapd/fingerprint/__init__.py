@@ -21,21 +21,11 @@ from urllib.parse import urlsplit
 from lxml import etree
 from lxml.cssselect import CSSSelector
 
-from .decode import decoded
-from .extract import (
-    NEVER,
-    Element,
-    describe,
-    drop,
-    fragments,
-    main_content,
-    outside,
-    text_nodes,
-    text_of,
-)
-from .headline import headline, title_text
-from .material import Material, kept, material
-from .template import TemplateMemory, shape
+from sitemapd.fingerprint.decode import decoded
+from sitemapd.fingerprint.extract import NEVER, Element, describe, drop, fragments, main_content, outside, text_nodes, text_of
+from sitemapd.fingerprint.headline import headline, title_text
+from sitemapd.fingerprint.material import Material, kept, material
+from sitemapd.fingerprint.template import TemplateMemory, shape
 
 __all__ = [
     "FINGERPRINT_VERSION",

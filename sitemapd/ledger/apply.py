@@ -13,37 +13,17 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..observation import (
-    Changes,
-    Checkpoint,
-    Gone,
-    Item,
-    ListChunk,
-    Observation,
-    Rejected,
-    Seen,
-)
-from ..removals import RemovalGuard, decide
-from ..render.sitemap import entry_size
-from ..shards import Shards
-from .changes import load_changes
-from .lists import ListLoad
-from .model import BASELINE_CURSOR, NEW, ROBOTS_REASON, UPDATED, ChangeSet, RobotsRules
-from .schema import (
-    EXCLUDED,
-    GONE,
-    LIVE,
-    SEEDED,
-    UPDATE_URL,
-    URL_COLUMNS,
-    UrlRow,
-    create_url_indexes,
-    drop_loc_index,
-    insert_rows,
-)
+from sitemapd.observation import Changes, Checkpoint, Gone, Item, ListChunk, Observation, Rejected, Seen
+from sitemapd.removals import RemovalGuard, decide
+from sitemapd.render.sitemap import entry_size
+from sitemapd.shards import Shards
+from sitemapd.ledger.changes import load_changes
+from sitemapd.ledger.lists import ListLoad
+from sitemapd.ledger.model import BASELINE_CURSOR, NEW, ROBOTS_REASON, UPDATED, ChangeSet, RobotsRules
+from sitemapd.ledger.schema import EXCLUDED, GONE, LIVE, SEEDED, UPDATE_URL, URL_COLUMNS, UrlRow, create_url_indexes, drop_loc_index, insert_rows
 
 if TYPE_CHECKING:
-    from . import Ledger
+    from sitemapd.ledger import Ledger
 
 log = logging.getLogger("sitemapd.ledger")
 

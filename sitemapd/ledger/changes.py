@@ -14,14 +14,14 @@ from itertools import compress, groupby, pairwise
 from operator import itemgetter, ne
 from typing import TYPE_CHECKING, Any
 
-from ..observation import Changes
-from ..render.sitemap import entry_size_sql, entry_sizes
-from .model import ROBOTS_REASON
-from .schema import EXCLUDED, LIVE
+from sitemapd.observation import Changes
+from sitemapd.render.sitemap import entry_size_sql, entry_sizes
+from sitemapd.ledger.model import ROBOTS_REASON
+from sitemapd.ledger.schema import EXCLUDED, LIVE
 
 if TYPE_CHECKING:
-    from ..observation import ArticleMeta
-    from .apply import Apply
+    from sitemapd.observation import ArticleMeta
+    from sitemapd.ledger.apply import Apply
 
 # Below this many rows on average per stretch, rows go one by one (`executemany`).
 _STRETCH = 32

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from .transaction import Transactions
+from sitemapd.ledger.transaction import Transactions
 
 
 class CrawlRecords(Transactions):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 
-from .model import FeedPageRange
-from .schema import GONE, LIVE
-from .transaction import Transactions
+from sitemapd.ledger.model import FeedPageRange
+from sitemapd.ledger.schema import GONE, LIVE
+from sitemapd.ledger.transaction import Transactions
 
 
 def first_seq_since(conn: sqlite3.Connection, at: str, last_seq: int) -> int:

@@ -25,16 +25,16 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from ..observation import Gone, ListChunk, Observation, Seen
-from ..render.sitemap import entry_sizes, plain_entries
-from .bulk import insert_values
-from .model import ROBOTS_REASON
-from .schema import EXCLUDED, LIVE
-from .spool import ShardSpool
-from .transaction import Transactions
+from sitemapd.observation import Gone, ListChunk, Observation, Seen
+from sitemapd.render.sitemap import entry_sizes, plain_entries
+from sitemapd.ledger.bulk import insert_values
+from sitemapd.ledger.model import ROBOTS_REASON
+from sitemapd.ledger.schema import EXCLUDED, LIVE
+from sitemapd.ledger.spool import ShardSpool
+from sitemapd.ledger.transaction import Transactions
 
 if TYPE_CHECKING:
-    from .apply import Apply
+    from sitemapd.ledger.apply import Apply
 
 log = logging.getLogger("sitemapd.ledger")
 

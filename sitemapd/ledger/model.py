@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..removals import Hold
+from sitemapd.removals import Hold
 
 NEW, UPDATED = "new", "updated"
 ROBOTS_REASON = "robots.txt"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from .model import PUBLISHED_CURSOR
-from .schema import LIVE
-from .transaction import Transactions
+from sitemapd.ledger.model import PUBLISHED_CURSOR
+from sitemapd.ledger.schema import LIVE
+from sitemapd.ledger.transaction import Transactions
 
 
 class RenderQueries(Transactions):

@@ -13,8 +13,8 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LedgerError
-from .bulk import insert_values
+from sitemapd.errors import LedgerError
+from sitemapd.ledger.bulk import insert_values
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import indexnow, websub
-from .http import Outcome, post
+from sitemapd.notify import indexnow, websub
+from sitemapd.notify.http import Outcome, post
 
 __all__ = ["Outcome", "indexnow", "post", "websub"]

@@ -13,7 +13,7 @@ from email.message import Message
 from typing import IO, NamedTuple
 from urllib.parse import urlsplit
 
-from .. import __version__
+from sitemapd import __version__
 
 USER_AGENT = f"sitemapd/{__version__}"
 MAX_BODY = 64 * 1024

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit
 
-from .http import USER_AGENT, Outcome, post
+from sitemapd.notify.http import USER_AGENT, Outcome, post
 
 MAX_URLS = 10_000
 DEFAULT_ENDPOINT = "https://api.indexnow.org/indexnow"

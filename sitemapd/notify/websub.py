@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode, urlsplit
 
-from .http import USER_AGENT, Outcome, post
+from sitemapd.notify.http import USER_AGENT, Outcome, post
 
 CONTENT_TYPE = "application/x-www-form-urlencoded"
 

@@ -16,7 +16,7 @@ from feedgen.ext.base import BaseEntryExtension, BaseExtension
 from feedgen.feed import FeedGenerator
 from lxml import etree
 
-from .feedpage import ATOM_NS, FeedEntry, FeedPage, xml_text
+from sitemapd.render.feedpage import ATOM_NS, FeedEntry, FeedPage, xml_text
 
 ATOM_TYPE = "application/atom+xml"
 RSS_TYPE = "application/rss+xml"

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import NamedTuple
 
-from ..urls import xml_escape
-from .sitemap import XML_DECLARATION
+from sitemapd.urls import xml_escape
+from sitemapd.render.sitemap import XML_DECLARATION
 
 NEWS_NS = "http://www.google.com/schemas/sitemap-news/0.9"
 MAX_NEWS_ITEMS = 1000

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..changelog import Reader
-from ..config import ContentSource, DirectorySource, UrlListSource
-from .base import Context, Scan
+from sitemapd.changelog import Reader
+from sitemapd.config import ContentSource, DirectorySource, UrlListSource
+from sitemapd.sources.base import Context, Scan
 
 __all__ = ["Context", "Scan", "observe", "scan"]
 
@@ -15,21 +15,21 @@ def scan(source: ContentSource, ctx: Context, reader: Reader | None = None) -> S
     # Each kind loads on first use: a `build` of URL lists starts without the HTML parsers
     # the directory source needs.
     if isinstance(source, DirectorySource):
-        from . import directory
+        from sitemapd.sources import directory
 
         return directory.scan(source, ctx)
     if isinstance(source, UrlListSource):
-        from . import urllist
+        from sitemapd.sources import urllist
 
         return urllist.scan(source, ctx.policy, ctx.ledger)
     assert reader is not None
-    from . import changelog
+    from sitemapd.sources import changelog
 
     return changelog.scan(source, ctx, reader)
 
 
 def observe(source: DirectorySource, ctx: Context, relpaths: set[str]) -> Scan:
     """Return a scan of what changed at `relpaths` under a directory source."""
-    from . import directory
+    from sitemapd.sources import directory
 
     return directory.observe(source, ctx, relpaths)

@@ -17,8 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
-from .. import w3c
-from ..errors import SourceError
+from sitemapd import w3c
+from sitemapd.errors import SourceError
 
 DEFAULT_CRAWLERS: dict[str, str] = {"googlebot": r"Googlebot", "bingbot": r"bingbot"}
 

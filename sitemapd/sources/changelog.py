@@ -16,11 +16,11 @@ from datetime import datetime
 from functools import lru_cache
 from itertools import islice, repeat
 
-from ..changelog import ChangeRow, ChangeRows, Reader, Snapshot, Stream
-from ..config import ChangelogSource
-from ..errors import InvalidURL
-from ..observation import ArticleMeta, Changes, Checkpoint, Item, Observation, Rejected, Seen
-from .base import Context, Scan, rejected, with_defaults
+from sitemapd.changelog import ChangeRow, ChangeRows, Reader, Snapshot, Stream
+from sitemapd.config import ChangelogSource
+from sitemapd.errors import InvalidURL
+from sitemapd.observation import ArticleMeta, Changes, Checkpoint, Item, Observation, Rejected, Seen
+from sitemapd.sources.base import Context, Scan, rejected, with_defaults
 
 # Reads per scan: one scan is one transaction and one publish, so a backlog drains in
 # large steps while a single read stays small enough to hold in memory.

@@ -23,9 +23,9 @@ import sys
 from collections.abc import Iterator
 from typing import IO, BinaryIO, NamedTuple
 
-from .. import lifeline
-from .base import log
-from .listchunks import Chunk, LineParser, Parsed, cut
+from sitemapd import lifeline
+from sitemapd.sources.base import log
+from sitemapd.sources.listchunks import Chunk, LineParser, Parsed, cut
 
 # Lists of this many bytes or more go to a worker, but for the chunks that start in
 # their first `_HEAD` bytes: this process parses those while the worker starts.

@@ -15,14 +15,14 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from ..config import UrlListSource
-from ..errors import SourceError
-from ..ledger import KnownChunk, Ledger
-from ..observation import Item, ListChunk, file_key
-from ..urls import URLPolicy
-from .base import Scan, log, reported
-from .listchunks import LineParser, cut
-from .listworker import parsed_chunks
+from sitemapd.config import UrlListSource
+from sitemapd.errors import SourceError
+from sitemapd.ledger import KnownChunk, Ledger
+from sitemapd.observation import Item, ListChunk, file_key
+from sitemapd.urls import URLPolicy
+from sitemapd.sources.base import Scan, log, reported
+from sitemapd.sources.listchunks import LineParser, cut
+from sitemapd.sources.listworker import parsed_chunks
 
 
 def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
