@@ -148,9 +148,10 @@ def engine_one_change(config: Path, loc: str) -> tuple[float, int, int, float]:
     """Apply one changed URL through the engine and publish: seconds, files, bytes, RSS."""
     code = f"""
 import time
-from sitemapd import config, w3c
-from sitemapd.engine import Engine
-from sitemapd.observation import Observation
+from sitemapd import config
+from sitemapd.core import w3c
+from sitemapd.engine.engine import Engine
+from sitemapd.core.observation import Observation
 cfg = config.load({str(config)!r})
 engine = Engine(cfg)
 source = cfg.sources[0].name

@@ -174,8 +174,9 @@ def engine_changes(config: Path, changes: int) -> list[float]:
     code = f"""
 import time
 from pathlib import Path
-from sitemapd import config, w3c
-from sitemapd.engine import Engine
+from sitemapd import config
+from sitemapd.core import w3c
+from sitemapd.engine.engine import Engine
 engine = Engine(config.load({str(config)!r}))
 root = Path({str(config.parent / "site")!r})
 for n in range({changes}):
@@ -220,7 +221,9 @@ def latencies(
     daemon = Daemon(config)
     hub, indexnow = [], []
     try:
-        daemon.wait(lambda: any("sitemapd.daemon: ready" in line for line in daemon.lines), 120)
+        daemon.wait(
+            lambda: any("sitemapd.daemon.daemon: ready" in line for line in daemon.lines), 120
+        )
         # The first publish announces every page; let its pings land before measuring.
         daemon.wait(lambda: endpoints.atom_ping(daemon.started) is not None, 60)
         time.sleep(1.0)

@@ -38,7 +38,7 @@ from sitegen import STYLES, Site, new_heavy_site  # noqa: E402
 from sitemapd.drill.run import Report, drill, rewhitespace  # noqa: E402
 from sitemapd.fingerprint import Settings, TemplateMemory  # noqa: E402
 from sitemapd.fingerprint.decode import decoded  # noqa: E402
-from sitemapd.pages import read_file  # noqa: E402
+from sitemapd.sources.pages import read_file  # noqa: E402
 
 WORK = HERE / "work" / "fingerprint"
 AEB = HERE / "work" / "aeb"

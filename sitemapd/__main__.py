@@ -1,5 +1,5 @@
 """`python -m sitemapd` runs the command line."""
 
-from sitemapd.cli import main
+from sitemapd.cli.app import main
 
 main()

@@ -16,7 +16,7 @@ from conftest import Site, page, published, shard_members, snapshot
 from daemon_harness import RunningDaemon, touch_tree, u
 from s3_harness import S3Server, crawl, publish_table
 
-from sitemapd import w3c
+from sitemapd.core import w3c
 
 ROOT = "https://example.com/"
 PAGES = [f"p{n}.html" for n in range(20)]

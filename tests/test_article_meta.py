@@ -17,13 +17,7 @@ from hypothesis import strategies as st
 from lxml import etree
 from usp.tree import sitemap_from_str
 
-from sitemapd.content import (
-    MAX_IMAGES,
-    PageFacts,
-    article_meta,
-    exclusion,
-    read_page,
-)
+from sitemapd.core.urls import Origin, URLPolicy
 from sitemapd.fingerprint import compile_selector
 from sitemapd.render.extensions import alternates_xml, images_xml, url_extras
 from sitemapd.render.news import (
@@ -34,7 +28,13 @@ from sitemapd.render.news import (
     news_urlset,
 )
 from sitemapd.render.sitemap import IMAGE_NS, URLSET_EXTENDED_HEAD, URLSET_TAIL, XHTML_NS
-from sitemapd.urls import Origin, URLPolicy
+from sitemapd.sources.content import (
+    MAX_IMAGES,
+    PageFacts,
+    article_meta,
+    exclusion,
+    read_page,
+)
 
 POLICY = URLPolicy(Origin.from_base_url("https://example.com/"))
 LOC = "https://example.com/en/story"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, Site, assert_valid, page, published, snapshot
 
-from sitemapd import w3c
+from sitemapd.core import w3c
 
 EXAMPLE_URLS = {
     "https://example.com/",

@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pg import Postgres
 
-from sitemapd.content import ArticleMeta
+from sitemapd.core.observation import Changes
 from sitemapd.ledger import ALLOW_ALL, Ledger
-from sitemapd.observation import Changes
-from sitemapd.robots import rules
-from sitemapd.shards import Limits
+from sitemapd.ledger.shards import Limits
+from sitemapd.publish.robots import rules
+from sitemapd.sources.content import ArticleMeta
 
 BASE = "https://example.com/news/"
 NOW = "2024-06-01T00:00:00+00:00"

@@ -15,7 +15,7 @@ from daemon_harness import RunningDaemon, start
 from mariadb import MariaDB
 from pymysql.constants import CLIENT
 
-from sitemapd import w3c
+from sitemapd.core import w3c
 
 BASE = "https://example.com/news/"
 # Commit times the test sets (SET TIMESTAMP): every lastmod must be one of them.

@@ -12,7 +12,7 @@ from conftest import Site, published
 from daemon_harness import start
 from pg import Postgres
 
-from sitemapd import w3c
+from sitemapd.core import w3c
 
 BASE = "https://example.com/news/"
 SNAPSHOT_TIME = "2023-11-14T22:13:20+00:00"

@@ -18,7 +18,7 @@ from pg import PASSWORD, Postgres, free_port
 
 from sitemapd.changelog import ChangelogSpec, ChangeRow, Reader, open_reader
 from sitemapd.changelog.ddl import ddl
-from sitemapd.changelog.spec import Shape
+from sitemapd.config.changelog import Shape
 from sitemapd.errors import ConfigError, SourceError
 
 ARTICLES_PG = (

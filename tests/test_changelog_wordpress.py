@@ -10,7 +10,7 @@ from conftest import Site, published
 from daemon_harness import start
 from mariadb import MariaDB
 
-from sitemapd import w3c
+from sitemapd.core import w3c
 
 HOME = "https://example.com/"
 EPOCH = 1_700_000_000

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 from conftest import Site, page
 
-from sitemapd import w3c
+from sitemapd.core import w3c
 
 T = "2026-03-10T12:00:00+00:00"
 A = "https://example.com/news/a.html"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import NS, published, read_xml, run_cli, schema, snapshot
 
-from sitemapd import w3c
+from sitemapd.core import w3c
 
 pytestmark = pytest.mark.slow
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from sitemapd.content import read_page
 from sitemapd.fingerprint import Settings, TemplateMemory
 from sitemapd.fingerprint.decode import decoded
-from sitemapd.pages import read_file
+from sitemapd.sources.content import read_page
+from sitemapd.sources.pages import read_file
 
 JAPANESE = (
     "東京で新しい路面電車が開業、市民が歓迎",

@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import REPO, run_cli
 
 from sitemapd import config
-from sitemapd.config import ChangelogSource
+from sitemapd.config.sources import ChangelogSource
 
 EXAMPLE = REPO / "config.example.toml"
 # A commented-out table header or `key = value` line (prose comments never look so).

@@ -17,12 +17,12 @@ from pathlib import Path
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from sitemapd import w3c
-from sitemapd.config import FeedConfig
-from sitemapd.feedwindow import feed_pages
+from sitemapd.config.feeds import FeedConfig
+from sitemapd.core import w3c
+from sitemapd.core.observation import Gone, Observation
 from sitemapd.ledger import Ledger
-from sitemapd.observation import Gone, Observation
-from sitemapd.shards import Limits
+from sitemapd.ledger.shards import Limits
+from sitemapd.publish.feedwindow import feed_pages
 
 ROOT = "https://example.com/"
 T0 = w3c.to_epoch("2026-01-01T00:00:00+00:00")

@@ -16,7 +16,7 @@ T0 = "2026-01-01T00:00:00+00:00"
 
 def at(hours: float, minutes: float = 0) -> str:
     """Return T0 plus the given time, canonical."""
-    from sitemapd import w3c
+    from sitemapd.core import w3c
 
     return w3c.format_epoch(w3c.to_epoch(T0) + hours * 3600 + minutes * 60)
 

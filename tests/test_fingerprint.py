@@ -29,9 +29,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sitegen import STYLES, new_site
 
-from sitemapd.content import read_page
 from sitemapd.fingerprint import Reading, Settings, TemplateMemory, parse_html
-from sitemapd.pages import Job, read_file
+from sitemapd.sources.content import read_page
+from sitemapd.sources.pages import Job, read_file
 
 PAGES = 24
 
@@ -577,7 +577,7 @@ def test_a_sandbox_without_worker_processes_reads_on_one_core(
 ) -> None:
     import sitemapd.sources.directory as directory
     from sitemapd import config
-    from sitemapd.engine import Engine
+    from sitemapd.engine.engine import Engine
 
     def refuse(method: str) -> object:
         raise OSError(f"no {method} here")
@@ -600,7 +600,7 @@ def test_a_page_whose_reading_fails_costs_that_page_not_the_scan(
     traceback; the page is left out as unread, or kept as published, and the rest goes on."""
     import sitemapd.sources.directory as directory
     from sitemapd import config
-    from sitemapd.engine import Engine
+    from sitemapd.engine.engine import Engine
 
     load = directory.load
 

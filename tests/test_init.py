@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import assert_valid, published, read_xml, run_cli
 
-from sitemapd import init
+from sitemapd.cli import init
 
 BASE = "https://blog.example.com/"
 PELICANCONF = """\

@@ -25,10 +25,10 @@ from hypothesis import strategies as st
 from pyfastcdc import FastCDC
 
 from sitemapd.config import load
-from sitemapd.engine import Engine
-from sitemapd.observation import Item
+from sitemapd.core.observation import Item
+from sitemapd.core.urls import Origin, URLPolicy
+from sitemapd.engine.engine import Engine
 from sitemapd.sources import listchunks, urllist
-from sitemapd.urls import Origin, URLPolicy
 
 ROOT = "https://example.com/"
 # 256-byte chunks on average: four or five lines each.

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import Site
 
+from sitemapd.core.urls import Origin, URLPolicy
 from sitemapd.sources import listworker
 from sitemapd.sources.listchunks import LineParser, cut
 from sitemapd.sources.listworker import ParsedChunk, parsed_chunks
-from sitemapd.urls import Origin, URLPolicy
 
 ROOT = "https://example.com/"
 PARSER = LineParser("list", URLPolicy(Origin.from_base_url(ROOT)))

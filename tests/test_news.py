@@ -14,7 +14,7 @@ from lxml import etree
 from usp.objects.page import SitemapNewsStory
 from usp.tree import sitemap_tree_for_homepage
 
-from sitemapd import w3c
+from sitemapd.core import w3c
 
 NEWS = "{http://www.google.com/schemas/sitemap-news/0.9}"
 XHTML = "{http://www.w3.org/1999/xhtml}"

@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from sitemapd.config import Config, load, parse
-from sitemapd.engine import Engine
+from sitemapd.engine.engine import Engine
 from sitemapd.ledger import Ledger
-from sitemapd.publish import Publisher
-from sitemapd.shards import Limits
+from sitemapd.ledger.shards import Limits
+from sitemapd.publish.publisher import Publisher
 
 ROOT = "https://example.com/"
 INDEX = "sitemap.xml"
@@ -416,7 +416,7 @@ def test_random_edits_keep_invariants(
 
 def test_model_spells_one_instant_four_ways() -> None:
     """The four list spellings of a datetime name the same canonical instant."""
-    from sitemapd import w3c
+    from sitemapd.core import w3c
 
     for hours in (0, 5, 8000):
         assert {w3c.parse(spelled(hours, fmt)) for fmt in range(4)} == {stamp(hours)}

@@ -15,7 +15,8 @@ from conftest import Site, page
 from daemon_harness import RunningDaemon, http_port, request, u
 from s3_harness import S3Server, crawl, objects, publish_table
 
-from sitemapd import config, w3c
+from sitemapd import config
+from sitemapd.core import w3c
 from sitemapd.errors import ConfigError
 
 ROOT = "https://example.com/"
@@ -123,8 +124,9 @@ def test_without_boto3_an_s3_target_says_what_to_install(site: Site) -> None:
     site.configure(extra='[publish]\ntarget = "s3://bucket/"\n')
     # boto3 made unimportable in a fresh interpreter: sitemapd itself still imports.
     code = (
-        "import sys; sys.modules['boto3'] = None; import sitemapd.cli, sitemapd.engine; "
-        "sys.argv = ['sitemapd', 'check-config', '-c', sys.argv[1]]; sitemapd.cli.main()"
+        "import sys; sys.modules['boto3'] = None; import sitemapd.cli.app, "
+        "sitemapd.engine.engine; "
+        "sys.argv = ['sitemapd', 'check-config', '-c', sys.argv[1]]; sitemapd.cli.app.main()"
     )
     result = subprocess.run(
         [sys.executable, "-c", code, str(site.config)], capture_output=True, text=True

@@ -14,7 +14,7 @@ from daemon_harness import RunningDaemon, http_port, request, touch_tree, u
 from s3_harness import S3Server, crawl, download, fetch, publish_table
 
 from sitemapd import config as config_module
-from sitemapd.verify import verify_all
+from sitemapd.cli.verify import verify_all
 
 ROOT = "https://example.com/"
 TTL = 2

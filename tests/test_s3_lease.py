@@ -19,9 +19,9 @@ from conftest import Site, page
 from daemon_harness import RunningDaemon, http_port, request, touch_tree, u
 from s3_harness import S3Server, SilentStore, crawl, objects, publish_table
 
-from sitemapd.config import S3Target
+from sitemapd.config.fleet import S3Target
 from sitemapd.errors import PublishError
-from sitemapd.s3store import S3Store
+from sitemapd.publish.s3store import S3Store
 
 ROOT = "https://example.com/"
 TTL = 4

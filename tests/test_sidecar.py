@@ -19,8 +19,8 @@ from conftest import Site, page
 from daemon_harness import RunningDaemon, http_port, request
 from lxml import etree
 
-from sitemapd.sidecar import HEAD_TIMEOUT
-from sitemapd.watch import FAIL_HOOK
+from sitemapd.daemon.sidecar import HEAD_TIMEOUT
+from sitemapd.daemon.watch import FAIL_HOOK
 
 
 @pytest.fixture

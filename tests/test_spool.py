@@ -12,7 +12,7 @@ import pytest
 from conftest import Site, assert_valid, page, snapshot, write_atomic
 
 from sitemapd.config import load
-from sitemapd.engine import Engine
+from sitemapd.engine.engine import Engine
 from sitemapd.ledger import spool
 
 SPOOLED = "entries as the first load rendered them"

@@ -117,7 +117,7 @@ def test_sd_notify_lifecycle(site: Site, supervisor: Supervisor) -> None:
 
 
 def test_without_notify_socket_nothing_is_sent(site: Site) -> None:
-    from sitemapd.systemd import Notifier
+    from sitemapd.daemon.systemd import Notifier
 
     notifier = Notifier({})
     assert not notifier.enabled
@@ -128,7 +128,7 @@ def test_without_notify_socket_nothing_is_sent(site: Site) -> None:
 
 
 def test_watchdog_pauses_while_a_watcher_is_down(site: Site, supervisor: Supervisor) -> None:
-    from sitemapd.watch import FAIL_HOOK
+    from sitemapd.daemon.watch import FAIL_HOOK
 
     site.write("index.html", page("Home"))
     daemon = start_supervised(site, supervisor, **{FAIL_HOOK: "1"})

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from sitemapd import w3c
-from sitemapd.content import PageFacts, exclusion, read_page
+from sitemapd.core import w3c
+from sitemapd.core.globs import compile_globs
+from sitemapd.core.urls import Origin, URLPolicy
 from sitemapd.errors import ConfigError, InvalidURL
 from sitemapd.fingerprint import bytes_digest
 from sitemapd.render.sitemap import entry_size, url_entry
-from sitemapd.sources.globs import compile_globs
-from sitemapd.urls import Origin, URLPolicy
+from sitemapd.sources.content import PageFacts, exclusion, read_page
 
 POLICY = URLPolicy(Origin.from_base_url("https://example.com/"))
 

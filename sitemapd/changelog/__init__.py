@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol, runtime_checkable
 
+from sitemapd.config.changelog import ChangelogSpec, ChangeRow, ChangeRows, Snapshot, redact
 from sitemapd.errors import SourceError
-from sitemapd.changelog.spec import ChangelogSpec, ChangeRow, ChangeRows, Snapshot, redact
 
 __all__ = [
     "ChangeRow",

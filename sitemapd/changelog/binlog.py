@@ -33,9 +33,17 @@ from pymysqlreplication.row_event import (
     WriteRowsEvent,
 )
 
-from sitemapd.errors import ConfigError, SourceError
 from sitemapd.changelog.rows import Folds, Table, describe, text
-from sitemapd.changelog.spec import ChangelogSpec, ChangeRows, Snapshot, Wakeups, foreign_cursor, redact, source_error
+from sitemapd.config.changelog import (
+    ChangelogSpec,
+    ChangeRows,
+    Snapshot,
+    Wakeups,
+    foreign_cursor,
+    redact,
+    source_error,
+)
+from sitemapd.errors import ConfigError, SourceError
 
 log = logging.getLogger("sitemapd.changelog")
 

@@ -17,8 +17,15 @@ from sqlalchemy.exc import NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.sql import FromClause, Select
 from sqlalchemy.sql.expression import ColumnClause
 
+from sitemapd.config.changelog import (
+    MAX_BACKLOG,
+    ChangelogSpec,
+    ChangeRows,
+    Shape,
+    redact,
+    source_error,
+)
 from sitemapd.errors import SourceError
-from sitemapd.changelog.spec import MAX_BACKLOG, ChangelogSpec, ChangeRows, Shape, redact, source_error
 
 
 class GenericReader:

@@ -26,10 +26,28 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
-from sitemapd.errors import ConfigError, SourceError
-from sitemapd.changelog.pgoutput import UNCHANGED, Change, Commit, Relation, Tuple, begin_time, decode, lsn_text, parse_lsn
+from sitemapd.changelog.pgoutput import (
+    UNCHANGED,
+    Change,
+    Commit,
+    Relation,
+    Tuple,
+    begin_time,
+    decode,
+    lsn_text,
+    parse_lsn,
+)
 from sitemapd.changelog.rows import Folds, Row, Table, describe
-from sitemapd.changelog.spec import ChangelogSpec, ChangeRows, Snapshot, Wakeups, foreign_cursor, redact, source_error
+from sitemapd.config.changelog import (
+    ChangelogSpec,
+    ChangeRows,
+    Snapshot,
+    Wakeups,
+    foreign_cursor,
+    redact,
+    source_error,
+)
+from sitemapd.errors import ConfigError, SourceError
 
 log = logging.getLogger("sitemapd.changelog")
 

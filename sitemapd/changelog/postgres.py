@@ -17,8 +17,15 @@ from psycopg.adapt import Buffer, Loader
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.datetime import DateLoader, TimestampLoader, TimestamptzLoader
 
+from sitemapd.config.changelog import (
+    MAX_BACKLOG,
+    ChangelogSpec,
+    ChangeRows,
+    Shape,
+    redact,
+    source_error,
+)
 from sitemapd.errors import SourceError
-from sitemapd.changelog.spec import MAX_BACKLOG, ChangelogSpec, ChangeRows, Shape, redact, source_error
 
 CONNECT_TIMEOUT = 10
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import xxhash
 
+from sitemapd.config.changelog import ChangelogSpec, ChangeRows, Shape, redact, template_fields
 from sitemapd.errors import SourceError
-from sitemapd.changelog.spec import ChangelogSpec, ChangeRows, Shape, redact, template_fields
 
 Row = dict[str, Any]
 # A row, whether the change deletes it, and the change's time.

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from sitemapd.config.changelog import MAX_BACKLOG, ChangelogSpec, ChangeRows, Shape, source_error
 from sitemapd.errors import SourceError
-from sitemapd.changelog.spec import MAX_BACKLOG, ChangelogSpec, ChangeRows, Shape, source_error
 
 if TYPE_CHECKING:
     from watchdog.observers.api import BaseObserver

@@ -12,12 +12,13 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sitemapd.config import Config, DirectorySource
+from sitemapd.config import Config
+from sitemapd.config.sources import DirectorySource
+from sitemapd.drill.run import WORST, Report, drill
 from sitemapd.errors import SitemapdError
 from sitemapd.fingerprint import TemplateMemory
-from sitemapd.pages import is_html, read_bytes
 from sitemapd.sources.directory import fingerprint_settings, walk
-from sitemapd.drill.run import WORST, Report, drill
+from sitemapd.sources.pages import is_html, read_bytes
 
 # The bars a site passes: surroundings move at most 5% of pages, edits are caught on 98%.
 MAX_FALSE = 0.05

@@ -16,8 +16,18 @@ from dataclasses import dataclass
 
 from lxml import etree
 
+from sitemapd.drill.structure import (
+    MAIN_LIST_ITEMS,
+    PROSE_LINKS,
+    Element,
+    Page,
+    is_prose,
+    link_lists,
+    link_share,
+    list_items,
+    text_of,
+)
 from sitemapd.fingerprint.extract import BLOCKS, drop
-from sitemapd.drill.structure import MAIN_LIST_ITEMS, PROSE_LINKS, Element, Page, is_prose, link_lists, link_share, list_items, text_of
 
 # Numbers there are data, not counters: tables, footnote marks, formulas, code.
 _NOT_COUNTERS = {"script", "style", "table", "sup", "sub", "math", "code", "pre", "time"}

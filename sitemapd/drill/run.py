@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 import lxml.html
 from lxml import etree
 
-from sitemapd.fingerprint import Settings, TemplateMemory
-from sitemapd.fingerprint.decode import decoded
-from sitemapd.pages import PageRead, read_file
 from sitemapd.drill.mutate import CHANGES, Change
 from sitemapd.drill.structure import Element, Page, page_content
+from sitemapd.fingerprint import Settings, TemplateMemory
+from sitemapd.fingerprint.decode import decoded
+from sitemapd.sources.pages import PageRead, read_file
 
 # A page that is not valid UTF-8 would be decoded by its own declaration: the BOM wins.
 _BOM = b"\xef\xbb\xbf"

@@ -22,7 +22,17 @@ from lxml import etree
 from lxml.cssselect import CSSSelector
 
 from sitemapd.fingerprint.decode import decoded
-from sitemapd.fingerprint.extract import NEVER, Element, describe, drop, fragments, main_content, outside, text_nodes, text_of
+from sitemapd.fingerprint.extract import (
+    NEVER,
+    Element,
+    describe,
+    drop,
+    fragments,
+    main_content,
+    outside,
+    text_nodes,
+    text_of,
+)
 from sitemapd.fingerprint.headline import headline, title_text
 from sitemapd.fingerprint.material import Material, kept, material
 from sitemapd.fingerprint.template import TemplateMemory, shape

@@ -20,21 +20,32 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from sitemapd import w3c
+from sitemapd.core import w3c
+from sitemapd.core.observation import Item
 from sitemapd.errors import LedgerError
-from sitemapd.observation import Item
-from sitemapd.removals import Hold, RemovalGuard, holds
-from sitemapd.render.sitemap import entry_size
-from sitemapd.shards import Limits
 from sitemapd.ledger.apply import Apply
 from sitemapd.ledger.crawls import CrawlRecords
 from sitemapd.ledger.journal import JournalQueries
 from sitemapd.ledger.lists import KnownChunk, ListQueries
-from sitemapd.ledger.model import ALLOW_ALL, BASELINE_CURSOR, NEW, PUBLISHED_CURSOR, ROBOTS_REASON, UPDATED, ChangeSet, FeedPageRange, KnownFile, RobotsRules
+from sitemapd.ledger.model import (
+    ALLOW_ALL,
+    BASELINE_CURSOR,
+    NEW,
+    PUBLISHED_CURSOR,
+    ROBOTS_REASON,
+    UPDATED,
+    ChangeSet,
+    FeedPageRange,
+    KnownFile,
+    RobotsRules,
+)
+from sitemapd.ledger.removals import Hold, RemovalGuard, holds
 from sitemapd.ledger.rendering import RenderQueries
 from sitemapd.ledger.schema import EXCLUDED, GONE, LIVE, SEEDED, URL_COLUMNS, migrate
+from sitemapd.ledger.shards import Limits
 from sitemapd.ledger.transaction import Transaction
 from sitemapd.ledger.writeback import early_writeback
+from sitemapd.render.sitemap import entry_size
 
 log = logging.getLogger(__name__)
 # SQLite's default: the commit that takes the WAL past this many pages copies it back.

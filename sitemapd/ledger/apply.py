@@ -13,14 +13,41 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sitemapd.observation import Changes, Checkpoint, Gone, Item, ListChunk, Observation, Rejected, Seen
-from sitemapd.removals import RemovalGuard, decide
-from sitemapd.render.sitemap import entry_size
-from sitemapd.shards import Shards
+from sitemapd.core.observation import (
+    Changes,
+    Checkpoint,
+    Gone,
+    Item,
+    ListChunk,
+    Observation,
+    Rejected,
+    Seen,
+)
 from sitemapd.ledger.changes import load_changes
 from sitemapd.ledger.lists import ListLoad
-from sitemapd.ledger.model import BASELINE_CURSOR, NEW, ROBOTS_REASON, UPDATED, ChangeSet, RobotsRules
-from sitemapd.ledger.schema import EXCLUDED, GONE, LIVE, SEEDED, UPDATE_URL, URL_COLUMNS, UrlRow, create_url_indexes, drop_loc_index, insert_rows
+from sitemapd.ledger.model import (
+    BASELINE_CURSOR,
+    NEW,
+    ROBOTS_REASON,
+    UPDATED,
+    ChangeSet,
+    RobotsRules,
+)
+from sitemapd.ledger.removals import RemovalGuard, decide
+from sitemapd.ledger.schema import (
+    EXCLUDED,
+    GONE,
+    LIVE,
+    SEEDED,
+    UPDATE_URL,
+    URL_COLUMNS,
+    UrlRow,
+    create_url_indexes,
+    drop_loc_index,
+    insert_rows,
+)
+from sitemapd.ledger.shards import Shards
+from sitemapd.render.sitemap import entry_size
 
 if TYPE_CHECKING:
     from sitemapd.ledger import Ledger

@@ -14,13 +14,13 @@ from itertools import compress, groupby, pairwise
 from operator import itemgetter, ne
 from typing import TYPE_CHECKING, Any
 
-from sitemapd.observation import Changes
-from sitemapd.render.sitemap import entry_size_sql, entry_sizes
+from sitemapd.core.observation import Changes
 from sitemapd.ledger.model import ROBOTS_REASON
 from sitemapd.ledger.schema import EXCLUDED, LIVE
+from sitemapd.render.sitemap import entry_size_sql, entry_sizes
 
 if TYPE_CHECKING:
-    from sitemapd.observation import ArticleMeta
+    from sitemapd.core.observation import ArticleMeta
     from sitemapd.ledger.apply import Apply
 
 # Below this many rows on average per stretch, rows go one by one (`executemany`).

@@ -25,13 +25,13 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from sitemapd.observation import Gone, ListChunk, Observation, Seen
-from sitemapd.render.sitemap import entry_sizes, plain_entries
+from sitemapd.core.observation import Gone, ListChunk, Observation, Seen
 from sitemapd.ledger.bulk import insert_values
 from sitemapd.ledger.model import ROBOTS_REASON
 from sitemapd.ledger.schema import EXCLUDED, LIVE
 from sitemapd.ledger.spool import ShardSpool
 from sitemapd.ledger.transaction import Transactions
+from sitemapd.render.sitemap import entry_sizes, plain_entries
 
 if TYPE_CHECKING:
     from sitemapd.ledger.apply import Apply

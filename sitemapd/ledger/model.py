@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from sitemapd.removals import Hold
+from sitemapd.ledger.removals import Hold
 
 NEW, UPDATED = "new", "updated"
 ROBOTS_REASON = "robots.txt"

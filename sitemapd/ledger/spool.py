@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
-from sitemapd.shards import ShardState
+from sitemapd.ledger.shards import ShardState
 
 log = logging.getLogger("sitemapd.ledger")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
-from sitemapd.urls import xml_escape, xml_unescape
+from sitemapd.core.urls import xml_escape, xml_unescape
 
 # What Google accepts as hreflang: a BCP 47 language tag, or x-default.
 HREFLANG = re.compile(r"(?:[a-z]{2,3}(?:-[A-Za-z0-9]{1,8})*|x-default)\Z")

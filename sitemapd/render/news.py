@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import NamedTuple
 
-from sitemapd.urls import xml_escape
+from sitemapd.core.urls import xml_escape
 from sitemapd.render.sitemap import XML_DECLARATION
 
 NEWS_NS = "http://www.google.com/schemas/sitemap-news/0.9"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
-from sitemapd.urls import xml_escape
+from sitemapd.core.urls import xml_escape
 
 XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"

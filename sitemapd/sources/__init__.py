@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sitemapd.changelog import Reader
-from sitemapd.config import ContentSource, DirectorySource, UrlListSource
+from sitemapd.config.sources import ContentSource, DirectorySource, UrlListSource
 from sitemapd.sources.base import Context, Scan
 
 __all__ = ["Context", "Scan", "observe", "scan"]

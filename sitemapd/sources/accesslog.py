@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
-from sitemapd import w3c
+from sitemapd.core import w3c
 from sitemapd.errors import SourceError
 
 DEFAULT_CRAWLERS: dict[str, str] = {"googlebot": r"Googlebot", "bingbot": r"bingbot"}

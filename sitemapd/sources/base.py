@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sitemapd.core.observation import ArticleMeta, Item, Rejected
+from sitemapd.core.urls import URLPolicy
 from sitemapd.ledger import Ledger
-from sitemapd.observation import ArticleMeta, Item, Rejected
 from sitemapd.render.extensions import url_extras
-from sitemapd.urls import URLPolicy
 
 log = logging.getLogger("sitemapd.sources")
 

@@ -17,9 +17,17 @@ from functools import lru_cache
 from itertools import islice, repeat
 
 from sitemapd.changelog import ChangeRow, ChangeRows, Reader, Snapshot, Stream
-from sitemapd.config import ChangelogSource
+from sitemapd.config.sources import ChangelogSource
+from sitemapd.core.observation import (
+    ArticleMeta,
+    Changes,
+    Checkpoint,
+    Item,
+    Observation,
+    Rejected,
+    Seen,
+)
 from sitemapd.errors import InvalidURL
-from sitemapd.observation import ArticleMeta, Changes, Checkpoint, Item, Observation, Rejected, Seen
 from sitemapd.sources.base import Context, Scan, rejected, with_defaults
 
 # Reads per scan: one scan is one transaction and one publish, so a backlog drains in

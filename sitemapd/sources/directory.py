@@ -20,17 +20,35 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import NamedTuple
 
-from sitemapd import lifeline
-from sitemapd.config import DirectorySource
-from sitemapd.content import FACTS_VERSION, article_meta, exclusion
+from sitemapd.config.sources import DirectorySource
+from sitemapd.core import lifeline
+from sitemapd.core.globs import compile_globs
+from sitemapd.core.observation import (
+    TRANSIENT,
+    ArticleMeta,
+    Checkpoint,
+    Gone,
+    Item,
+    Observation,
+    Seen,
+    Unreadable,
+    file_key,
+)
+from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import InvalidURL, SourceError
 from sitemapd.fingerprint import FINGERPRINT_VERSION, Material, Settings, TemplateMemory
 from sitemapd.ledger import KnownFile
-from sitemapd.observation import TRANSIENT, ArticleMeta, Checkpoint, Gone, Item, Observation, Seen, Unreadable, file_key
-from sitemapd.pages import Job, PageRead, load, read_file, settings_for
-from sitemapd.urls import URLPolicy
-from sitemapd.sources.base import Context, Scan, entry_extras, log, rejected, skipped_below, with_defaults
-from sitemapd.sources.globs import compile_globs
+from sitemapd.sources.base import (
+    Context,
+    Scan,
+    entry_extras,
+    log,
+    rejected,
+    skipped_below,
+    with_defaults,
+)
+from sitemapd.sources.content import FACTS_VERSION, article_meta, exclusion
+from sitemapd.sources.pages import Job, PageRead, load, read_file, settings_for
 
 _BATCH = 500
 # Batches with this many files to read are read by worker processes, one per core, in

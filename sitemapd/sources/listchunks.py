@@ -23,10 +23,10 @@ from typing import BinaryIO, NamedTuple
 import xxhash
 from pyfastcdc import FastCDC
 
-from sitemapd import w3c
+from sitemapd.core import w3c
+from sitemapd.core.observation import Rejected
+from sitemapd.core.urls import MAX_URL_LENGTH, URLPolicy
 from sitemapd.errors import InvalidURL
-from sitemapd.observation import Rejected
-from sitemapd.urls import MAX_URL_LENGTH, URLPolicy
 
 # Average chunk of 64 KiB: about 800 lines of a typical export, a few ms to re-parse.
 _CDC = FastCDC(avg_size=65536)

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Iterator
 from typing import IO, BinaryIO, NamedTuple
 
-from sitemapd import lifeline
+from sitemapd.core import lifeline
 from sitemapd.sources.base import log
 from sitemapd.sources.listchunks import Chunk, LineParser, Parsed, cut
 

@@ -15,11 +15,11 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from sitemapd.config import UrlListSource
+from sitemapd.config.sources import UrlListSource
+from sitemapd.core.observation import Item, ListChunk, file_key
+from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import SourceError
 from sitemapd.ledger import KnownChunk, Ledger
-from sitemapd.observation import Item, ListChunk, file_key
-from sitemapd.urls import URLPolicy
 from sitemapd.sources.base import Scan, log, reported
 from sitemapd.sources.listchunks import LineParser, cut
 from sitemapd.sources.listworker import parsed_chunks

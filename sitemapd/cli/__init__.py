@@ -1,0 +1,5 @@
+"""The `sitemapd` command line: one module per command beside the parser in `main`."""
+
+from sitemapd.cli.app import main
+
+__all__ = ["main"]

@@ -1,0 +1,47 @@
+"""Configuration: TOML read with tomllib into frozen dataclasses, validated in one place.
+
+`load` reads a file and returns a `Config`. Each section has its own module, its fields
+beside its checks: `site` (`[site]`, `[sitemap]`), `sources` (`[[source]]`), `feeds`
+(`[feed]`, `[news]`), `notify` (`[websub]`, `[indexnow]`), `daemon` (`[daemon]`,
+`[http]`, `[crawlers]`), `fleet` (`[publish]`, partitions); `table` reads one TOML table
+with errors that name the file and the dotted key.
+"""
+
+from sitemapd.config.config import Config, load, parse
+from sitemapd.config.daemon import DaemonConfig, HttpConfig
+from sitemapd.config.feeds import FeedConfig, NewsConfig
+from sitemapd.config.fleet import Partition, PublishConfig, S3Target, partition_name
+from sitemapd.config.notify import IndexNowConfig, WebSubConfig
+from sitemapd.config.site import SiteConfig, SitemapConfig
+from sitemapd.config.sources import (
+    AccessLogSource,
+    ChangelogSource,
+    ContentSource,
+    DirectorySource,
+    SourceConfig,
+    UrlListSource,
+)
+
+__all__ = [
+    "AccessLogSource",
+    "ChangelogSource",
+    "Config",
+    "ContentSource",
+    "DaemonConfig",
+    "DirectorySource",
+    "FeedConfig",
+    "HttpConfig",
+    "IndexNowConfig",
+    "NewsConfig",
+    "Partition",
+    "PublishConfig",
+    "S3Target",
+    "SiteConfig",
+    "SitemapConfig",
+    "SourceConfig",
+    "UrlListSource",
+    "WebSubConfig",
+    "load",
+    "parse",
+    "partition_name",
+]

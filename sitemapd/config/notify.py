@@ -1,0 +1,60 @@
+"""`[websub]` and `[indexnow]`: whom sitemapd tells about changes."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from sitemapd.config.site import SiteConfig
+from sitemapd.config.table import Table
+
+
+@dataclass(frozen=True, slots=True)
+class WebSubConfig:
+    hubs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class IndexNowConfig:
+    key: str
+    endpoint: str
+    key_location: str
+    # Write `<key>.txt` into output_dir (the default key_location points there).
+    key_file: bool = True
+
+
+def read_websub(table: Table) -> WebSubConfig:
+    hubs = table.texts("hubs", ())
+    for n, hub in enumerate(hubs):
+        parts = urlsplit(hub)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise table.error(f"hubs[{n}]", f"must be an absolute http(s) URL, got {hub!r}")
+    table.done()
+    return WebSubConfig(hubs=hubs)
+
+
+def read_indexnow(table: Table, site: SiteConfig) -> IndexNowConfig:
+    key = table.required_text("key")
+    if not _INDEXNOW_KEY.fullmatch(key):
+        raise table.error("key", "must be 8 to 128 characters of a-z, A-Z, 0-9 and '-'")
+    # Engines accept only URLs under the key file's folder: a key among the sitemaps in
+    # a sub-folder would cover none of the pages.
+    if "key_location" not in table.data and site.output_url != site.origin.root:
+        raise table.error(
+            "key_location",
+            f"is required when output_url is not the site root: IndexNow accepts only URLs "
+            f"under the key file's folder, so serve {key}.txt at {site.origin.root} "
+            "(and set key_file = false unless output_dir is served there)",
+        )
+    config = IndexNowConfig(
+        key=key,
+        endpoint=table.web_url("endpoint", "https://api.indexnow.org/indexnow"),
+        key_location=table.web_url("key_location", f"{site.output_url}{key}.txt"),
+        key_file=table.flag("key_file", True),
+    )
+    table.done()
+    return config
+
+
+_INDEXNOW_KEY = re.compile(r"[A-Za-z0-9-]{8,128}")

@@ -1,0 +1,233 @@
+"""Watching sources with watchdog. Watchers only queue hints for the writer.
+
+An event names a path that may have changed; the writer re-reads it and the disk decides.
+Handlers never raise (an exception would silently end watchdog's thread), opened and
+closed-without-writing events are filtered out so that reading pages triggers nothing,
+and paths inside the output or state directory are ignored.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileAttribEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+from watchdog.observers.polling import PollingObserver
+
+from sitemapd.config.sources import DirectorySource, SourceConfig, UrlListSource
+from sitemapd.sources.base import skipped_below
+
+log = logging.getLogger("sitemapd.watch")
+
+# Events that can mean content changed; opened / closed-no-write / dir-modified cannot.
+_EVENTS: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileClosedEvent,
+    FileAttribEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
+
+# Set in the environment at start, it makes every watcher fail for good: for testing
+# that health checks, WATCHDOG=1 and /healthz tell the truth.
+FAIL_HOOK = "SITEMAPD_TEST_FAIL_WATCHERS"
+
+OnPaths = Callable[[str, set[str]], None]  # (source name, relative paths)
+OnRescan = Callable[[str], None]  # (source name)
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        try:
+            self.watcher.event(event)
+        except Exception:
+            # Never let an exception reach watchdog: it would end the observer silently.
+            log.exception("%s: error handling %r", self.watcher.source.name, event)
+            self.watcher.on_rescan(self.watcher.source.name)
+
+
+class Watcher:
+    """One source's watchdog observer, with what it takes to restart it."""
+
+    def __init__(
+        self,
+        source: SourceConfig,
+        skip: tuple[str, ...],
+        on_paths: OnPaths,
+        on_rescan: OnRescan,
+    ) -> None:
+        self.source = source
+        self.on_paths = on_paths
+        self.on_rescan = on_rescan
+        self._skip = tuple(path + os.sep for path in skipped_below(self.folder, skip))
+        self.observer: BaseObserver | None = None
+        self.backend = "none"
+        self.root_id: tuple[int, int] | None = None
+        # Why the last start failed, for logs, STATUS and /healthz; and whether it was
+        # because the folder is missing (an outage of the source, not of sitemapd).
+        self.failure: str | None = None
+        self.missing = False
+
+    @property
+    def folder(self) -> Path:
+        """Return the folder this watcher observes."""
+        if isinstance(self.source, DirectorySource):
+            return self.source.root
+        assert isinstance(self.source, UrlListSource)
+        return self.source.path.parent
+
+    def start(self) -> bool:
+        """Start observing; return False, with the reason in `failure`, when it cannot."""
+        try:
+            st = self.folder.stat()
+        except OSError:
+            self.failure = f"{self.folder} is missing"
+            self.missing = True
+            return False
+        self.missing = False
+        if os.environ.get(FAIL_HOOK):
+            self.failure = f"watching disabled by {FAIL_HOOK} (test hook)"
+            return False
+        self.root_id = (st.st_dev, st.st_ino)
+        try:
+            self._start_any()
+        except OSError as exc:
+            self.failure = f"cannot watch {self.folder} ({exc})"
+            return False
+        self.failure = None
+        return True
+
+    def _start_any(self) -> None:
+        wanted = getattr(self.source, "backend", "auto")
+        if wanted != "polling":
+            try:
+                self._start(Observer(), "inotify")
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSPC, errno.EMFILE) or wanted == "inotify":
+                    raise
+                limit = "max_user_watches" if exc.errno == errno.ENOSPC else "max_user_instances"
+                log.warning(
+                    "%s: inotify limit reached (%s); polling instead. Raise it with "
+                    "`sysctl fs.inotify.%s=524288`",
+                    self.source.name,
+                    exc.strerror,
+                    limit,
+                )
+        interval = getattr(self.source, "poll_interval", 2.0)
+        self._start(PollingObserver(timeout=interval), "polling")
+
+    def _start(self, observer: BaseObserver, backend: str) -> None:
+        recursive = isinstance(self.source, DirectorySource)
+        observer.schedule(
+            _Handler(self), str(self.folder), recursive=recursive, event_filter=_EVENTS
+        )
+        try:
+            observer.start()
+        except OSError:
+            observer.stop()
+            raise
+        self.observer, self.backend = observer, backend
+        log.info("%s: watching %s (%s)", self.source.name, self.folder, backend)
+
+    def stop(self) -> None:
+        """Stop observing and wait for the observer thread."""
+        if self.observer is not None:
+            self.observer.stop()
+            if self.observer.is_alive():
+                self.observer.join(timeout=5)
+            self.observer = None
+
+    def healthy(self) -> bool:
+        """True while the observer runs on the same folder it started on."""
+        if self.observer is None or not self.observer.is_alive():
+            return False
+        # inotify ends the watch when the folder is deleted, while a folder created in its
+        # place often gets the same inode number back: the emitter's end tells them apart.
+        emitters = self.observer.emitters
+        if not emitters or not all(emitter.is_alive() for emitter in emitters):
+            return False
+        try:
+            st = self.folder.stat()
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self.root_id
+
+    def event(self, event: FileSystemEvent) -> None:
+        """Turn one watchdog event into work for the writer."""
+        if isinstance(self.source, UrlListSource):
+            names = {os.fsdecode(event.src_path), os.fsdecode(event.dest_path or "")}
+            if str(self.source.path) in names:
+                self.on_rescan(self.source.name)
+            return
+        if isinstance(event, DirDeletedEvent | DirMovedEvent):
+            # Which URLs lived below a vanished folder is a question for a full scan.
+            self.on_rescan(self.source.name)
+            if isinstance(event, DirMovedEvent):
+                self._queue(os.fsdecode(event.dest_path))
+            return
+        self._queue(os.fsdecode(event.src_path))
+        if event.dest_path:
+            self._queue(os.fsdecode(event.dest_path))
+
+    def _queue(self, path: str) -> None:
+        if path.startswith(self._skip) or (path + os.sep).startswith(self._skip):
+            return
+        if os.path.basename(path).startswith(".sitemapd-tmp-"):
+            return  # our own writes in progress
+        relpath = os.path.relpath(path, self.folder)
+        if relpath == "." or relpath.startswith(".." + os.sep) or relpath == "..":
+            return
+        self.on_paths(self.source.name, {relpath.replace(os.sep, "/")})
+
+
+class OutputWatcher(Watcher):
+    """Watches the output folder for sitemapd's own file names: any event on one asks
+    the writer to check that what it published is still there as published (another
+    writer, a site generator, may have replaced or deleted it)."""
+
+    def __init__(
+        self, name: str, folder: Path, is_output: Callable[[str], bool], on_rescan: OnRescan
+    ) -> None:
+        # Watched as the folder of a single file is: not recursive, by the folder's inode.
+        self._folder = folder
+        super().__init__(UrlListSource(name, folder), (), lambda *_: None, on_rescan)
+        self._is_output = is_output
+
+    @property
+    def folder(self) -> Path:
+        return self._folder
+
+    def event(self, event: FileSystemEvent) -> None:
+        for path in (os.fsdecode(event.src_path), os.fsdecode(event.dest_path or "")):
+            if (
+                path
+                and os.path.dirname(path) == str(self.folder)
+                and self._is_output(os.path.basename(path))
+            ):
+                self.on_rescan(self.source.name)
+                return

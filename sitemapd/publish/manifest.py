@@ -1,0 +1,122 @@
+"""The publish manifest: each published URL's fingerprint, lastmod and file hash, so that
+a ledger that lacks them (a publisher taking over, a lost state folder) keeps every
+lastmod that was published.
+
+Daemons watching copies of the same content see the same fingerprints but may have
+first seen a URL at different times; the lastmod of a URL whose fingerprint matches the
+manifest is the published one, and a takeover moves none of them. A file read byte for
+byte as when it was published matches too, whatever the fingerprint settings now.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable
+from itertools import chain
+from pathlib import Path
+
+from sitemapd.errors import LedgerError
+from sitemapd.ledger import LIVE, Ledger
+from sitemapd.publish.manifestfile import Row, encode
+
+# The cursor naming the manifest format every published shard has a manifest in.
+WRITTEN = "manifests_written"
+# The cursor that keeps, for `status`, how many lastmods the last adoption moved, and when.
+ADOPTED = "adopted_lastmods"
+
+# What identifies a URL's content across machines: its fingerprint, or for a source that
+# gives no content, its own timestamp.
+_FINGERPRINT = "coalesce(content_hash, source_time, '')"
+# A URL of the ledger (`{u}`) whose content is as the manifest row `a` says it was
+# published: the same fingerprint, or the same file bytes (the fingerprint settings may
+# have changed since: they change no lastmod).
+_SAME = (
+    "(a.fp = coalesce({u}.content_hash, {u}.source_time, '') "
+    "OR (a.raw != '' AND a.raw = {u}.bytes_hash))"
+)
+
+
+def shard_manifest(conn: sqlite3.Connection, shard_id: int) -> bytes:
+    """Return the manifest file of the live URLs in shard `shard_id` of the ledger open
+    on `conn`."""
+    # Joined by SQLite, which lets go of the GIL while it steps: a manifest read on a
+    # storing thread costs the rendering thread nothing.
+    (lines,) = conn.execute(
+        f"SELECT group_concat(loc || char(9) || {_FINGERPRINT} || char(9) || lastmod || "
+        "char(9) || coalesce(bytes_hash, ''), char(10)) FROM (SELECT * FROM urls "
+        "WHERE shard = ? AND status = ? ORDER BY id)",
+        (shard_id, LIVE),
+    ).fetchone()
+    return encode(lines or "")
+
+
+class Reader:
+    """Reads shard manifests through read-only connections of its own, one per thread:
+    the threads that store shards read them while the publishing thread renders the
+    next (SQLite reads a committed WAL ledger from any number of connections)."""
+
+    def __init__(self, path: Path) -> None:
+        self._uri = f"{path.as_uri()}?mode=ro"
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._conns: list[sqlite3.Connection] = []
+
+    def file(self, shard_id: int) -> bytes:
+        """Return the manifest file of shard `shard_id`. Raises LedgerError."""
+        try:
+            conn = getattr(self._local, "conn", None)
+            if conn is None:
+                conn = sqlite3.connect(self._uri, uri=True, check_same_thread=False)
+                self._local.conn = conn
+                with self._lock:
+                    self._conns.append(conn)
+            return shard_manifest(conn, shard_id)
+        except sqlite3.Error as exc:
+            raise LedgerError(
+                f"{self._uri}: cannot read the manifest of shard {shard_id} ({exc})"
+            ) from exc
+
+    def close(self) -> None:
+        """Close every connection (once the threads that used them are done)."""
+        with self._lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()
+
+
+def adopt(ledger: Ledger, rows: Iterable[Row]) -> int:
+    """Give each live URL whose fingerprint (or file hash) matches a manifest row that
+    row's lastmod, re-dating and marking dirty the shards touched; return how many moved."""
+    conn = ledger.conn
+    rows = iter(rows)
+    first = next(rows, None)
+    if first is None:
+        return 0
+    rows = chain([first], rows)
+    with ledger.transaction():
+        # No key: appended as read, then scanned once, each row finding its URL through
+        # the ledger's unique loc index (a URL is in one shard, so in one manifest).
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS adopted (loc TEXT, fp, lastmod, raw)")
+        conn.execute("DELETE FROM temp.adopted")
+        conn.executemany("INSERT INTO temp.adopted VALUES (?, ?, ?, ?)", rows)
+        shards = [
+            shard
+            for (shard,) in conn.execute(
+                f"SELECT DISTINCT u.shard FROM urls u JOIN temp.adopted a ON a.loc = u.loc "
+                f"WHERE u.status = ? AND {_SAME.format(u='u')} AND u.lastmod != a.lastmod",
+                (LIVE,),
+            )
+        ]
+        moved = conn.execute(
+            f"UPDATE urls SET lastmod = a.lastmod FROM temp.adopted a WHERE a.loc = urls.loc "
+            f"AND urls.status = ? AND {_SAME.format(u='urls')} AND a.lastmod != urls.lastmod",
+            (LIVE,),
+        ).rowcount
+        conn.executemany(
+            "UPDATE shards SET dirty = 1, lastmod = coalesce((SELECT max(lastmod) FROM urls "
+            "WHERE shard = shards.id AND status = ?), lastmod) WHERE id = ?",
+            [(LIVE, shard) for shard in shards if shard is not None],
+        )
+        conn.execute("DELETE FROM temp.adopted")
+    return int(moved)

@@ -1,0 +1,489 @@
+"""The publisher: the only code that writes published files, through a store (the
+local output directory or an S3-compatible bucket).
+
+Every file is stored whole, so readers only ever see complete documents. Shards go out
+before the index that names them; a shard is removed only after an index that no longer
+names it is in place. Files whose bytes did not change are not written again. Behind a
+lease (several daemons, one target), every write waits for the lease and the index write
+renews it first.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import logging
+import re
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+from sitemapd.config import Config
+from sitemapd.config.fleet import Partition, partition_name
+from sitemapd.core import w3c
+from sitemapd.errors import PublishError
+from sitemapd.ledger import Ledger
+from sitemapd.publish import manifest, robots
+from sitemapd.publish.feedwindow import feed_pages
+from sitemapd.publish.manifestfile import VERSION
+from sitemapd.publish.store import LocalStore, Record, Store
+from sitemapd.render.extensions import without_alternates
+from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
+from sitemapd.render.parts import part_name, part_number, part_url
+from sitemapd.render.sitemap import (
+    encoded_urlset,
+    plain_entries,
+    plain_urlset,
+    sitemap_index,
+    urlset,
+)
+
+if TYPE_CHECKING:
+    from sitemapd.render.feedpage import FeedPage
+
+log = logging.getLogger("sitemapd.publish")
+
+
+@dataclass
+class PublishReport:
+    """What one publish wrote and removed."""
+
+    written: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    bytes_written: int = 0
+
+
+class _Stored(NamedTuple):
+    """A file `Publisher._store` stored, or found stored byte for byte (`wrote` False)."""
+
+    name: str
+    digest: str
+    size: int
+    stamp: int
+    wrote: bool
+
+
+# Shards stored at once while the next renders: hashing, writing and syncing one wait
+# outside the GIL, and a spooled shard takes no time to render.
+_STORERS = 2
+
+
+class OutputNames:
+    """The file names and public URLs of a site's sitemaps, news sitemaps and feeds."""
+
+    def __init__(self, config: Config) -> None:
+        self.index = config.sitemap.index
+        self.output_url = config.site.output_url
+        self._gzip = config.sitemap.gzip
+        self._stem = config.sitemap.index.removesuffix(".xml")
+        self._shard_file = re.compile(rf"{re.escape(self._stem)}-(\d+)\.xml(\.gz)?\Z")
+        # Files whose later pages or parts are numbered from 2: news files, feeds.
+        self._paged = [name for name in _paged_names(config) if name]
+        feed = config.feed
+        self._feeds = [(feed.atom, "atom"), (feed.rss, "rss")] if feed is not None else []
+        self._news = config.news is not None
+        self.key_file = (
+            config.indexnow.key + ".txt"
+            if config.indexnow is not None and config.indexnow.key_file
+            else None
+        )
+
+    def shard(self, shard_id: int) -> str:
+        """Return the file name of shard `shard_id`."""
+        return f"{self._stem}-{shard_id}.xml" + (".gz" if self._gzip else "")
+
+    def is_output(self, name: str) -> bool:
+        """True when `name` is a file sitemapd writes into the output directory."""
+        return (
+            name == self.index
+            or name == self.key_file
+            or self.is_shard(name)
+            or any(part_number(first, name) is not None for first in self._paged)
+        )
+
+    def is_news(self, name: str) -> bool:
+        """True when `name` is one of the site's news sitemaps."""
+        first = self._paged[0] if self._news else None
+        return first is not None and part_number(first, name) is not None
+
+    def is_later_part(self, name: str) -> bool:
+        """True when `name` is a news file or feed page after the first (`-N.xml`)."""
+        return any((part_number(first, name) or 1) > 1 for first in self._paged)
+
+    def content_type(self, name: str) -> str:
+        """Return the Content-Type `name` is served with (a .gz file is gzip itself, with
+        no Content-Encoding: crawlers fetch the compressed sitemap as it is)."""
+        if name.endswith(".gz"):
+            return "application/gzip"
+        if name == self.key_file:
+            return "text/plain; charset=utf-8"
+        for first, kind in self._feeds:
+            if part_number(first, name) is not None:
+                return f"application/{kind}+xml; charset=utf-8"
+        return "application/xml; charset=utf-8"
+
+    def is_shard(self, name: str) -> bool:
+        """True when `name` is a shard file of this site, compressed or not."""
+        return self._shard_file.match(name) is not None
+
+    @property
+    def index_url(self) -> str:
+        """Return the public URL of the sitemap index."""
+        return self.output_url + self.index
+
+
+def partition_index_urls(config: Config) -> list[str]:
+    """Return the public URLs of the site's sitemap indexes: one per partition."""
+    names = OutputNames(config)
+    partition = config.site.partition
+    if partition is None:
+        return [names.index_url]
+    mine = partition_name("", partition.label)
+    stem = names.index.removesuffix(mine)
+    return [
+        names.output_url + stem + partition_name("", Partition(n, partition.count).label)
+        for n in range(1, partition.count + 1)
+    ]
+
+
+def _paged_names(config: Config) -> list[str]:
+    feed = config.feed
+    return [
+        config.news.file if config.news else "",
+        feed.atom if feed else "",
+        feed.rss if feed else "",
+    ]
+
+
+# The manifest format this publisher writes, as the ledger notes it once every shard has one.
+MANIFEST_VERSION = str(VERSION)
+
+# The feeds' `updated` when no URL has ever been published.
+_EPOCH = "1970-01-01T00:00:00+00:00"
+
+
+class Fence(Protocol):
+    """The lease a publisher sharing a target with others writes under."""
+
+    @property
+    def held(self) -> bool:
+        """True while this daemon may write to the target."""
+
+    def keep(self) -> bool:
+        """Renew the lease if held; return True when held. Raises PublishError."""
+
+    def fence(self) -> None:
+        """Renew the lease before the index write; raises PublishError when lost."""
+
+
+class Publisher:
+    """Writes the ledger's sitemaps into a store, touching only what changed."""
+
+    def __init__(
+        self,
+        config: Config,
+        ledger: Ledger,
+        dry_run: bool = False,
+        store: Store | None = None,
+        lease: Fence | None = None,
+    ) -> None:
+        self.config = config
+        self.store: Store = store or LocalStore(config.site.output_dir, config.site.robots_txt)
+        self.lease = lease
+        # Reports and records what it would write and remove, touching no file.
+        self.dry_run = dry_run
+        # What each feed file was last rendered from (see _publish_feeds).
+        self._feeds_rendered: dict[str, FeedPage] = {}
+        self.site = config.site
+        self.sitemap = config.sitemap
+        self.ledger = ledger
+        self.out = config.site.output_dir
+        self.names = OutputNames(config)
+
+    def publish(self, now: str) -> PublishReport:
+        """Write every changed file, then remove files no index names; return what happened.
+
+        Order: shards, news sitemaps, the index naming them, feeds, robots.txt, the
+        IndexNow key; only then are files that are no longer named removed.
+        """
+        report = PublishReport()
+        self._check_lease()
+        self.store.prepare(write=not self.dry_run)
+        written: dict[str, tuple[str, int, int]] = {}
+        dirty = {shard_id for shard_id, _ in self.ledger.shards_to_render()}
+        index_rows = self.ledger.index_rows()
+        self._publish_shards([shard_id for shard_id, _ in index_rows], dirty, written, report)
+        listed: list[tuple[str, str | None]] = [
+            (self.names.shard(shard_id), lastmod) for shard_id, lastmod in index_rows
+        ]
+        listed += self._publish_news(now, written, report)
+        if not listed:
+            log.warning("no URL is live: publishing an empty sitemap index")
+        index = sitemap_index((self.site.output_url + name, lastmod) for name, lastmod in listed)
+        if self.lease is not None and not self.dry_run:
+            self.lease.fence()
+        self._write(self.sitemap.index, index.encode(), written, report)
+        current = {name for name, _ in listed} | {self.sitemap.index}
+        if self.config.news is not None:
+            current.add(self.config.news.file)
+        current |= self._publish_feeds(now, written, report)
+        # robots.txt names the new index before any retired file goes.
+        self._update_robots_txt(report)
+        if self.names.key_file is not None and self.config.indexnow is not None:
+            from sitemapd.notify import (
+                indexnow,  # with its HTTP client: only for a site that notifies
+            )
+
+            name, data = indexnow.key_file(self.config.indexnow.key)
+            self._write(name, data, written, report)
+            current.add(name)
+        # Only now that the index is in place may files it no longer names go: shards of
+        # this index, and anything published under names no longer in use (a renamed index
+        # and its shards, news files and feed pages no longer needed).
+        retired = [name for name in self.ledger.published_names() if name not in current]
+        for name in self.store.names():
+            # Numbered files are swept even when the ledger has no record of them (a lost
+            # state folder, a crash before the record): left, they would be served stale.
+            numbered = self.names.is_shard(name) or self.names.is_later_part(name)
+            if (numbered and name not in current) or name in retired:
+                report.removed.append(name)
+        if report.removed and not self.dry_run:
+            self._check_lease()
+            self.store.remove(report.removed)
+        self.ledger.record_publish(written, dirty, self.ledger.empty_shards(), retired, at=now)
+        return report
+
+    def _publish_shards(
+        self,
+        shards: list[int],
+        dirty: set[int],
+        written: dict[str, tuple[str, int, int]],
+        report: PublishReport,
+    ) -> None:
+        """Write the `dirty` shards and those not stored as published, in order. They are
+        stored on threads while the next one renders: both wait mostly in SQLite, hashing
+        and the disk, outside the GIL."""
+        # Shards published before this ledger wrote manifests (an upgrade) get theirs once.
+        backfill = not self.dry_run and self.ledger.cursor(manifest.WRITTEN) != MANIFEST_VERSION
+        reader = manifest.Reader(self.ledger.path)
+        try:
+            with ThreadPoolExecutor(_STORERS, thread_name_prefix="sitemapd-store") as storing:
+                stored: deque[Future[_Stored | None]] = deque()
+                for shard_id in shards:
+                    name = self.names.shard(shard_id)
+                    record = self.ledger.published(name)
+                    if backfill and not (shard_id in dirty or not self._intact(name, record)):
+                        self._check_lease()
+                        data = manifest.shard_manifest(self.ledger.conn, shard_id)
+                        self.store.put_manifest(name, data)
+                    elif shard_id in dirty or not self._intact(name, record):
+                        data = self._shard(shard_id)
+                        # Before the shard: a successor (or this site after losing its
+                        # state) adopts the lastmods of matching fingerprints.
+                        file_of = None if self.dry_run else functools.partial(reader.file, shard_id)
+                        if len(stored) == _STORERS:
+                            self._note(stored.popleft().result(), written, report)
+                        stored.append(storing.submit(self._store, name, data, record, file_of))
+                while stored:
+                    self._note(stored.popleft().result(), written, report)
+        finally:
+            reader.close()
+        if backfill:
+            self.ledger.set_cursor(manifest.WRITTEN, MANIFEST_VERSION)
+
+    def _shard(self, shard_id: int) -> bytes:
+        """Return a shard's document, without alternates that left the sitemaps."""
+        spooled = self.ledger.spooled_entries(shard_id)
+        if spooled is not None:
+            return encoded_urlset(spooled)
+        return b"".join(text.encode() for text in self._texts(shard_id))
+
+    def _texts(self, shard_id: int) -> Iterator[str]:
+        """Yield the text of a shard in pieces of at most a thousand entries: a full shard's
+        rows, its text and its bytes are never all held at once."""
+        if not self.ledger.shard_has_extras(shard_id):
+            return plain_urlset(map(plain_entries, self.ledger.shard_plain_rows(shard_id)))
+        rows: Iterable[tuple[str, str, str | None]] = self.ledger.shard_rows(shard_id)
+        unlisted = self.ledger.unlisted_alternates(shard_id)
+        if unlisted:
+            rows = (
+                (loc, lastmod, extra and without_alternates(extra, unlisted))
+                for loc, lastmod, extra in rows
+            )
+        entries = urlset(rows, extended=True)
+        return ("".join(batch) for batch in iter(lambda: list(islice(entries, 1000)), []))
+
+    def _publish_news(
+        self, now: str, written: dict[str, tuple[str, int, int]], report: PublishReport
+    ) -> list[tuple[str, str | None]]:
+        """Write the news sitemaps; return `(name, newest publication)` of each."""
+        news = self.config.news
+        if news is None:
+            return []
+        since = w3c.format_epoch(w3c.to_epoch(now) - news.max_age)
+        articles = self.ledger.articles(since)
+        changed = {loc: max(published, lastmod) for loc, published, *_, lastmod in articles}
+        items = (
+            NewsItem(
+                loc,
+                news.publication_name,
+                news_language(language) or news.language.lower(),
+                published,
+                news_title or title or loc,
+            )
+            for loc, published, language, news_title, title, _ in articles
+        )
+        listed: list[tuple[str, str | None]] = []
+        for number, (document, part) in enumerate(news_files(items, self.sitemap.max_bytes), 1):
+            name = part_name(news.file, number)
+            self._write(name, document.encode(), written, report)
+            # What moves a news file for a crawler: a new article or an edited one.
+            listed.append((name, max(changed[item.loc] for item in part)))
+        if not listed:
+            # No article is recent: the first file stays, empty (crawlers that know it
+            # read no items rather than an error), but the index names it only while it
+            # has items: the sitemap schema wants at least one <url> in a document.
+            self._write(news.file, news_urlset([]).encode(), written, report)
+        return listed
+
+    def _publish_feeds(
+        self, now: str, written: dict[str, tuple[str, int, int]], report: PublishReport
+    ) -> set[str]:
+        """Write the Atom and RSS feeds and their later pages; return the names written."""
+        feed = self.config.feed
+        if feed is None:
+            return set()
+        # feedgen and lxml load for a site with feeds only: a `build` starts faster.
+        from sitemapd.render.feedpage import FeedPage
+        from sitemapd.render.feeds import atom, rss
+
+        crawlers = [name for name, _ in self.config.crawlers]
+        pages = feed_pages(self.ledger, feed, crawlers, now)
+        fallback = self.ledger.newest_lastmod() or _EPOCH
+        names: set[str] = set()
+        for first, first_url, render in (
+            (feed.atom, feed.atom_url, atom),
+            (feed.rss, feed.rss_url, rss),
+        ):
+            urls = [part_url(first_url, part_name(first, number)) for number, _ in pages]
+            paged = len(pages) > 1
+            for at, (number, entries) in enumerate(pages):
+                page = FeedPage(
+                    title=feed.title,
+                    self_url=urls[at],
+                    site_url=self.site.origin.root,
+                    entries=entries,
+                    updated=max((e.updated for e in entries), default=fallback),
+                    hubs=self.config.websub.hubs,
+                    first_url=urls[0] if paged else None,
+                    next_url=urls[at + 1] if at + 1 < len(urls) else None,
+                    previous_url=urls[at - 1] if at else None,
+                    last_url=urls[-1] if paged else None,
+                    subtitle=feed.subtitle,
+                )
+                name = part_name(first, number)
+                names.add(name)
+                # Rendering through feedgen is most of a publish; the same page gives the
+                # same bytes, so a file still as published needs no new render.
+                if self._feeds_rendered.get(name) == page and self._intact(name):
+                    continue
+                self._write(name, render(page), written, report)
+                self._feeds_rendered[name] = page
+        return names
+
+    def _intact(self, name: str, record: Record | None = None) -> bool:
+        """True when `name` is stored exactly as published."""
+        record = record or self.ledger.published(name)
+        return record is not None and self.store.intact(name, record)
+
+    def damaged(self) -> list[str]:
+        """Return the names of published files no longer stored as published (replaced,
+        edited or deleted by another writer)."""
+        return [name for name in self.ledger.published_names() if not self._intact(name)]
+
+    def _check_lease(self) -> None:
+        """Raise PublishError unless this daemon may write to the target now (a long
+        publish renews the lease on the way)."""
+        lease = self.lease
+        if lease is not None and not self.dry_run and not (lease.held or lease.keep()):
+            raise PublishError(f"not the publisher of {self.store.where}: standing by")
+
+    def _write(
+        self,
+        name: str,
+        text: bytes,
+        written: dict[str, tuple[str, int, int]],
+        report: PublishReport,
+    ) -> None:
+        self._note(self._store(name, text, self.ledger.published(name), None), written, report)
+
+    def _store(
+        self,
+        name: str,
+        text: bytes,
+        record: Record | None,
+        manifest_of: Callable[[], bytes] | None,
+    ) -> _Stored | None:
+        """Store `text` as `name` unless it is stored as published (`record`: then return
+        None), after its manifest (read by `manifest_of`). Writes no ledger: may run on a
+        thread of its own."""
+        digest = hashlib.sha256(text).hexdigest()
+        if record is not None and record[0] == digest and self.store.intact(name, record):
+            return None
+        data = text
+        if name.endswith(".gz"):
+            # mtime=0 and no file name in the header: the same sitemap gives the same bytes.
+            data = gzip.compress(text, compresslevel=self.sitemap.gzip_level, mtime=0)
+        if manifest_of is not None:
+            self._check_lease()
+            self.store.put_manifest(name, manifest_of())
+        stamp, wrote = (0, True) if self.dry_run else self._put(name, data)
+        return _Stored(name, digest, len(data), stamp, wrote)
+
+    @staticmethod
+    def _note(
+        stored: _Stored | None, written: dict[str, tuple[str, int, int]], report: PublishReport
+    ) -> None:
+        """Record what `_store` stored in `written` and `report`."""
+        if stored is None:
+            return
+        written[stored.name] = (stored.digest, stored.size, stored.stamp)
+        if not stored.wrote:
+            # Stored already, byte for byte (as after a restart): only the record was missing.
+            return
+        report.written.append(stored.name)
+        report.bytes_written += stored.size
+        log.debug("wrote %s (%d bytes)", stored.name, stored.size)
+
+    def _put(self, name: str, data: bytes) -> tuple[int, bool]:
+        """Store `name` under the lease; return its stamp and whether it was written."""
+        self._check_lease()
+        return self.store.put(name, data, self.names.content_type(name))
+
+    def _update_robots_txt(self, report: PublishReport) -> None:
+        """Give robots.txt (on disk or in the bucket) the `Sitemap:` line of our index."""
+        retired = self.ledger.cursor("robots_sitemap_line")
+        url = self.names.index_url
+        site = self.config.site
+        remove = site.robots_other_sitemaps == "remove"
+        ours = partition_index_urls(self.config)
+
+        def edit(current: bytes) -> bytes:
+            others = robots.other_sitemaps(current, site.origin.root, ours) if remove else ()
+            return robots.with_sitemap_line(current, url, retired, others)
+
+        if not self.dry_run:
+            self._check_lease()
+        edited = self.store.edit_robots(edit, self.dry_run)
+        if edited is None:
+            return
+        where, updated = edited
+        if updated is not None:
+            report.written.append(where)
+            report.bytes_written += 0 if self.dry_run else len(updated)
+        if retired != url and not self.dry_run:
+            self.ledger.set_cursor("robots_sitemap_line", url)

@@ -1,0 +1,272 @@
+"""Where published files go: the interface the publisher writes through, and the local
+output directory behind it.
+
+The publisher decides what to write and in which order; a store only keeps bytes under
+names. Each write returns a stamp (an integer naming the stored version) that the
+ledger records, so a later publish can tell a file still as published from one edited
+or lost since, without reading it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import secrets
+import stat
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Protocol
+
+from sitemapd.core.lifeline import running
+from sitemapd.errors import PublishError
+from sitemapd.publish.manifestfile import Row, decode, manifest_name
+
+log = logging.getLogger("sitemapd.store")
+
+_TEMP_PREFIX = ".sitemapd-tmp-"
+
+# (sha256 of the rendered text, stored size, stamp), as the ledger records a published file.
+Record = tuple[str, int, int | None]
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> os.stat_result:
+    """Replace `path` with `data` so that no reader ever sees a partial file; return the
+    new file's status. Raises PublishError.
+
+    `mode` keeps an existing file's permissions; new files get 0o666 minus the umask. A
+    symlink at `path` is replaced, never followed.
+    """
+    try:
+        fd, temp = _create_temp(path)
+    except OSError as exc:
+        raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
+    try:
+        try:
+            if mode is not None:
+                os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+            written = os.fstat(fd)
+        finally:
+            os.close(fd)
+        # rename() replaces whatever is at `path`, a symlink included, and follows nothing.
+        os.replace(temp, path)
+        fsync_dir(path.parent)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
+    return written
+
+
+def _create_temp(path: Path) -> tuple[int, Path]:
+    """Create a new, empty temp file beside `path`; return its descriptor and path.
+
+    Anyone else who can write to the folder could plant a symlink at a name they can
+    guess: the name is random and the file is created exclusively, never through a link.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        # The pid last: remove_leftover_temps keeps a running sitemapd's temps.
+        temp = path.with_name(f"{_TEMP_PREFIX}{path.name}-{secrets.token_hex(8)}-{os.getpid()}")
+        try:
+            return os.open(temp, flags, 0o666), temp
+        except FileExistsError:
+            continue
+
+
+def remove_leftover_temps(folder: Path) -> None:
+    """Remove temp files that a crashed sitemapd left in `folder` (never a live one's)."""
+    for path in folder.glob(_TEMP_PREFIX + "*"):
+        pid = path.name.rpartition("-")[2]
+        if pid.isdigit() and int(pid) != os.getpid() and running(int(pid)):
+            continue
+        path.unlink(missing_ok=True)
+
+
+def fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Store(Protocol):
+    """A flat namespace of published files."""
+
+    @property
+    def where(self) -> str:
+        """Return where files go, for messages (a folder or an s3:// URL)."""
+
+    def prepare(self, write: bool) -> None:
+        """Get ready for one publish (create the folder, list the bucket); `write` false
+        for a dry run, which only reads. Raises PublishError."""
+
+    def intact(self, name: str, record: Record) -> bool:
+        """True when `name` is stored exactly as `record` says it was published."""
+
+    def put(self, name: str, data: bytes, content_type: str) -> tuple[int, bool]:
+        """Store `data` as `name`; return its stamp and False when the identical bytes
+        were stored already (nothing written). Raises PublishError."""
+
+    def names(self) -> list[str]:
+        """Return the names of the files stored, sorted."""
+
+    def remove(self, names: Iterable[str]) -> None:
+        """Delete the files `names` (missing ones are fine); raises PublishError."""
+
+    def edit_robots(
+        self, edit: Callable[[bytes], bytes], dry_run: bool
+    ) -> tuple[str, bytes | None] | None:
+        """Apply `edit` to robots.txt with no lost update (a `dry_run` only reads); return
+        where it is and the new bytes if they changed, or None when there is none to
+        edit. Raises PublishError."""
+
+    def put_manifest(self, shard: str, data: bytes) -> None:
+        """Keep the manifest file `data` of `shard` beside it, for a ledger that lacks them (a
+        successor publisher, a lost state folder); raises PublishError."""
+
+    def manifest_rows(self, shards: Iterable[str]) -> Iterator[Row]:
+        """Yield the manifest rows of `shards` (missing ones: none)."""
+
+
+class LocalStore:
+    """The output directory: atomic renames, fsynced; robots.txt edited under a lock."""
+
+    def __init__(self, folder: Path, robots_txt: Path | None) -> None:
+        self.folder = folder
+        self.robots_txt = robots_txt
+
+    @property
+    def where(self) -> str:
+        return str(self.folder)
+
+    def prepare(self, write: bool) -> None:
+        if not write:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PublishError(f"cannot create output directory {self.folder} ({exc})") from exc
+        remove_leftover_temps(self.folder)
+        manifests = (self.folder / manifest_name("x")).parent
+        if manifests.is_dir():
+            remove_leftover_temps(manifests)
+
+    def intact(self, name: str, record: Record) -> bool:
+        try:
+            # A symlink planted at the name is never as published: it gets replaced.
+            st = (self.folder / name).lstat()
+        except (FileNotFoundError, NotADirectoryError):  # the folder may be a file now
+            return False
+        return stat.S_ISREG(st.st_mode) and (st.st_size, st.st_mtime_ns) == record[1:]
+
+    def put(self, name: str, data: bytes, content_type: str) -> tuple[int, bool]:
+        path = self.folder / name
+        try:
+            # A ledger with no record of a file (a lost state folder) finds it as it
+            # would write it: left alone, its mtime and ETag stay what crawlers know.
+            st = path.lstat()
+            if stat.S_ISREG(st.st_mode) and st.st_size == len(data) and path.read_bytes() == data:
+                return st.st_mtime_ns, False
+        except OSError:
+            pass  # missing or unreadable: written
+        return atomic_write(path, data).st_mtime_ns, True
+
+    def put_manifest(self, shard: str, data: bytes) -> None:
+        path = self.folder / manifest_name(shard)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PublishError(f"cannot create {path.parent} ({exc.strerror})") from exc
+        atomic_write(path, data)
+
+    def manifest_rows(self, shards: Iterable[str]) -> Iterator[Row]:
+        for shard in shards:
+            path = self.folder / manifest_name(shard)
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise PublishError(f"cannot read {path} ({exc.strerror})") from exc
+            yield from decode(data, str(path))
+
+    def names(self) -> list[str]:
+        if not self.folder.is_dir():
+            return []
+        return sorted(path.name for path in self.folder.iterdir())
+
+    def remove(self, names: Iterable[str]) -> None:
+        removed = False
+        for name in names:
+            (self.folder / name).unlink(missing_ok=True)
+            (self.folder / manifest_name(name)).unlink(missing_ok=True)
+            removed = True
+        if removed:
+            fsync_dir(self.folder)
+
+    def edit_robots(
+        self, edit: Callable[[bytes], bytes], dry_run: bool
+    ) -> tuple[str, bytes | None] | None:
+        if self.robots_txt is None:
+            return None
+        # Edit the file a symlink points to, keeping its permissions.
+        path = self.robots_txt.resolve()
+        if dry_run:
+            try:
+                current = path.read_bytes()
+            except OSError:
+                current = b""
+            updated = edit(current)
+            return str(path), None if updated == current else updated
+        try:
+            with _locked(path):
+                current = path.read_bytes()
+                mode = stat.S_IMODE(path.stat().st_mode)
+                updated = edit(current)
+                if updated == current:
+                    return str(path), None
+                remove_leftover_temps(path.parent)
+                atomic_write(path, updated, mode)
+        except (OSError, PublishError) as exc:
+            # The sitemaps are out; a read-only robots.txt must not stop them.
+            log.warning(
+                "cannot add the Sitemap: line to %s (%s): make its folder writable "
+                "(systemd: ReadWritePaths=) or add the line by hand",
+                path,
+                exc,
+            )
+            return None
+        return str(path), updated
+
+
+class _locked:
+    """An exclusive flock on `path` itself (created empty if missing): the daemons of a
+    site's partitions edit one robots.txt, each its own line, and must not undo each
+    other's. Each edit replaces the file, so the lock is retaken until it holds the file
+    that is at `path` now."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        while True:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held = os.fstat(fd)
+            try:
+                now = self.path.lstat()
+            except FileNotFoundError:
+                now = None
+            if now is not None and (now.st_ino, now.st_dev) == (held.st_ino, held.st_dev):
+                self.fd = fd
+                return
+            os.close(fd)
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)

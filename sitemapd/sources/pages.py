@@ -1,0 +1,169 @@
+"""Read one file of a directory source: what it says about itself and its fingerprint.
+
+An HTML page is parsed once for both its facts (title, canonical, robots, article data)
+and its significant-change fingerprint; other files are fingerprinted by their bytes.
+`load` does all of it from the path, in whichever process reads it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from sitemapd.core import w3c
+from sitemapd.core.observation import file_key
+from sitemapd.fingerprint import (
+    Material,
+    Reading,
+    Settings,
+    TemplateMemory,
+    bytes_digest,
+    parse_html,
+    read_html,
+    without_ignored,
+)
+from sitemapd.ledger import KnownFile
+from sitemapd.sources.content import PageFacts, ld_articles, read_page
+
+HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+
+
+@dataclass
+class PageRead:
+    """A file as read: its facts (HTML only) and what its fingerprint is taken over."""
+
+    settings: Settings
+    facts: PageFacts | None
+    # The content fingerprint's material (HTML in "content" mode), else None.
+    reading: Reading | None
+    # The bytes fingerprint ("page" mode and non-HTML files), else None.
+    bytes_fingerprint: str | None
+
+    def digest(self, memory: TemplateMemory) -> str:
+        """Return the fingerprint, the site's template texts in `memory` left out."""
+        fingerprint = self.fingerprint()
+        return fingerprint if isinstance(fingerprint, str) else fingerprint.digest(memory.known)
+
+    def fingerprint(self) -> Material | str:
+        """Return what the fingerprint is hashed from (HTML in "content" mode), else the
+        fingerprint of the bytes."""
+        if self.reading is not None:
+            return self.reading.material()
+        assert self.bytes_fingerprint is not None
+        return self.bytes_fingerprint
+
+    @property
+    def fallback(self) -> bool:
+        """True when no main content was found and the whole page counted."""
+        return self.reading is not None and self.reading.fallback
+
+
+def is_html(relpath: str) -> bool:
+    """True when the file at `relpath` is read as an HTML page."""
+    return relpath.lower().endswith(HTML_SUFFIXES)
+
+
+def settings_for(relpath: str, settings: Settings) -> Settings:
+    """Return the fingerprint settings of the file at `relpath`: non-HTML files always
+    hash their bytes."""
+    if settings.mode == "page" or is_html(relpath):
+        return settings
+    return Settings(mode="page", ignore=settings.ignore, version=settings.version)
+
+
+def read_file(
+    relpath: str,
+    data: bytes,
+    settings: Settings,
+    images_selector: str | None = None,
+    explain: bool = False,
+) -> PageRead:
+    """Return what the file at `relpath` holding `data` says, by fingerprint `settings`.
+
+    `images_selector` asks for the images inside it (image:image entries).
+    """
+    settings = settings_for(relpath, settings)
+    if not is_html(relpath):
+        return PageRead(settings, None, None, bytes_digest(data, settings.patterns()))
+    if settings.mode == "page":
+        facts = read_page(data, images_selector)
+        return PageRead(settings, facts, None, bytes_digest(data, settings.patterns()))
+    text = without_ignored(data, settings.patterns())
+    tree = parse_html(text)
+    facts = read_page(data, images_selector, tree=tree)
+    if tree is None:
+        return PageRead(settings, facts, Reading([], [], fallback=True), None)
+    reading = read_html(tree, ld_articles(text), settings, explain=explain)
+    return PageRead(settings, facts, reading, None)
+
+
+class Job(NamedTuple):
+    """A file to read: where it is, its URL, and what the ledger knows of it (None: a new
+    file)."""
+
+    relpath: str
+    path: str
+    loc: str
+    known: KnownFile | None
+    # Read and parse even when the bytes are those the ledger has (what is read changed).
+    reread: bool
+
+
+class Loaded(NamedTuple):
+    """A file as read from disk: its key, time and bytes hash, and what it says."""
+
+    file_key: str
+    source_time: str
+    # The hash of the file's bytes.
+    raw: str
+    # The bytes, kept only when the fingerprint by the stored settings needs them.
+    data: bytes | None
+    # None when the bytes are those the ledger has: nothing to parse.
+    read: PageRead | None
+
+
+def load(job: Job, settings: Settings, images_selector: str | None = None) -> Loaded | OSError:
+    """Return what the file of `job` holds now, or the error reading it raised."""
+    try:
+        stat, data = read_bytes(job.path)
+    except OSError as exc:
+        return exc
+    key, source_time = file_key(stat), w3c.format_epoch(stat.st_mtime)
+    raw = bytes_digest(data)
+    known = job.known
+    if (
+        known is not None
+        and not job.reread
+        and known.bytes_hash == raw
+        and known.fp_settings == settings_for(job.relpath, settings).key
+    ):
+        # Touched or copied with the same bytes: nothing to parse.
+        return Loaded(key, source_time, raw, None, None)
+    read = read_file(job.relpath, data, settings, images_selector)
+    # The stored fingerprint was taken by other settings: comparing needs the bytes.
+    keep = (
+        known is not None
+        and known.content_hash is not None
+        and known.bytes_hash != raw
+        and known.fp_settings != read.settings.key
+    )
+    return Loaded(key, source_time, raw, data if keep else None, read)
+
+
+def read_bytes(path: str) -> tuple[os.stat_result, bytes]:
+    """Return the status and bytes of the file at `path`, in four system calls for most
+    files: this runs for every page of a first scan."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        stat = os.fstat(fd)
+        # One byte more than its size: a file that grew meanwhile is read to its end.
+        data = os.read(fd, stat.st_size + 1)
+        if len(data) > stat.st_size:
+            chunks = [data]
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            data = b"".join(chunks)
+    finally:
+        os.close(fd)
+    return stat, data
