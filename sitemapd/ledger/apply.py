@@ -10,7 +10,6 @@ import logging
 import os
 import sqlite3
 from collections.abc import Collection, Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sitemapd.core.observation import (
@@ -30,10 +29,10 @@ from sitemapd.ledger.model import (
     NEW,
     ROBOTS_REASON,
     UPDATED,
-    ChangeSet,
     RobotsRules,
 )
 from sitemapd.ledger.removals import RemovalGuard, decide
+from sitemapd.ledger.run import Run
 from sitemapd.ledger.schema import (
     EXCLUDED,
     GONE,
@@ -46,7 +45,6 @@ from sitemapd.ledger.schema import (
     drop_loc_index,
     insert_rows,
 )
-from sitemapd.ledger.shards import Shards
 from sitemapd.render.sitemap import entry_size
 
 if TYPE_CHECKING:
@@ -102,48 +100,12 @@ def _fingerprint(obs: Observation) -> tuple[str | None, str | None, int | None]:
     return obs.bytes_hash, obs.fp_settings, int(obs.fallback) if obs.bytes_hash else None
 
 
-class Apply:
-    """One `Ledger.apply()` run: the decisions, shard moves and journal of a transaction."""
+class Apply(Run):
+    """One `Ledger.apply()` run: what each observation changes, and the end of the run."""
 
     def __init__(self, ledger: Ledger, robots: RobotsRules, now: str, guard: RemovalGuard) -> None:
-        self.conn = ledger.conn
-        self.ledger = ledger
-        self.robots = robots
-        self.now = now
-        self.guard = guard
-        # Guarded sources that said some URLs are gone (in temp.pending until `finish`).
-        self.pending: set[str] = set()
-        self.changes = ChangeSet()
-        self.shards = Shards(self.conn, ledger.limits)
-        # (url id, kind, at); rows read from the ledger always have their id.
-        self.journal: list[tuple[int | None, str, str]] = []
-        # Sources that gave at least one present URL in this run.
-        self.observed: set[str] = set()
-        self._source_ids: dict[str, int] = dict(
-            (name, id_) for id_, name in self.conn.execute("SELECT id, name FROM sources")
-        )
-        self.bulk = False
-        # url id -> its new alternates text, for alternate_links.
-        self.links: dict[int | None, str | None] = {}
-        self.first_seq = ledger.last_seq()
-        # Bulk runs: loc -> the last row id inserted before a Gone for it.
-        self.bulk_gone: dict[str, int] = {}
-        # Bulk runs: whether a row with alternates was inserted (only observations of
-        # pages have them), for `_finish_bulk` to record.
-        self.bulk_alternates = False
-        self.lists = ListLoad(self)
-        # Bulk runs: shard id -> the file of its entries, rendered as the load filled it.
-        self.spooled: dict[int, Path] = {}
-
-    def source_id(self, name: str) -> int:
-        """Return the id of source `name`, registering it on first use."""
-        found = self._source_ids.get(name)
-        if found is None:
-            cursor = self.conn.execute("INSERT INTO sources (name) VALUES (?)", (name,))
-            found = self._source_ids[name] = cursor.lastrowid or 0
-        return found
-
-    # Decisions ---------------------------------------------------------------------
+        super().__init__(ledger, robots, now, guard)
+        self.lists = ListLoad(self, self.update_chunk)
 
     def _reason(self, loc: str, page_reason: str | None) -> str | None:
         if page_reason:
@@ -491,34 +453,9 @@ class Apply:
             "INSERT INTO journal (url_id, kind, at) VALUES (?, ?, ?)", self.journal
         )
         if not self.bulk:
-            self._save_links()
-            self._dirty_alternate_shards()
+            self.save_links()
+            self.dirty_alternate_shards()
         self.changes.dirty_shards = self.shards.flush()
-
-    def _save_links(self) -> None:
-        """Record the alternates of URLs whose alternates changed in this run."""
-        self.conn.executemany(
-            "DELETE FROM alternate_links WHERE url_id = ?", [(i,) for i in self.links]
-        )
-        self.conn.executemany(
-            "INSERT OR IGNORE INTO alternate_links (href, url_id) VALUES (?, ?)",
-            [
-                (line.split("\t", 1)[1], url_id)
-                for url_id, text in self.links.items()
-                for line in (text or "").splitlines()
-            ],
-        )
-
-    def _dirty_alternate_shards(self) -> None:
-        """Mark dirty the shards of pages naming, as an alternate, a URL that entered or
-        left the sitemaps in this run: their entries list it or leave it out."""
-        for (shard_id,) in self.conn.execute(
-            "SELECT DISTINCT m.shard FROM journal j JOIN urls t ON t.id = j.url_id "
-            "JOIN alternate_links l ON l.href = t.loc JOIN urls m ON m.id = l.url_id "
-            "WHERE j.seq > ? AND j.kind != ? AND m.shard IS NOT NULL",
-            (self.first_seq, UPDATED),
-        ):
-            self.shards.dirty.add(shard_id)
 
     def _finish_bulk(self) -> None:
         # SQLite sorts for an index build on as many threads as there are cores, each with
@@ -539,7 +476,7 @@ class Apply:
             self.conn.execute(
                 "DELETE FROM urls WHERE id NOT IN (SELECT max(id) FROM urls GROUP BY loc)"
             )
-            self._recount_shards()
+            self.recount_shards()
             create_url_indexes(self.conn)
             # `_new_row` counted the duplicates too.
             self.changes.new = sum(state.url_count for state in self.shards.states.values())
@@ -575,27 +512,9 @@ class Apply:
             self.links = dict(
                 self.conn.execute("SELECT id, alternates FROM urls WHERE alternates IS NOT NULL")
             )
-            self._save_links()
+            self.save_links()
         self.lists.finish_bulk(repeated)
         self.spooled = self.lists.spooled(trusted=not (repeated or deleted))
-
-    def _recount_shards(self) -> None:
-        for state in self.shards.states.values():
-            state.url_count = state.bytes = 0
-        for shard_id, count, size, lastmod in self.conn.execute(
-            "SELECT shard, count(*), sum(entry_bytes), max(lastmod) FROM urls "
-            "WHERE shard IS NOT NULL GROUP BY shard"
-        ):
-            state = self.shards.states[shard_id]
-            state.url_count, state.bytes, state.lastmod = count, size, lastmod
-        self.shards.dirty.update(self.shards.states)
-
-    def owns_any(self, source: str) -> bool:
-        row = self.conn.execute(
-            "SELECT 1 FROM urls WHERE source_id = ? AND status IN (?, ?) LIMIT 1",
-            (self.source_id(source), LIVE, EXCLUDED),
-        ).fetchone()
-        return row is not None
 
     def _remove_missing(self, source: str, which: str) -> None:
         """Remove the URLs of `source` that `which` (SQL over `urls`) names, unless the

@@ -1,6 +1,6 @@
 """Change-log rows into an empty ledger: a read at a time, without an object per row.
 
-What `Apply` would make of each row as an Observation or a Gone on its bulk path, worked
+What `Run` would make of each row as an Observation or a Gone on its bulk path, worked
 out for the whole read: the same rows, ids, shards and counts. Rows of a backlog mostly
 share everything but their URL (a bulk import commits them at the same time, with the
 same facts): each stretch of such rows is inserted by one statement.
@@ -16,18 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 from sitemapd.core.observation import Changes
 from sitemapd.ledger.model import ROBOTS_REASON
+from sitemapd.ledger.run import Run
 from sitemapd.ledger.schema import EXCLUDED, LIVE
 from sitemapd.render.sitemap import entry_size_sql, entry_sizes
 
 if TYPE_CHECKING:
     from sitemapd.core.observation import ArticleMeta
-    from sitemapd.ledger.apply import Apply
 
 # Below this many rows on average per stretch, rows go one by one (`executemany`).
 _STRETCH = 32
 
 
-def load_changes(run: Apply, changes: Changes) -> None:
+def load_changes(run: Run, changes: Changes) -> None:
     """Insert the rows of `changes` into the empty ledger of `run`, in order; a deleted
     URL is noted in `run.bulk_gone` as a Gone item is."""
     if not changes.locs:
@@ -43,7 +43,7 @@ def load_changes(run: Apply, changes: Changes) -> None:
     _insert(run, changes, start, len(deleted))
 
 
-def _insert(run: Apply, changes: Changes, start: int, end: int) -> None:
+def _insert(run: Run, changes: Changes, start: int, end: int) -> None:
     """Insert rows `start` to `end` of `changes`, upserts all, as new URLs in order."""
     if start == end:
         return
@@ -58,7 +58,7 @@ def _insert(run: Apply, changes: Changes, start: int, end: int) -> None:
         at += length
 
 
-def _insert_run(run: Apply, changes: Changes, start: int, end: int, live: bool) -> None:
+def _insert_run(run: Run, changes: Changes, start: int, end: int, live: bool) -> None:
     """Insert rows `start` to `end` of `changes`: upserts, all `live` or all disallowed
     by robots.txt."""
     locs = changes.locs[start:end]
@@ -123,7 +123,7 @@ def _values(changes: Changes, start: int, end: int, live: bool, now: str) -> dic
 def _facts(meta: ArticleMeta, own: bool, live: bool) -> tuple[str | None, str | None, int | None]:
     """Return the `(language, news_title, article)` columns of a row with `meta`; `own`
     when it has a hash or title. A live row with no fact at all stores none, as the bare
-    insert of `Apply` does."""
+    insert of `Run` does."""
     if not (meta.language or meta.news_title or meta.article or own or not live):
         return None, None, None
     return meta.language, meta.news_title, int(meta.article)

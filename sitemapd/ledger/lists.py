@@ -19,22 +19,20 @@ import logging
 import sqlite3
 from array import array
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from itertools import islice
 from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 from sitemapd.core.observation import Gone, ListChunk, Observation, Seen
 from sitemapd.ledger.bulk import insert_values
 from sitemapd.ledger.model import ROBOTS_REASON
+from sitemapd.ledger.run import Run
 from sitemapd.ledger.schema import EXCLUDED, LIVE
 from sitemapd.ledger.spool import ShardSpool
 from sitemapd.ledger.transaction import Transactions
 from sitemapd.render.sitemap import entry_sizes, plain_entries
-
-if TYPE_CHECKING:
-    from sitemapd.ledger.apply import Apply
 
 log = logging.getLogger("sitemapd.ledger")
 
@@ -169,10 +167,14 @@ class ListQueries(Transactions):
 
 
 class ListLoad:
-    """The URL-list chunks of one `Apply` run."""
+    """The URL-list chunks of one `Ledger.apply()` run."""
 
-    def __init__(self, run: Apply) -> None:
+    def __init__(
+        self, run: Run, update_chunk: Callable[[list[Observation | Seen | Gone]], None]
+    ) -> None:
         self.run = run
+        # Applies the rows of a changed chunk, as `Apply` applies any observation.
+        self.update_chunk = update_chunk
         self.conn = run.conn
         # source name -> its chunks in this read: (pos, digest, first line, rejects, parsed)
         self.read: dict[str, list[tuple[int, bytes, int, int, bool]]] = {}
@@ -295,7 +297,7 @@ class ListLoad:
     # -- a ledger that knows the list -----------------------------------------------------
 
     def finish(self, complete: Collection[str]) -> None:
-        """Apply what each list read in full (`complete`) changed; `record` follows."""
+        """Run what each list read in full (`complete`) changed; `record` follows."""
         for source, chunks in self.read.items():
             if source in complete:
                 self._finish_source(source, chunks)
@@ -384,7 +386,7 @@ class ListLoad:
 
     def _apply(self, items: Iterator[Observation] | Iterator[Gone]) -> None:
         while batch := list[Observation | Seen | Gone](islice(items, _BATCH)):
-            self.run.update_chunk(batch)
+            self.update_chunk(batch)
 
     def _record_urls(
         self,
