@@ -141,7 +141,7 @@ def latency(config: Path, changes: int, insert: Callable[[tuple[str, str]], obje
     times = []
     try:
         daemon.wait(
-            lambda: any("sitemapd.daemon.daemon: ready" in line for line in daemon.lines), 60
+            lambda: any("sitemapd.daemon: ready" in line for line in daemon.lines), 60
         )
         time.sleep(0.5)  # the listener connects (or watches) just after ready
         for n in range(changes):
@@ -258,7 +258,7 @@ def stream_latency(stream: Stream, debounce: float, changes: int) -> list[float]
     times = []
     try:
         daemon.wait(
-            lambda: any("sitemapd.daemon.daemon: ready" in line for line in daemon.lines), 60
+            lambda: any("sitemapd.daemon: ready" in line for line in daemon.lines), 60
         )
         time.sleep(0.5)
         for n in range(changes):
@@ -280,7 +280,7 @@ def stream_drain(stream: Stream, backlog: int) -> tuple[float, int]:
     daemon = Daemon(config)
     try:
         daemon.wait(
-            lambda: any("sitemapd.daemon.daemon: ready" in line for line in daemon.lines), 60
+            lambda: any("sitemapd.daemon: ready" in line for line in daemon.lines), 60
         )
     finally:
         daemon.stop()

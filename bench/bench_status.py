@@ -146,7 +146,7 @@ def main() -> None:
     print(f"ledger of {args.urls} URLs built in {time.perf_counter() - started:.1f}s")
     daemon = Daemon(config)
     try:
-        daemon.wait_for(r"sitemapd.daemon.daemon: ready", 1, 600)
+        daemon.wait_for(r"sitemapd.daemon: ready", 1, 600)
         idle = Timings(port)
         for _ in range(args.idle):
             idle.once()

@@ -71,7 +71,7 @@ class RunningDaemon:
         )
 
     def wait_ready(self, timeout: float = 60.0) -> None:
-        self.wait_for_log(r"sitemapd.daemon.daemon: ready", timeout)
+        self.wait_for_log(r"sitemapd.daemon: ready", timeout)
 
     def wait_until(
         self, predicate: Callable[[], bool], timeout: float = 30.0, what: str = ""

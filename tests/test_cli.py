@@ -392,13 +392,13 @@ def test_log_level_debug_logs_to_stderr(site: Site) -> None:
     quiet = site.build()
     assert quiet.stdout.startswith("1 new, 0 updated, 0 gone, 0 invalid; wrote 2 files")
     assert "DEBUG" not in quiet.stderr
-    assert " INFO sitemapd.engine.engine: published: 1 new" in quiet.stderr
+    assert " INFO sitemapd.engine: published: 1 new" in quiet.stderr
 
     put(site, "b.html", page("B"), "2025-01-02T00:00:00Z")
     loud = run_cli("--log-level", "debug", "build", "-c", str(site.config))
     assert loud.stdout.startswith("1 new, 0 updated, 0 gone, 0 invalid; wrote 2 files")
-    assert " DEBUG sitemapd.publish.publisher: wrote sitemap-1.xml (" in loud.stderr
-    assert " DEBUG sitemapd.publish.publisher: wrote sitemap.xml (" in loud.stderr
+    assert " DEBUG sitemapd.publish: wrote sitemap-1.xml (" in loud.stderr
+    assert " DEBUG sitemapd.publish: wrote sitemap.xml (" in loud.stderr
     assert "DEBUG" not in loud.stdout
     assert set(published(site.out)) == {"https://example.com/a.html", "https://example.com/b.html"}
 

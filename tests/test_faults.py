@@ -406,7 +406,7 @@ def test_the_log_says_ready_only_after_a_first_publish_that_worked(
     daemons.append(daemon)
     daemon.wait_for_log(r"first publish failed")
     daemon.wait_for_log(r"started, not ready")
-    assert not re.search(r"sitemapd.daemon.daemon: ready", daemon.log())
+    assert not re.search(r"sitemapd.daemon: ready", daemon.log())
     site.out.unlink()
     daemon.wait_ready(60)
     daemon.wait_for_urls(u(""))

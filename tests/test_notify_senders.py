@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from sitemapd import __version__
 from sitemapd.notify import Outcome, indexnow, post, websub
 from sitemapd.notify.http import classify, retry_after
+from sitemapd.render import keyfile
 
 KEY = "0123456789abcdef-ABCDEF"
 
@@ -359,13 +360,13 @@ def test_websub_refuses_a_topic_that_is_not_a_url(endpoint: Endpoint) -> None:
     ],
 )
 def test_valid_key(key: str, valid: bool) -> None:
-    assert indexnow.valid_key(key) is valid
+    assert keyfile.valid_key(key) is valid
 
 
 def test_key_file() -> None:
-    assert indexnow.key_file(KEY) == (f"{KEY}.txt", KEY.encode())
+    assert keyfile.key_file(KEY) == (f"{KEY}.txt", KEY.encode())
     with pytest.raises(ValueError, match="invalid IndexNow key"):
-        indexnow.key_file("../../etc")
+        keyfile.key_file("../../etc")
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import logging
 import os
 import sqlite3
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sitemapd.core.observation import (
     Changes,
@@ -32,7 +32,7 @@ from sitemapd.ledger.model import (
     RobotsRules,
 )
 from sitemapd.ledger.removals import RemovalGuard, decide
-from sitemapd.ledger.run import Run
+from sitemapd.ledger.run import LedgerFile, Run
 from sitemapd.ledger.schema import (
     EXCLUDED,
     GONE,
@@ -46,9 +46,6 @@ from sitemapd.ledger.schema import (
     insert_rows,
 )
 from sitemapd.render.sitemap import entry_size
-
-if TYPE_CHECKING:
-    from sitemapd.ledger import Ledger
 
 log = logging.getLogger("sitemapd.ledger")
 
@@ -103,7 +100,9 @@ def _fingerprint(obs: Observation) -> tuple[str | None, str | None, int | None]:
 class Apply(Run):
     """One `Ledger.apply()` run: what each observation changes, and the end of the run."""
 
-    def __init__(self, ledger: Ledger, robots: RobotsRules, now: str, guard: RemovalGuard) -> None:
+    def __init__(
+        self, ledger: LedgerFile, robots: RobotsRules, now: str, guard: RemovalGuard
+    ) -> None:
         super().__init__(ledger, robots, now, guard)
         self.lists = ListLoad(self, self.update_chunk)
 

@@ -3,22 +3,34 @@ the decisions of `Apply`: its connection, the shard moves, the journal and the s
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from sitemapd.ledger.model import UPDATED, ChangeSet, RobotsRules
 from sitemapd.ledger.removals import RemovalGuard
 from sitemapd.ledger.schema import EXCLUDED, LIVE
-from sitemapd.ledger.shards import Shards
+from sitemapd.ledger.shards import Limits, Shards
 
-if TYPE_CHECKING:
-    from sitemapd.ledger import Ledger
+
+class LedgerFile(Protocol):
+    """What a run reads of the `Ledger` that runs it (the ledger sits above its runs)."""
+
+    conn: sqlite3.Connection
+    limits: Limits
+    spool_folder: Path
+
+    def last_seq(self) -> int: ...
+
+    def cursor(self, name: str) -> str | None: ...
 
 
 class Run:
     """What one transaction has decided so far; `Apply` decides, loads add to it."""
 
-    def __init__(self, ledger: Ledger, robots: RobotsRules, now: str, guard: RemovalGuard) -> None:
+    def __init__(
+        self, ledger: LedgerFile, robots: RobotsRules, now: str, guard: RemovalGuard
+    ) -> None:
         self.conn = ledger.conn
         self.ledger = ledger
         self.robots = robots

@@ -3,31 +3,15 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit
 
 from sitemapd.notify.http import USER_AGENT, Outcome, post
+from sitemapd.render.keyfile import valid_key
 
 MAX_URLS = 10_000
 DEFAULT_ENDPOINT = "https://api.indexnow.org/indexnow"
 CONTENT_TYPE = "application/json; charset=utf-8"
-_KEY = re.compile(r"[A-Za-z0-9-]{8,128}")
-
-
-def valid_key(key: str) -> bool:
-    """Return whether `key` is an IndexNow key: 8-128 characters of a-z, A-Z, 0-9 and '-'."""
-    return _KEY.fullmatch(key) is not None
-
-
-def key_file(key: str) -> tuple[str, bytes]:
-    """Return the name and content of the key file the site must serve.
-
-    Raises ValueError for an invalid key.
-    """
-    if not valid_key(key):
-        raise ValueError(f"invalid IndexNow key: {key!r}")
-    return f"{key}.txt", key.encode("ascii")
 
 
 def requests(urls: Iterable[str], max_urls: int = MAX_URLS) -> list[tuple[str, list[str]]]:

@@ -32,6 +32,7 @@ from sitemapd.publish.feedwindow import feed_pages
 from sitemapd.publish.manifestfile import VERSION
 from sitemapd.publish.store import LocalStore, Record, Store
 from sitemapd.render.extensions import without_alternates
+from sitemapd.render.keyfile import key_file
 from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
 from sitemapd.render.parts import part_name, part_number, part_url
 from sitemapd.render.sitemap import (
@@ -234,11 +235,7 @@ class Publisher:
         # robots.txt names the new index before any retired file goes.
         self._update_robots_txt(report)
         if self.names.key_file is not None and self.config.indexnow is not None:
-            from sitemapd.notify import (
-                indexnow,  # with its HTTP client: only for a site that notifies
-            )
-
-            name, data = indexnow.key_file(self.config.indexnow.key)
+            name, data = key_file(self.config.indexnow.key)
             self._write(name, data, written, report)
             current.add(name)
         # Only now that the index is in place may files it no longer names go: shards of
