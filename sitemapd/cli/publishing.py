@@ -94,7 +94,7 @@ def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = 
         first(engine)
         target = cfg.publish.s3
         # A running daemon renews its lease several times per TTL: two TTLs tell.
-        engine.acquire(wait=2 * target.lease_ttl + 1 if target else 0)
+        engine.target.acquire(wait=2 * target.lease_ttl + 1 if target else 0)
         result = engine.build(confirm_removal=confirm, progress=bar)
         # Notifications owed but not delivered stay owed: the next build or run sends them.
         undelivered = outbox.deliver_now(engine.ledger, cfg)

@@ -2,34 +2,30 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
 
 from sitemapd import sources
 from sitemapd.changelog import Reader, open_reader
 from sitemapd.config import Config
-from sitemapd.config.sources import AccessLogSource, ChangelogSource, ContentSource, DirectorySource
+from sitemapd.config.sources import ChangelogSource, ContentSource, DirectorySource
 from sitemapd.core import w3c
-from sitemapd.core.observation import Item, Unreadable
 from sitemapd.core.urls import URLPolicy
+from sitemapd.engine.accesslogs import access_logs, read_access_logs
 from sitemapd.engine.progress import Progress, log_report
-from sitemapd.errors import InvalidURL, PublishError, SourceError
+from sitemapd.engine.target import Target
+from sitemapd.engine.transaction import apply_scans, removal_guard, set_aside
+from sitemapd.errors import SourceError
 from sitemapd.ledger import ALLOW_ALL, ChangeSet, Ledger, RobotsRules
-from sitemapd.ledger.removals import RemovalGuard
 from sitemapd.ledger.shards import Limits
-from sitemapd.publish import manifest, robots
-from sitemapd.publish.feedwindow import feed_page_of
-from sitemapd.publish.lease import Lease, lease_key
+from sitemapd.publish import robots
 from sitemapd.publish.partition import owned
-from sitemapd.publish.publisher import Publisher, PublishReport
-from sitemapd.publish.s3store import S3Store, client
-from sitemapd.sources import accesslog, changelog
+from sitemapd.publish.publisher import PublishReport
+from sitemapd.sources import changelog
 
 log = logging.getLogger("sitemapd.engine")
 
@@ -69,25 +65,15 @@ class Engine:
         self.policy = URLPolicy(config.site.origin)
         limits = Limits(config.sitemap.max_urls, config.sitemap.max_bytes)
         self.ledger = Ledger(ledger_path or config.ledger_path, limits, alone)
-        # Several daemons may publish to one bucket: they share it under a lease.
-        self.lease: Lease | None = None
-        target = config.publish.s3
-        if target is None:
-            self.publisher = Publisher(config, self.ledger, dry_run)
-        else:
-            s3 = client(target)
-            key = lease_key(target.prefix, config.sitemap.index)
-            self.lease = Lease(s3, target.bucket, key, target.lease_ttl)
-            store = S3Store(target, s3)
-            self.publisher = Publisher(config, self.ledger, dry_run, store, self.lease)
+        self.target = Target(config, self.ledger, dry_run)
+        self.publisher = self.target.publisher
+        self.lease = self.target.lease
         # The published lastmods are adopted before the first publish of this engine and
         # after each takeover (see adopt): what its ledger lacks, the target remembers.
         self.adopting = True
         self.readers: dict[str, Reader] = {}
         self._readers_lock = threading.Lock()
         self._closed = False
-        # Set on close: ends the renewals that `acquire` started.
-        self._done = threading.Event()
 
     def close(self) -> None:
         """Close the change-log readers and the ledger."""
@@ -95,62 +81,8 @@ class Engine:
             self._closed = True
             for reader in self.readers.values():
                 reader.close()
-        self._done.set()
-        if self.lease is not None:
-            self.lease.release()
+        self.target.close()
         self.ledger.close()
-
-    def acquire(self, wait: float) -> None:
-        """Take the publisher lease within `wait` seconds (none: nothing to take). Raises
-        PublishError when another daemon keeps it (renews it: its ETag moves)."""
-        if self.lease is None:
-            return
-        deadline = time.monotonic() + wait
-        while not self.lease.tick():
-            if time.monotonic() > deadline:
-                raise PublishError(
-                    f"another sitemapd publishes to {self.publisher.store.where} "
-                    "(its lease is being renewed)"
-                )
-            time.sleep(min(1.0, self.lease.ttl / 4))
-        # Renewed while the build scans: a scan longer than the TTL keeps the lease.
-        threading.Thread(target=self._renew, name="sitemapd-lease", daemon=True).start()
-
-    def _renew(self) -> None:
-        """Renew the lease `acquire` took several times per TTL until the engine closes
-        or the lease is lost."""
-        lease = self.lease
-        assert lease is not None
-        while not self._done.wait(lease.ttl / 6):
-            try:
-                if not lease.keep():
-                    return
-            except PublishError as exc:
-                log.warning("cannot renew the publisher lease: %s", exc)
-
-    def adopt(self) -> int:
-        """Give URLs whose content matches what the target's manifests list the lastmods
-        published there (unless the last publish was this ledger's); return how many
-        moved, also kept for `status`. Raises PublishError."""
-        started = time.perf_counter()
-        store = self.publisher.store
-        store.prepare(write=False)
-        index = self.config.sitemap.index
-        record = self.ledger.published(index)
-        if record is not None and store.intact(index, record):
-            return 0  # the index out there is our own: our lastmods are the published ones
-        shards = [name for name in store.names() if self.publisher.names.is_shard(name)]
-        if not shards:
-            return 0  # nothing published: nothing to adopt (and a first load keeps its spool)
-        moved = manifest.adopt(self.ledger, store.manifest_rows(shards))
-        log.info(
-            "kept the published lastmod of %d URLs (%s) in %.2fs",
-            moved,
-            store.where,
-            time.perf_counter() - started,
-        )
-        self.ledger.set_cursor(manifest.ADOPTED, f"{moved} {w3c.now()}")
-        return moved
 
     def robots_rules(self) -> RobotsRules:
         """Return the site's robots.txt rules (allowing all when none is configured)."""
@@ -188,34 +120,6 @@ class Engine:
             more.changes = result.changes.merged(more.changes)
             result = more
         return result
-
-    def read_access_log(self, source: AccessLogSource) -> bool:
-        """Record what crawlers fetched since the log was last read; return True when a
-        crawler fetched a feed (its window may move). Raises SourceError."""
-        fetched = False
-        feed = self.config.feed
-        name = f"accesslog:{source.name}"
-        cursor = self.ledger.cursor(name)
-        while True:
-            chunk = accesslog.read_new(source.path, cursor)
-            facts = accesslog.crawl_facts(
-                chunk.hits, self.config.crawlers, functools.partial(feed_page_of, feed)
-            )
-            answers = []
-            for target, (status, crawler, at) in facts.answers.items():
-                try:
-                    loc = self.policy.normalise(self.policy.origin.root + target.lstrip("/"))
-                except InvalidURL:
-                    continue
-                answers.append((loc, status, crawler, at))
-            if chunk.bad_lines:
-                log.warning("%s: %d lines not in combined log format", source.name, chunk.bad_lines)
-            if chunk.hits or chunk.cursor != cursor:
-                self.ledger.record_crawls(facts.feed_fetches, answers, {name: chunk.cursor})
-            fetched = fetched or bool(facts.feed_fetches)
-            cursor = chunk.cursor
-            if not chunk.more:
-                return fetched
 
     def reader(self, source: ChangelogSource) -> Reader:
         """Return the change-log reader of `source`, opened on first use.
@@ -276,7 +180,10 @@ class Engine:
             self.config.sitemap.images,
         )
         failed: dict[str, str] = {}
-        refresh = self._read_access_logs(paths, rescan, strict, failed) or refresh
+        logs_read = read_access_logs(
+            self.config, self.ledger, self.policy, paths, rescan, strict, failed
+        )
+        refresh = logs_read or refresh
         scans: list[sources.Scan] = []
         for source in self.config.content_sources:
             try:
@@ -298,12 +205,22 @@ class Engine:
         unreadable: dict[str, dict[str, str]] = {}
         partition = self.config.site.partition
         for scan in scans:
-            scan.items = _set_aside(scan.items, unreadable)
+            scan.items = set_aside(scan.items, unreadable)
             if partition is not None:
                 scan.items = owned(scan.items, partition)
-        guard = self._guard(scans, confirm_removal)
-        changes = self._apply(
-            scans, complete, failed, strict, robots_rules, now, not reconciling, guard, progress
+        guard = removal_guard(self.config, scans, confirm_removal)
+        changes = apply_scans(
+            self.ledger,
+            self.config,
+            scans,
+            complete,
+            failed,
+            strict,
+            robots_rules,
+            now,
+            not reconciling,
+            guard,
+            progress,
         )
         # A reconcile compares the database with the ledger once the log's rows are in it
         # (a second transaction), and only when the log is drained: rows still waiting
@@ -318,8 +235,18 @@ class Engine:
             else:
                 reconciles.append(changelog.reconcile(source, ctx, self.reader(source)))
         if reconciles:
-            later = self._apply(
-                reconciles, complete, failed, strict, robots_rules, now, True, guard, progress
+            later = apply_scans(
+                self.ledger,
+                self.config,
+                reconciles,
+                complete,
+                failed,
+                strict,
+                robots_rules,
+                now,
+                True,
+                guard,
+                progress,
             )
             changes = changes.merged(later)
         quiet = not (changes.changed or changes.moved or rescan or refresh)
@@ -328,7 +255,7 @@ class Engine:
             quiet = not self.lease.keep()
         if not quiet and self.adopting:
             # After the scan (a new ledger knows its URLs only now), before the publish.
-            self.adopt()
+            self.target.adopt()
         report = PublishReport() if quiet else self.publisher.publish(now)
         if not quiet:
             self.adopting = False
@@ -349,115 +276,10 @@ class Engine:
             failed[name] = "a full scan found nothing: treated as an outage"
         scanned = [s.name for s in scans if s.name not in failed and (s.complete or not s.more)]
         # Access logs read to their end count too: that is what clears a failed read.
-        scanned += [name for name in self._access_logs(paths, rescan) if name not in failed]
+        scanned += [name for name in access_logs(self.config, paths, rescan) if name not in failed]
         more = {s.name for s in scans if s.more and s.name not in failed}
         configured = {source.name for source in self.config.content_sources}
         held = {h.source: h.reason() for h in self.ledger.holds() if h.source in configured}
         return BuildResult(
             changes, report, seconds, failed, sorted(set(scanned)), more, deferred, unreadable, held
         )
-
-    def _guard(self, scans: list[sources.Scan], confirm: bool) -> RemovalGuard:
-        """Return the mass-removal guard of a batch: files and URL lists are guarded (a
-        change log's deletions are statements of the CMS, not a half-copied folder)."""
-        guarded = {
-            source.name: frozenset(k for sc in scans if sc.name == source.name for k in sc.cursors)
-            for source in self.config.content_sources
-            if not isinstance(source, ChangelogSource)
-        }
-        site = self.config.site
-        return RemovalGuard(
-            guarded, site.max_removal, site.removal_grace, confirm, site.removal_window
-        )
-
-    def _read_access_logs(
-        self, paths: Mapping[str, set[str]], rescan: set[str], strict: bool, failed: dict[str, str]
-    ) -> bool:
-        """Read the access logs a batch names; return True when a crawler fetched a feed.
-
-        A log that cannot be read goes into `failed` (raises SourceError when `strict`).
-        """
-        fetched = False
-        for source in self._access_logs(paths, rescan).values():
-            try:
-                fetched = self.read_access_log(source) or fetched
-            except SourceError as exc:
-                if strict:
-                    raise
-                failed[source.name] = str(exc)
-                log.error("%s", exc)
-        return fetched
-
-    def _access_logs(
-        self, paths: Mapping[str, set[str]], rescan: set[str]
-    ) -> dict[str, AccessLogSource]:
-        """Return the access logs a batch names, by name."""
-        return {
-            source.name: source
-            for source in self.config.sources
-            if isinstance(source, AccessLogSource)
-            and (source.name in rescan or paths.get(source.name))
-        }
-
-    def _apply(
-        self,
-        scans: list[sources.Scan],
-        complete: list[str],
-        failed: dict[str, str],
-        strict: bool,
-        robots_rules: RobotsRules,
-        now: str,
-        retire: bool,
-        guard: RemovalGuard,
-        progress: Progress,
-    ) -> ChangeSet:
-        """Apply `scans` in one ledger transaction, adding to `complete` the sources they
-        read in full; with `retire`, sources no longer configured are retired when every
-        configured one was read in full. Raises SourceError when `strict`."""
-        # The ledger reads both at the end of the transaction, after every item: a scan
-        # that fails part-way (below) withdraws its claim to completeness and its cursor.
-        earlier = list(complete)
-        complete[:] = [scan.name for scan in scans if scan.complete]
-        cursors = {k: v for sc in scans for k, v in sc.cursors.items()}
-        streams = (
-            sc.items if strict else self._soft(sc, complete, cursors, failed) for sc in scans
-        )
-        configured = [source.name for source in self.config.content_sources]
-        changes = self.ledger.apply(
-            progress.count(chain.from_iterable(streams)),
-            complete=complete,
-            robots=robots_rules,
-            cursors=cursors,
-            now=now,
-            configured=configured if retire else None,
-            complete_before=earlier,
-            guard=guard,
-        )
-        complete += earlier
-        return changes
-
-    @staticmethod
-    def _soft(
-        scan: sources.Scan, complete: list[str], cursors: dict[str, str], failed: dict[str, str]
-    ) -> Iterator[Item]:
-        """Yield the scan's items; if reading fails part-way, log it and keep what came."""
-        try:
-            yield from scan.items
-        except SourceError as exc:
-            log.error("%s", exc)
-            failed[scan.name] = str(exc)
-            if scan.name in complete:
-                complete.remove(scan.name)
-            for key in scan.cursors:
-                cursors.pop(key, None)
-
-
-def _set_aside(items: Iterator[Item], unreadable: dict[str, dict[str, str]]) -> Iterator[Item]:
-    """Yield `items` but the Unreadable ones, which go into `unreadable` to be read again:
-    a file that cannot be read for now is neither invalid nor gone."""
-    for item in items:
-        if isinstance(item, Unreadable):
-            log.warning("%s: cannot read %s for now (%s)", item.source, item.item, item.reason)
-            unreadable.setdefault(item.source, {})[item.item] = item.reason
-        else:
-            yield item

@@ -1,0 +1,98 @@
+"""The engine's target: the publisher over a local folder or an S3 bucket, the lease that
+keeps one writer per bucket, and the lastmods a new ledger adopts from what is published."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from sitemapd.config import Config
+from sitemapd.core import w3c
+from sitemapd.errors import PublishError
+from sitemapd.ledger import Ledger
+from sitemapd.publish import manifest
+from sitemapd.publish.lease import Lease, lease_key
+from sitemapd.publish.publisher import Publisher
+from sitemapd.publish.s3store import S3Store, client
+
+log = logging.getLogger("sitemapd.engine")
+
+
+class Target:
+    """Where one engine publishes, and whether it may."""
+
+    def __init__(self, config: Config, ledger: Ledger, dry_run: bool) -> None:
+        self.config = config
+        self.ledger = ledger
+        # Several daemons may publish to one bucket: they share it under a lease.
+        self.lease: Lease | None = None
+        target = config.publish.s3
+        if target is None:
+            self.publisher = Publisher(config, ledger, dry_run)
+        else:
+            s3 = client(target)
+            key = lease_key(target.prefix, config.sitemap.index)
+            self.lease = Lease(s3, target.bucket, key, target.lease_ttl)
+            store = S3Store(target, s3)
+            self.publisher = Publisher(config, ledger, dry_run, store, self.lease)
+        # Set on close: ends the renewals that `acquire` started.
+        self._done = threading.Event()
+
+    def close(self) -> None:
+        """End the renewals and give the lease up."""
+        self._done.set()
+        if self.lease is not None:
+            self.lease.release()
+
+    def acquire(self, wait: float) -> None:
+        """Take the publisher lease within `wait` seconds (none: nothing to take). Raises
+        PublishError when another daemon keeps it (renews it: its ETag moves)."""
+        if self.lease is None:
+            return
+        deadline = time.monotonic() + wait
+        while not self.lease.tick():
+            if time.monotonic() > deadline:
+                raise PublishError(
+                    f"another sitemapd publishes to {self.publisher.store.where} "
+                    "(its lease is being renewed)"
+                )
+            time.sleep(min(1.0, self.lease.ttl / 4))
+        # Renewed while the build scans: a scan longer than the TTL keeps the lease.
+        threading.Thread(target=self._renew, name="sitemapd-lease", daemon=True).start()
+
+    def _renew(self) -> None:
+        """Renew the lease `acquire` took several times per TTL until the engine closes
+        or the lease is lost."""
+        lease = self.lease
+        assert lease is not None
+        while not self._done.wait(lease.ttl / 6):
+            try:
+                if not lease.keep():
+                    return
+            except PublishError as exc:
+                log.warning("cannot renew the publisher lease: %s", exc)
+
+    def adopt(self) -> int:
+        """Give URLs whose content matches what the target's manifests list the lastmods
+        published there (unless the last publish was this ledger's); return how many
+        moved, also kept for `status`. Raises PublishError."""
+        started = time.perf_counter()
+        store = self.publisher.store
+        store.prepare(write=False)
+        index = self.config.sitemap.index
+        record = self.ledger.published(index)
+        if record is not None and store.intact(index, record):
+            return 0  # the index out there is our own: our lastmods are the published ones
+        shards = [name for name in store.names() if self.publisher.names.is_shard(name)]
+        if not shards:
+            return 0  # nothing published: nothing to adopt (and a first load keeps its spool)
+        moved = manifest.adopt(self.ledger, store.manifest_rows(shards))
+        log.info(
+            "kept the published lastmod of %d URLs (%s) in %.2fs",
+            moved,
+            store.where,
+            time.perf_counter() - started,
+        )
+        self.ledger.set_cursor(manifest.ADOPTED, f"{moved} {w3c.now()}")
+        return moved
