@@ -140,9 +140,7 @@ def latency(config: Path, changes: int, insert: Callable[[tuple[str, str]], obje
     daemon = Daemon(config)
     times = []
     try:
-        daemon.wait(
-            lambda: any("sitemapd.daemon: ready" in line for line in daemon.lines), 60
-        )
+        daemon.wait(lambda: any("sitemapd.daemon: ready" in line for line in daemon.lines), 60)
         time.sleep(0.5)  # the listener connects (or watches) just after ready
         for n in range(changes):
             insert((f"a{n}", f"Story {n}"))
@@ -257,9 +255,7 @@ def stream_latency(stream: Stream, debounce: float, changes: int) -> list[float]
     daemon = Daemon(config)
     times = []
     try:
-        daemon.wait(
-            lambda: any("sitemapd.daemon: ready" in line for line in daemon.lines), 60
-        )
+        daemon.wait(lambda: any("sitemapd.daemon: ready" in line for line in daemon.lines), 60)
         time.sleep(0.5)
         for n in range(changes):
             slug = f"l{round(debounce * 1000)}x{n}"
@@ -279,9 +275,7 @@ def stream_drain(stream: Stream, backlog: int) -> tuple[float, int]:
     config = stream.config(f"{stream.kind}_drain", 0.5)
     daemon = Daemon(config)
     try:
-        daemon.wait(
-            lambda: any("sitemapd.daemon: ready" in line for line in daemon.lines), 60
-        )
+        daemon.wait(lambda: any("sitemapd.daemon: ready" in line for line in daemon.lines), 60)
     finally:
         daemon.stop()
     for start in range(0, backlog, ROWS_PER_INSERT):

@@ -221,9 +221,7 @@ def latencies(
     daemon = Daemon(config)
     hub, indexnow = [], []
     try:
-        daemon.wait(
-            lambda: any("sitemapd.daemon: ready" in line for line in daemon.lines), 120
-        )
+        daemon.wait(lambda: any("sitemapd.daemon: ready" in line for line in daemon.lines), 120)
         # The first publish announces every page; let its pings land before measuring.
         daemon.wait(lambda: endpoints.atom_ping(daemon.started) is not None, 60)
         time.sleep(1.0)

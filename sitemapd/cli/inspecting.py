@@ -15,7 +15,7 @@ from sitemapd.cli.common import config_option, errors_exit
 from sitemapd.core.words import count
 from sitemapd.errors import SitemapdError
 from sitemapd.publish import ownership
-from sitemapd.publish.publisher import OutputNames, partition_index_urls
+from sitemapd.publish.names import OutputNames, partition_index_urls
 from sitemapd.status import report as status
 
 

@@ -20,6 +20,7 @@ from sitemapd.ledger import removals
 from sitemapd.ledger.lock import StateLock
 from sitemapd.notify import outbox
 from sitemapd.publish import ownership
+from sitemapd.status import problems
 from sitemapd.status import report as status
 
 dry_run_options = (
@@ -98,7 +99,7 @@ def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = 
         result = engine.build(confirm_removal=confirm, progress=bar)
         # Notifications owed but not delivered stay owed: the next build or run sends them.
         undelivered = outbox.deliver_now(engine.ledger, cfg)
-        for line in status.canonical_elsewhere(engine.ledger.conn, cfg.site.origin.root):
+        for line in problems.canonical_elsewhere(engine.ledger.conn, cfg.site.origin.root):
             click.echo(f"sitemapd: warning: {line}", err=True)
         unmatched = status.seeded_count(engine.ledger.conn)
     changes, report = result.changes, result.report

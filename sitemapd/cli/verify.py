@@ -25,11 +25,12 @@ from sitemapd.core import w3c
 from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import InvalidURL, SitemapdError
 from sitemapd.publish import robots
+from sitemapd.publish.names import OutputNames
 from sitemapd.publish.partition import partition_of
-from sitemapd.publish.publisher import OutputNames
 from sitemapd.publish.s3store import S3Store
 from sitemapd.render.news import MAX_NEWS_ITEMS, NEWS_NS
 from sitemapd.render.sitemapfile import NS, CountingReader, entries, open_sitemap, root_tag
+from sitemapd.status import problems
 from sitemapd.status import report as status
 
 _LASTMOD = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\Z")
@@ -234,9 +235,9 @@ def _ledger_problems(path: Path, site_root: str, alternates: bool) -> list[str]:
     when `alternates` are published."""
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
     try:
-        groups = status.hreflang_problems(conn, site_root) if alternates else []
+        groups = problems.hreflang_problems(conn, site_root) if alternates else []
         return [
-            *(f"crawled: {p['message']}" for p in status.crawl_problems(conn)),
+            *(f"crawled: {p['message']}" for p in problems.crawl_problems(conn)),
             *(f"hreflang: {p['message']}" for p in groups),
         ]
     except sqlite3.Error as exc:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from sitemapd.config import Config
 from sitemapd.errors import ConfigError, SitemapdError
-from sitemapd.publish.publisher import OutputNames
+from sitemapd.publish.names import OutputNames
 from sitemapd.publish.store import LocalStore, Record
 from sitemapd.render.news import NEWS_HEAD
 from sitemapd.render.parts import part_number

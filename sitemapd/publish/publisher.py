@@ -14,7 +14,6 @@ import functools
 import gzip
 import hashlib
 import logging
-import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,18 +22,18 @@ from itertools import islice
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from sitemapd.config import Config
-from sitemapd.config.fleet import Partition, partition_name
 from sitemapd.core import w3c
 from sitemapd.errors import PublishError
 from sitemapd.ledger import Ledger
 from sitemapd.publish import manifest, robots
 from sitemapd.publish.feedwindow import feed_pages
 from sitemapd.publish.manifestfile import VERSION
+from sitemapd.publish.names import OutputNames, partition_index_urls
 from sitemapd.publish.store import LocalStore, Record, Store
 from sitemapd.render.extensions import without_alternates
 from sitemapd.render.keyfile import key_file
 from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
-from sitemapd.render.parts import part_name, part_number, part_url
+from sitemapd.render.parts import part_name, part_url
 from sitemapd.render.sitemap import (
     encoded_urlset,
     plain_entries,
@@ -45,6 +44,7 @@ from sitemapd.render.sitemap import (
 
 if TYPE_CHECKING:
     from sitemapd.render.feedpage import FeedPage
+
 
 log = logging.getLogger("sitemapd.publish")
 
@@ -73,95 +73,9 @@ class _Stored(NamedTuple):
 _STORERS = 2
 
 
-class OutputNames:
-    """The file names and public URLs of a site's sitemaps, news sitemaps and feeds."""
-
-    def __init__(self, config: Config) -> None:
-        self.index = config.sitemap.index
-        self.output_url = config.site.output_url
-        self._gzip = config.sitemap.gzip
-        self._stem = config.sitemap.index.removesuffix(".xml")
-        self._shard_file = re.compile(rf"{re.escape(self._stem)}-(\d+)\.xml(\.gz)?\Z")
-        # Files whose later pages or parts are numbered from 2: news files, feeds.
-        self._paged = [name for name in _paged_names(config) if name]
-        feed = config.feed
-        self._feeds = [(feed.atom, "atom"), (feed.rss, "rss")] if feed is not None else []
-        self._news = config.news is not None
-        self.key_file = (
-            config.indexnow.key + ".txt"
-            if config.indexnow is not None and config.indexnow.key_file
-            else None
-        )
-
-    def shard(self, shard_id: int) -> str:
-        """Return the file name of shard `shard_id`."""
-        return f"{self._stem}-{shard_id}.xml" + (".gz" if self._gzip else "")
-
-    def is_output(self, name: str) -> bool:
-        """True when `name` is a file sitemapd writes into the output directory."""
-        return (
-            name == self.index
-            or name == self.key_file
-            or self.is_shard(name)
-            or any(part_number(first, name) is not None for first in self._paged)
-        )
-
-    def is_news(self, name: str) -> bool:
-        """True when `name` is one of the site's news sitemaps."""
-        first = self._paged[0] if self._news else None
-        return first is not None and part_number(first, name) is not None
-
-    def is_later_part(self, name: str) -> bool:
-        """True when `name` is a news file or feed page after the first (`-N.xml`)."""
-        return any((part_number(first, name) or 1) > 1 for first in self._paged)
-
-    def content_type(self, name: str) -> str:
-        """Return the Content-Type `name` is served with (a .gz file is gzip itself, with
-        no Content-Encoding: crawlers fetch the compressed sitemap as it is)."""
-        if name.endswith(".gz"):
-            return "application/gzip"
-        if name == self.key_file:
-            return "text/plain; charset=utf-8"
-        for first, kind in self._feeds:
-            if part_number(first, name) is not None:
-                return f"application/{kind}+xml; charset=utf-8"
-        return "application/xml; charset=utf-8"
-
-    def is_shard(self, name: str) -> bool:
-        """True when `name` is a shard file of this site, compressed or not."""
-        return self._shard_file.match(name) is not None
-
-    @property
-    def index_url(self) -> str:
-        """Return the public URL of the sitemap index."""
-        return self.output_url + self.index
-
-
-def partition_index_urls(config: Config) -> list[str]:
-    """Return the public URLs of the site's sitemap indexes: one per partition."""
-    names = OutputNames(config)
-    partition = config.site.partition
-    if partition is None:
-        return [names.index_url]
-    mine = partition_name("", partition.label)
-    stem = names.index.removesuffix(mine)
-    return [
-        names.output_url + stem + partition_name("", Partition(n, partition.count).label)
-        for n in range(1, partition.count + 1)
-    ]
-
-
-def _paged_names(config: Config) -> list[str]:
-    feed = config.feed
-    return [
-        config.news.file if config.news else "",
-        feed.atom if feed else "",
-        feed.rss if feed else "",
-    ]
-
-
 # The manifest format this publisher writes, as the ledger notes it once every shard has one.
 MANIFEST_VERSION = str(VERSION)
+
 
 # The feeds' `updated` when no URL has ever been published.
 _EPOCH = "1970-01-01T00:00:00+00:00"

@@ -37,7 +37,7 @@ from sitemapd.notify.outbox import (
     answer_cursor,
     websub_cursor,
 )
-from sitemapd.publish.publisher import OutputNames
+from sitemapd.publish.names import OutputNames
 from sitemapd.status.report import published_counts
 
 # The version of the `/status.json` layout: fields are only ever added within it.
