@@ -22,6 +22,7 @@ lint: $(VENV)/.test-extras
 	$(BIN)/ruff check sitemapd tests bench
 	$(BIN)/ruff format --check sitemapd tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 # Debian packages the tests use (systemd-analyze, PostgreSQL and MariaDB servers for the
 # change-log tests, Chromium and its driver for the status page's browser tests); installed

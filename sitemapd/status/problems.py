@@ -6,7 +6,11 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from sitemapd.status.report import _WHY
+_WHY = {
+    "no alternates": "does not list alternates",
+    "not published": "is not a published URL",
+    "no link back": "does not link back",
+}
 
 
 def canonical_elsewhere(conn: sqlite3.Connection, site_root: str) -> list[str]:

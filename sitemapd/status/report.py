@@ -361,13 +361,6 @@ def _indexnow_pending(conn: sqlite3.Connection, cursors: dict[str, str]) -> int 
     return int(count)
 
 
-_WHY = {
-    "no alternates": "does not list alternates",
-    "not published": "is not a published URL",
-    "no link back": "does not link back",
-}
-
-
 def _changelog(source: ChangelogSource, cursors: dict[str, str]) -> dict[str, Any]:
     """Return a change log's position, the rows waiting after it, and why it cannot be
     read, if it cannot (asked of the database itself)."""
