@@ -157,7 +157,7 @@ def test_status_names_a_daemon_that_is_still_starting(
 def test_watchdog_warnings_come_in_sitemapds_log_format() -> None:
     # What watchdog logs when the kernel dropped events: raw, it broke the log's format.
     code = (
-        "import logging; from sitemapd import logs; logs.configure('info'); "
+        "import logging; from sitemapd.cli import process; process.configure('info'); "
         "logging.getLogger('watchdog.observers.inotify_c').warning("
         "'Inotify queue overflowed: %r', b'/srv/www/a\\r.html')"
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from sitemapd import __version__
-from sitemapd.cli import logs
+from sitemapd.cli import process
 from sitemapd.cli.inspecting import check_config, drill_, explain_, robots_, status_, verify_
 from sitemapd.cli.publishing import build, forget_, import_, reread_, run
 from sitemapd.cli.starting import changelog_sql, init_
@@ -19,7 +19,7 @@ _LEVELS = click.Choice(["debug", "info", "warning", "error"], case_sensitive=Fal
 
 def _set_log_level(ctx: click.Context, param: click.Parameter, level: str | None) -> None:
     if level is not None:
-        logs.configure(level)
+        process.configure(level)
 
 
 class _Commands(click.Group):
@@ -43,7 +43,7 @@ class _Commands(click.Group):
 @click.option("--log-level", default="info", show_default=True, type=_LEVELS)
 def main(log_level: str) -> None:
     """Keep a site's XML sitemaps true to its content."""
-    logs.configure(log_level)
+    process.configure(log_level)
 
 
 for command in (

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from sitemapd import config
-from sitemapd.cli import correct, fdlimit
+from sitemapd.cli import correct, process
 from sitemapd.cli.common import F, config_option, errors_exit, locked_engine, progress_bar
 from sitemapd.core import w3c
 from sitemapd.core.words import count
@@ -144,7 +144,7 @@ def run(config_path: Path, dry_run: bool, as_json: bool) -> None:
     # build from a deploy hook starts faster without them.
     from sitemapd.daemon.daemon import Daemon
 
-    fdlimit.raise_open_files_limit()
+    process.raise_open_files_limit()
     with StateLock(cfg.site.state_dir) as lock:
         ownership.claim(cfg, ownership.ledger_records(cfg))
         daemon = Daemon(cfg, lock)

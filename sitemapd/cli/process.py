@@ -1,11 +1,15 @@
-"""Logging set-up: stderr, one event a line, no timestamps under journald."""
+"""Process set-up at start: logging to stderr (one event a line, no timestamps under
+journald) and the open-files limit (raised so that sockets never starve content reads)."""
 
 from __future__ import annotations
 
 import logging
 import os
 import re
+import resource
 import sys
+
+log = logging.getLogger("sitemapd.fdlimit")
 
 # Characters that would garble a log line or hide in it (NUL, CR, other controls, a
 # byte-order mark, Unicode line separators) when inputs carry them into a message. A line
@@ -38,3 +42,20 @@ def configure(level: str) -> None:
         logger.handlers[:] = [handler]
         logger.setLevel(at)
         logger.propagate = False
+
+
+def raise_open_files_limit() -> None:
+    """Raise the soft limit on open files to the hard limit, when allowed.
+
+    systemd gives services a soft limit of 1,024 under a far higher hard limit; the units
+    set LimitNOFILE=, and this covers everything else. A refusal (a seccomp filter, a
+    container) leaves the limit as it was.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (OSError, ValueError) as exc:
+            log.debug("cannot raise the open-files limit to %d (%s)", hard, exc)
+    log.debug("open-files limit %d", soft)
