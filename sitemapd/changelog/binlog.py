@@ -58,6 +58,8 @@ _QUIET_ROUNDS = 10
 _ER_MASTER_FATAL_READING_BINLOG = 1236
 _ER_ACCESS_DENIED = (1045, 1142, 1227, 1044)
 _ER_UNKNOWN_SYSTEM_VARIABLE = 1193
+# A newer dump of the same server_id took this one's place (the server ends the older).
+_ER_SLAVE_SAME_ID = 4052
 _SETTINGS = {
     "log_bin": ("1", "ON"),
     "binlog_format": ("ROW",),
@@ -355,7 +357,14 @@ class BinlogReader:
         # not after a snapshot of the whole table. As the watching replica: a second
         # process (`sitemapd status`) must not end the daemon's reading dump, which a
         # new dump of the same server_id does; the watch just starts again.
-        self._drain(table, position, Folds(table), 1, self._spec.server_id + 1)
+        try:
+            self._drain(table, position, Folds(table), 1, self._spec.server_id + 1)
+        except SourceError as exc:
+            # The watch started meanwhile and took the id: the server accepted the dump,
+            # which is all the probe asks.
+            cause = exc.__cause__
+            if not (isinstance(cause, pymysql.Error) and cause.args[:1] == (_ER_SLAVE_SAME_ID,)):
+                raise
         self._table = table
         return table
 
