@@ -144,6 +144,7 @@ def test_fragments_are_marked_and_wholes_are_whole() -> None:
     examples = toml_blocks()
     assert len(examples) >= 14
     wholes = [block for block in examples if not block.fragment]
+    assert wholes  # the essentials of Configuration
     # A whole configuration names its site; a fragment is marked, or it would be loaded alone.
     for block in wholes:
         assert "base_url" in tomllib.loads(block.text).get("site", {}), block
