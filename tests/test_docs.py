@@ -14,7 +14,8 @@ Conventions for docs/*.md (mkdocs.yml's nav and `mkdocs build --strict` check th
   command (before a pipe, `&&`, `;` or a redirection) is `sitemapd` or a path ending in it:
   it must parse whole. A `sitemapd <command> ...` code span in a sentence may leave out
   arguments, but its command and options must be real; a usage line (`[--json]`) is not
-  checked.
+  checked there. The table of commands.md lists every command, each usage line's options
+  real.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ class Block:
     """A fenced block of a Markdown file: its language, text and where it starts."""
 
     file: Path
-    line: int
+    line: int  # of its opening fence, from 1
+    end: int  # of its closing fence
     lang: str
     text: str
     fragment: bool
@@ -76,7 +78,7 @@ def blocks(file: Path) -> Iterator[Block]:
         end = next(k for k in range(n + 1, len(lines)) if lines[k].strip() == "```")
         body = [line.removeprefix(indent) for line in lines[n + 1 : end]]
         fragment = n > 0 and lines[n - 1].strip() == FRAGMENT
-        yield Block(file, n + 1, lang, "\n".join(body) + "\n", fragment)
+        yield Block(file, n + 1, end + 1, lang, "\n".join(body) + "\n", fragment)
         n = end + 1
 
 
@@ -203,8 +205,9 @@ def parse(argv: list[str], whole: bool = True) -> None:
 def inline_commands(file: Path) -> Iterator[tuple[str, list[str]]]:
     """Yield each `sitemapd <command> ...` code span of the prose of `file` (a command
     named in a sentence: its arguments may be left out), but usage lines (`[--json]`)."""
-    text = file.read_text()
-    prose = re.sub(r"(?ms)^\s*```.*?^\s*```", "", text)
+    fenced = {n for block in blocks(file) for n in range(block.line, block.end + 1)}
+    lines = file.read_text().splitlines()
+    prose = "\n".join(line for n, line in enumerate(lines, 1) if n not in fenced)
     for span in re.findall(r"`sitemapd ([^`]+)`", prose):
         if "[" not in span:
             yield (
@@ -245,6 +248,16 @@ def test_commands_named_in_sentences_are_real_with_real_options() -> None:
         except click.ClickException as exc:
             failures.append(f"{where}: {exc.format_message()}")
     assert not failures, "\n".join(failures)
+
+
+def test_the_command_table_lists_every_command_with_real_options() -> None:
+    rows = re.findall(r"^\| `([a-z-]+)([^`]*)` \|", (DOCS / "commands.md").read_text(), re.M)
+    assert {name for name, _ in rows} == set(main.commands)
+    for name, usage in rows:
+        # `verify [--partition FILE]...`: the options a usage line offers, all given; a
+        # number's placeholder (`--pages N`) given a number.
+        words = re.sub(r"[\[\]]|\.\.\.", " ", usage).split()
+        parse([name, *("10" if word == "N" else word for word in words)], whole=False)
 
 
 @pytest.mark.parametrize(
