@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run build test lint bench clean system-deps install
+.PHONY: run build test lint docs bench clean system-deps install
 
 $(BIN)/sitemapd: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ lint: $(VENV)/.test-extras
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 
+# The reference under docs/, built into site/ (ignored by git); --strict fails on a broken
+# link or anchor and on a page the nav leaves out (not with --quiet, which hides them).
+# `$(BIN)/mkdocs serve` to read it.
+docs: $(VENV)/.test-extras
+	$(BIN)/mkdocs build --strict
+
 # Debian packages the tests use (systemd-analyze, PostgreSQL and MariaDB servers for the
 # change-log tests, Chromium and its driver for the status page's browser tests); installed
 # when missing and we are root.
@@ -36,7 +42,7 @@ system-deps:
 		apt-get update -q && apt-get install -y -q --no-install-recommends $$packages; }
 
 # Two workers: most tests wait on subprocesses and files, so the suite takes half as long.
-test: lint system-deps
+test: lint docs system-deps
 	$(BIN)/pytest -n 2
 
 # Bytecode compiled first, as `pip install` does: an editable install under
@@ -70,4 +76,4 @@ install:
 	install -m 644 systemd/sitemapd.tmpfiles.conf $(TMPFILESDIR)/sitemapd.conf
 
 clean:
-	rm -rf $(VENV) examples/out examples/state
+	rm -rf $(VENV) examples/out examples/state site

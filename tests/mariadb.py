@@ -20,7 +20,7 @@ from pg import free_port
 SERVER = Path("/usr/sbin/mariadbd")
 INSTALL_DB = Path("/usr/bin/mariadb-install-db")
 ACCOUNT = "mysql"
-# What sitemapd connects as: the rights the README asks an operator to grant.
+# What sitemapd connects as: the rights docs/mysql-binlog.md asks an operator to grant.
 USER, PASSWORD = "sitemapd", "pw-not-secret"
 GRANTS = "SELECT, REPLICATION SLAVE, REPLICATION CLIENT"
 

@@ -1,5 +1,5 @@
 """The change-log recipe as documented: the table and triggers `changelog-sql --sqlite`
-prints, the `[source.columns]` the README maps, and news entries with titles out, as
+prints, the `[source.columns]` docs/database.md maps, and news entries with titles out, as
 `status` counts them."""
 
 from __future__ import annotations

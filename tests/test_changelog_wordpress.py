@@ -1,4 +1,4 @@
-"""Following a WordPress site's `wp_posts` through MariaDB's binlog as the README's
+"""Following a WordPress site's `wp_posts` through MariaDB's binlog as docs/mysql-binlog.md's
 "Following WordPress" configures it, with saves made the way WordPress makes them."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ WP_POSTS = """CREATE TABLE wp_posts (
   KEY post_name (post_name(191)),
   KEY type_status_date (post_type, post_status, post_date, ID)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"""
-# The README's configuration, for the permalink structure /%year%/%monthnum%/%postname%/.
+# The docs' configuration, for the permalink structure /%year%/%monthnum%/%postname%/.
 SOURCE = """[[source]]
 type = "changelog"
 mode = "binlog"

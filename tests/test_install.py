@@ -19,7 +19,7 @@ ANALYZE = shutil.which("systemd-analyze")
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Run `make install` as the README says, into a temporary prefix; return its root."""
+    """Run `make install` as docs/systemd.md says, into a temporary prefix; return its root."""
     root = tmp_path_factory.mktemp("install")
     subprocess.run(
         [

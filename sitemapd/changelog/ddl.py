@@ -102,7 +102,7 @@ _MYSQL = """\
 -- the owner of the CMS tables (mysql cms < changelog.sql); sitemapd reads it through
 -- SQLAlchemy (dsn = "mysql+pymysql://..."; pip install 'sitemapd[sql,mysql]'). No
 -- trigger rights, or no schema changes allowed? Follow the table itself instead:
--- mode = "binlog" (README: Following MySQL or MariaDB through the binlog).
+-- mode = "binlog" (docs/mysql-binlog.md: Following MySQL or MariaDB through the binlog).
 -- Ids are read in order, re-reading a window of recent ids (`overlap`) for transactions
 -- that commit out of order. sitemapd never deletes rows: purge old ones yourself, e.g.
 -- DELETE FROM {table} WHERE changed_at < UTC_TIMESTAMP() - INTERVAL 30 DAY

@@ -1,7 +1,7 @@
 """One publisher per target: a lease object in the bucket, taken and renewed with S3
 conditional writes.
 
-Rules (README, "One writer per target", gives the argument):
+Rules (docs/fleet.md, "One writer per target", gives the argument):
 - Renewing: `If-Match` on the holder's own ETag, with a body that changes every time
   (a renewal counter and time), so the ETag moves on every renewal; a 412 means someone
   took the lease. Renewals start every `ttl / 6`.
