@@ -575,14 +575,14 @@ def ledger_rows(site: Site, query: str) -> list[tuple[object, ...]]:
 def test_a_sandbox_without_worker_processes_reads_on_one_core(
     site: Site, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import sitemapd.sources.directory as directory
+    import sitemapd.sources.pagereader as pagereader
     from sitemapd import config
     from sitemapd.engine.engine import Engine
 
     def refuse(method: str) -> object:
         raise OSError(f"no {method} here")
 
-    monkeypatch.setattr(directory.multiprocessing, "get_context", refuse)
+    monkeypatch.setattr(pagereader.multiprocessing, "get_context", refuse)
     new_site("semantic", 80, seed=8).write(site.root)
     engine = Engine(config.load(site.config))
     try:
@@ -598,11 +598,11 @@ def test_a_page_whose_reading_fails_costs_that_page_not_the_scan(
 ) -> None:
     """A fault while reading one page (a bug of ours, met on some page) is logged with its
     traceback; the page is left out as unread, or kept as published, and the rest goes on."""
-    import sitemapd.sources.directory as directory
+    import sitemapd.sources.pagereader as pagereader
     from sitemapd import config
     from sitemapd.engine.engine import Engine
 
-    load = directory.load
+    load = pagereader.load
 
     def faulty(job: Job, *args: object) -> object:
         if job.relpath == "b.html":
@@ -613,15 +613,15 @@ def test_a_page_whose_reading_fails_costs_that_page_not_the_scan(
         site.write(f"{name}.html", page(name.upper(), "text"))
     engine = Engine(config.load(site.config))
     try:
-        monkeypatch.setattr(directory, "load", faulty)
+        monkeypatch.setattr(pagereader, "load", faulty)
         result = engine.build()
         assert result.changes.new == 2
         assert "reading" in caplog.text
         assert "KeyError: 'a fault of ours'" in caplog.text
-        monkeypatch.setattr(directory, "load", load)
+        monkeypatch.setattr(pagereader, "load", load)
         assert engine.build().changes.new == 1
         site.write("b.html", page("B", "edited"))
-        monkeypatch.setattr(directory, "load", faulty)
+        monkeypatch.setattr(pagereader, "load", faulty)
         assert engine.build().changes.gone == 0
     finally:
         engine.close()
