@@ -33,7 +33,7 @@ import click
 import pytest
 from conftest import REPO
 
-from sitemapd import config
+from sitemapd import ConfigError, config
 from sitemapd.cli import main
 
 DOCS = REPO / "docs"
@@ -279,7 +279,7 @@ def test_a_wrong_command_line_fails_the_check(argv: list[str], whole: bool) -> N
 
 def test_a_renamed_key_fails_the_check(tmp_path: Path) -> None:
     block = "[daemon]\ndebounse = 0.5\n"
-    with pytest.raises(config.ConfigError, match="debounse"):
+    with pytest.raises(ConfigError, match="debounse"):
         config.parse(merged(BASE, tomllib.loads(block)), tmp_path / "sitemapd.toml")
     # A commented-out setting is checked too.
     texts = [text for _, text in variants("[daemon]\n# debounse = 0.5\n")]
