@@ -138,7 +138,7 @@ def test_configuration_examples_load(
         raw = tomllib.loads(text)
         try:
             config.parse(merged(BASE, raw) if block.fragment else raw, file)
-        except config.ConfigError as exc:
+        except ConfigError as exc:
             pytest.fail(f"{block}, {what}: {exc}")
 
 
