@@ -24,11 +24,16 @@ lint: $(VENV)/.test-extras
 	$(BIN)/mypy
 
 # Debian packages the tests use (systemd-analyze, PostgreSQL and MariaDB servers for the
-# change-log tests, Chromium and its driver for the status page's browser tests); installed
-# when missing and we are root.
+# change-log tests, WordPress and the PHP it runs on for the WordPress acceptance test,
+# Chromium and its driver for the status page's browser tests); installed when missing
+# and we are root.
 SYSTEM_PACKAGES = $(if $(shell command -v systemd-analyze),,systemd) \
 	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql) \
 	$(if $(wildcard /usr/sbin/mariadbd),,mariadb-server) \
+	$(if $(wildcard /usr/share/wordpress/wp-load.php),,wordpress) \
+	$(if $(shell command -v php),,php-cli) \
+	$(if $(shell php -m 2>/dev/null | grep -x mysqli),,php-mysql) \
+	$(if $(shell php -m 2>/dev/null | grep -x xml),,php-xml) \
 	$(if $(wildcard /usr/bin/chromedriver),,chromium chromium-driver)
 system-deps:
 	@packages="$(strip $(SYSTEM_PACKAGES))"; [ -z "$$packages" ] || { [ "$$(id -u)" = 0 ] && \
