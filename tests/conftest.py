@@ -17,7 +17,7 @@ from lxml import etree
 
 # Real servers: PostgreSQL (`postgres`) and a hub / IndexNow endpoint (`endpoint`); a
 # fake systemd (`supervisor`).
-pytest_plugins = ["pg", "mariadb", "endpoints", "daemon_harness", "supervisor", "s3_harness"]
+pytest_plugins = ["pg", "mariadb", "wordpress", "endpoints", "daemon_harness", "supervisor", "s3_harness"]
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMAS = REPO / "tests" / "schemas"

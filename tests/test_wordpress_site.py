@@ -1,0 +1,158 @@
+"""A real WordPress, driven through its own PHP API, followed by `preset = "wordpress"`:
+sitemapd lists what WordPress publishes, where WordPress's own sitemap lists it, and only
+real edits move a lastmod."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Site, published
+from daemon_harness import RunningDaemon, start
+from wordpress import WordPress
+
+from sitemapd import w3c
+
+# Every published post and page: its permalink, post_modified_gmt and whether a password
+# hides it, as WordPress itself tells them.
+TRUTH = """
+$out = array();
+$posts = get_posts(array('post_type' => array('post', 'page'), 'post_status' => 'publish',
+    'numberposts' => -1, 'suppress_filters' => true));
+foreach ($posts as $post) {
+    $out[] = array(get_permalink($post), $post->post_modified_gmt, $post->post_password !== '');
+}
+echo json_encode($out);
+"""
+# Posts and pages titled with `$tag`: each run of the test adds its own to the site.
+CREATE = """
+$world = term_exists('World', 'category') ?: wp_insert_term('World', 'category');
+$europe = term_exists('Europe', 'category')
+    ?: wp_insert_term('Europe', 'category', array('parent' => $world['term_id']));
+function publish($title, $extra = array()) {
+    global $tag;
+    return wp_insert_post(array_merge(array('post_title' => "$title $tag",
+        'post_content' => "$title body", 'post_status' => 'publish'), $extra), true);
+}
+echo json_encode(array(
+    'alpha' => publish('Alpha', array('post_category' => array($europe['term_id']),
+        'tags_input' => array('climate'))),
+    'beta' => publish('Beta'),
+    'gamma' => publish('Gamma'),
+    'doomed' => publish('Doomed'),
+    'secret' => publish('Secret', array('post_password' => 'letmein')),
+    'team' => publish('Team', array('post_type' => 'page', 'post_parent' => 2)),
+));
+"""
+EDIT = """
+wp_update_post(array('ID' => $ids['alpha'], 'post_content' => 'Alpha body, corrected'));
+wp_update_post(array('ID' => $ids['beta']));  // saved without a change
+wp_trash_post($ids['doomed']);
+wp_update_post(array('ID' => $ids['gamma'], 'post_status' => 'draft'));
+// A page under a nested page.
+wp_insert_post(array('post_type' => 'page', 'post_title' => "People $tag",
+    'post_status' => 'publish',
+    'post_content' => 'Everyone', 'post_parent' => $ids['team']));
+// A widget on every page: kept in wp_options, it changes no post.
+update_option('widget_block', array(2 => array('content' => '<p>Subscribe!</p>'),
+    '_multiwidget' => 1));
+$sidebars = get_option('sidebars_widgets', array());
+$sidebars['sidebar-1'] = array('block-2');
+update_option('sidebars_widgets', $sidebars);
+"""
+PERMALINKS = """
+global $wp_rewrite;
+$wp_rewrite->set_permalink_structure($structure);
+flush_rewrite_rules(false);
+"""
+
+
+def truth(wp: WordPress) -> tuple[dict[str, str], set[str]]:
+    """Return {permalink: lastmod} of the posts and pages crawlers may read, and the
+    permalinks of those a password hides."""
+    rows: list[list[Any]] = wp.php(TRUTH)
+    open_ = {url: w3c.format_epoch(_epoch(modified)) for url, modified, hidden in rows if not hidden}
+    return open_, {url for url, _, hidden in rows if hidden}
+
+
+def _epoch(gmt: str) -> float:
+    return w3c.to_epoch(w3c.parse(gmt.replace(" ", "T") + "+00:00"))
+
+
+def wordpress_sitemap(wp: WordPress) -> set[str]:
+    """Return the post, page and archive URLs /wp-sitemap.xml lists (not its users)."""
+    found = wp.sitemap_urls()
+    return {url for kind, urls in found.items() if kind != "users" for url in urls}
+
+
+def converge(daemon: RunningDaemon, site: Site, wp: WordPress, what: str) -> dict[str, str]:
+    """Wait until sitemapd lists exactly WordPress's open posts and pages and its
+    archives; return {loc: lastmod} of the posts and pages."""
+    posts, hidden = truth(wp)
+    archives = wordpress_sitemap(wp) - set(posts) - hidden
+
+    def done() -> bool:
+        listed = published(site.out)
+        assert not any("__trashed" in loc for loc in listed), listed
+        return set(listed) == set(posts) | archives
+
+    daemon.wait_until(done, 30, what)
+    listed = published(site.out)
+    # What WordPress's own sitemap lists, less the password-protected posts.
+    assert set(listed) == wordpress_sitemap(wp) - hidden
+    return {loc: lastmod for loc, lastmod in listed.items() if loc in posts}
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("mode", ["binlog", "poll"])
+def test_a_wordpress_site_is_followed_as_wordpress_publishes_it(
+    tmp_path: Path, wordpress: WordPress, mode: str
+) -> None:
+    wp = wordpress
+    wp.php(PERMALINKS, structure="")  # as WordPress installs itself
+    site = Site(tmp_path)
+    site.config.write_text(
+        f'[site]\nbase_url = "{wp.home}/"\noutput_dir = "out"\nstate_dir = "state"\n'
+        "[daemon]\ndebounce = 0.1\n"
+        f'[[source]]\ntype = "changelog"\npreset = "wordpress"\ndsn = "{wp.dsn()}"\n'
+        f'mode = "{mode}"\npoll_interval = 0.2\n'
+    )
+    ids: dict[str, int] = wp.php(CREATE, tag=mode)
+    daemon = start(site)
+    try:
+        # Plain permalinks: ?p=ID and ?page_id=ID.
+        first = converge(daemon, site, wp, "the new posts at plain links")
+        assert f"{wp.home}/?p={ids['alpha']}" in first
+        posts, _ = truth(wp)
+        assert first == posts  # every lastmod is its post_modified_gmt
+
+        wp.php(PERMALINKS, structure="/%year%/%monthnum%/%postname%/")
+        dated = converge(daemon, site, wp, "the posts at dated links")
+        # A permalink change moves URLs, not lastmods.
+        assert sorted(dated.values()) == sorted(first.values())
+
+        # The next saves land in a later second than the posts' creation.
+        wp.php("sleep(1);")
+        wp.php(EDIT, ids=ids, tag=mode)
+        edited = converge(daemon, site, wp, "the edits")
+        posts, _ = truth(wp)
+        beta = next(loc for loc in edited if loc.endswith(f"/beta-{mode}/"))
+        assert edited == posts | {beta: dated[beta]}
+        moved = {loc for loc in edited if dated.get(loc) not in (None, edited[loc])}
+        alpha = next(loc for loc in edited if loc.endswith(f"/alpha-{mode}/"))
+        assert moved == {alpha}  # the one real edit; not the save without a change
+        assert any(loc.endswith(f"/sample-page/team-{mode}/people-{mode}/") for loc in edited)
+
+        wp.php(PERMALINKS, structure="/%category%/%postname%/")
+        by_category = converge(daemon, site, wp, "the posts at category links")
+        assert f"{wp.home}/world/europe/alpha-{mode}/" in by_category
+        # A URL that moved takes its post's post_modified_gmt: Beta's save shows now.
+        assert by_category == truth(wp)[0]
+    finally:
+        assert daemon.stop() == 0
+    with sqlite3.connect(site.state / "ledger.sqlite3") as ledger:
+        trashed = ledger.execute("SELECT count(*) FROM urls WHERE loc LIKE '%trashed%'")
+        assert trashed.fetchone() == (0,)  # never published, not even for a moment
+    ledger.close()
