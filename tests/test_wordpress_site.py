@@ -64,6 +64,8 @@ update_option('sidebars_widgets', $sidebars);
 """
 PERMALINKS = """
 global $wp_rewrite;
+update_option('category_base', $category_base ?? '');
+update_option('tag_base', $tag_base ?? '');
 $wp_rewrite->set_permalink_structure($structure);
 flush_rewrite_rules(false);
 """
@@ -73,7 +75,9 @@ def truth(wp: WordPress) -> tuple[dict[str, str], set[str]]:
     """Return {permalink: lastmod} of the posts and pages crawlers may read, and the
     permalinks of those a password hides."""
     rows: list[list[Any]] = wp.php(TRUTH)
-    open_ = {url: w3c.format_epoch(_epoch(modified)) for url, modified, hidden in rows if not hidden}
+    open_ = {
+        url: w3c.format_epoch(_epoch(modified)) for url, modified, hidden in rows if not hidden
+    }
     return open_, {url for url, _, hidden in rows if hidden}
 
 
@@ -150,6 +154,12 @@ def test_a_wordpress_site_is_followed_as_wordpress_publishes_it(
         assert f"{wp.home}/world/europe/alpha-{mode}/" in by_category
         # A URL that moved takes its post's post_modified_gmt: Beta's save shows now.
         assert by_category == truth(wp)[0]
+
+        # PATHINFO links without a trailing slash, and archives under bases of their own.
+        structure = "/index.php/archives/%author%/%day%-%hour%%minute%%second%-%post_id%"
+        wp.php(PERMALINKS, structure=structure, category_base="topics", tag_base="labels")
+        converge(daemon, site, wp, "PATHINFO links")
+        assert f"{wp.home}/index.php/archives/topics/world/europe" in published(site.out)
     finally:
         assert daemon.stop() == 0
     with sqlite3.connect(site.state / "ledger.sqlite3") as ledger:

@@ -79,14 +79,14 @@ class WordPress:
         """Copy WordPress, create its database and user, install it and serve it."""
         shutil.copytree(CORE, self.root, symlinks=True)
         (self.root / "wp-config.php").write_text(
-            _CONFIG.format(
-                database=DATABASE, user=USER, password=PASSWORD, port=self.server.port
-            )
+            _CONFIG.format(database=DATABASE, user=USER, password=PASSWORD, port=self.server.port)
         )
         (self.root / "router.php").write_text(_ROUTER)
         self.server.create_database(DATABASE)
         with self.server.connect() as conn, conn.cursor() as cur:
-            cur.execute(f"CREATE USER IF NOT EXISTS '{USER}'@'127.0.0.1' IDENTIFIED BY '{PASSWORD}'")
+            cur.execute(
+                f"CREATE USER IF NOT EXISTS '{USER}'@'127.0.0.1' IDENTIFIED BY '{PASSWORD}'"
+            )
             cur.execute(f"GRANT ALL ON {DATABASE}.* TO '{USER}'@'127.0.0.1'")
         self.php(_INSTALL, installing=True)
         self._web = subprocess.Popen(
@@ -144,8 +144,8 @@ class WordPress:
             return body
 
     def sitemap_urls(self) -> dict[str, set[str]]:
-        """Return the URLs /wp-sitemap.xml (or /?sitemap=index) lists, by the sitemap that lists them
-        ('posts-post', 'taxonomies-category', 'users', ...)."""
+        """Return the URLs /wp-sitemap.xml (or /?sitemap=index) lists, by the sitemap
+        that lists them ('posts-post', 'taxonomies-category', 'users', ...)."""
         found: dict[str, set[str]] = {}
         # With plain permalinks (no rewrite rules) the index is only at its query form.
         index = etree.fromstring(self.get("/wp-sitemap.xml") or self.get("/?sitemap=index"))

@@ -140,5 +140,4 @@ class Links:
             return self.url(f"/?{query}")
         base = self.category_base if taxonomy == "category" else self.tag_base
         default = "category" if taxonomy == "category" else "tag"
-        start = f"/{self._root}{base}/" if base else f"{self.front}{default}/"
-        return self._slashed(self.url(start + path))
+        return self._slashed(self.url(f"{self.front}{base or default}/{path}"))
