@@ -241,6 +241,33 @@ CASES = [
         "mode 'binlog' needs the table to follow",
     ),
     (
+        "wordpress-table",
+        doc(
+            source='type = "changelog"\npreset = "wordpress"\ndsn = "mysql://wp@db/wp"\n'
+            'table = "wp_posts"\n'
+        ),
+        "source[0].table",
+        "unknown key",
+    ),
+    (
+        "wordpress-mode",
+        doc(
+            source='type = "changelog"\npreset = "wordpress"\ndsn = "mysql://wp@db/wp"\n'
+            'mode = "logical"\n'
+        ),
+        "source[0].mode",
+        "must be one of binlog, poll",
+    ),
+    (
+        "wordpress-prefix",
+        doc(
+            source='type = "changelog"\npreset = "wordpress"\ndsn = "mysql://wp@db/wp"\n'
+            'table_prefix = "wp-"\n'
+        ),
+        "source[0].table_prefix",
+        "must be letters, digits and _",
+    ),
+    (
         "changelog-live-value",
         doc(
             source='type = "changelog"\ndsn = "mysql://wp@db/wp"\nmode = "binlog"\n'

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Site, published
+from conftest import NS, Site, published, read_xml
 from daemon_harness import RunningDaemon, start
 from wordpress import WordPress
 
 from sitemapd import w3c
 
+NEWS = "{http://www.google.com/schemas/sitemap-news/0.9}"
 # Every published post and page: its permalink, post_modified_gmt and whether a password
 # hides it, as WordPress itself tells them.
 TRUTH = """
@@ -62,6 +63,7 @@ $sidebars = get_option('sidebars_widgets', array());
 $sidebars['sidebar-1'] = array('block-2');
 update_option('sidebars_widgets', $sidebars);
 """
+DATE_GMT = "echo json_encode(get_post($id)->post_date_gmt);"
 PERMALINKS = """
 global $wp_rewrite;
 update_option('category_base', $category_base ?? '');
@@ -83,6 +85,18 @@ def truth(wp: WordPress) -> tuple[dict[str, str], set[str]]:
 
 def _epoch(gmt: str) -> float:
     return w3c.to_epoch(w3c.parse(gmt.replace(" ", "T") + "+00:00"))
+
+
+def news_item(site: Site, loc: str) -> tuple[str, str, str] | None:
+    """Return (publication date, title, language) of `loc` in the news sitemap."""
+    for url in read_xml(site.out / "news-sitemap.xml").iter(f"{NS}url"):
+        if url.findtext(f"{NS}loc") == loc:
+            return (
+                url.findtext(f".//{NEWS}publication_date") or "",
+                url.findtext(f".//{NEWS}title") or "",
+                url.findtext(f".//{NEWS}language") or "",
+            )
+    return None
 
 
 def wordpress_sitemap(wp: WordPress) -> set[str]:
@@ -120,6 +134,7 @@ def test_a_wordpress_site_is_followed_as_wordpress_publishes_it(
     site.config.write_text(
         f'[site]\nbase_url = "{wp.home}/"\noutput_dir = "out"\nstate_dir = "state"\n'
         "[daemon]\ndebounce = 0.1\n"
+        '[news]\npublication_name = "Test"\nlanguage = "de"\n'
         f'[[source]]\ntype = "changelog"\npreset = "wordpress"\ndsn = "{wp.dsn()}"\n'
         f'mode = "{mode}"\npoll_interval = 0.2\n'
     )
@@ -131,6 +146,11 @@ def test_a_wordpress_site_is_followed_as_wordpress_publishes_it(
         assert f"{wp.home}/?p={ids['alpha']}" in first
         posts, _ = truth(wp)
         assert first == posts  # every lastmod is its post_modified_gmt
+        # Posts are articles with their title, post_date_gmt and the site's language.
+        alpha_news = news_item(site, f"{wp.home}/?p={ids['alpha']}")
+        assert alpha_news[1:] == (f"Alpha {mode}", "en")
+        assert alpha_news[0] == w3c.format_epoch(_epoch(wp.php(DATE_GMT, id=ids["alpha"])))
+        assert news_item(site, f"{wp.home}/?page_id={ids['team']}") is None  # a page
 
         wp.php(PERMALINKS, structure="/%year%/%monthnum%/%postname%/")
         dated = converge(daemon, site, wp, "the posts at dated links")

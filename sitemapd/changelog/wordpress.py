@@ -298,6 +298,8 @@ class WordPressReader:
                 post = post.untrashed()
             meta = {key: value for key, value in row.meta.items() if key != "modified"}
             meta["language"] = language
+            if post.type == "page":
+                meta.pop("published", None)  # a page is no article of the feeds or news
             changed = row.changed_at
             if not row.deleted:
                 # lastmod is WordPress's own time of the save.
@@ -323,8 +325,7 @@ class WordPressReader:
     def check(self, cursor: str | None) -> None:
         """Raise SourceError when the site cannot be followed from `cursor`."""
         state = _state(cursor)
-        if self._spec.mode == "binlog" or state is not None:
-            self._posts.check(state.posts if state else None)
+        self._posts.check(state.posts if state else None)
         with self._lookups() as look:
             if not look.links.home:
                 raise SourceError(
