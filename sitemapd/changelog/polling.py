@@ -104,9 +104,19 @@ class PollReader:
     def _snapshot_rows(
         self, table: Table, conn: pymysql.Connection[Any], batch: int
     ) -> Iterator[ChangeRows]:
+        # Only rows that may be pages: a CMS's table also holds its drafts and revisions.
+        where = " AND ".join(
+            f"{_quote(column)} IN ({', '.join(['%s'] * len(accepted))})"
+            for column, accepted in table.live
+        )
+        args = [value for _, accepted in table.live for value in accepted]
         try:
             with conn.cursor() as cur:
-                cur.execute(f"SELECT {self._select(table)} FROM {self._from(table)}")
+                cur.execute(
+                    f"SELECT {self._select(table)} FROM {self._from(table)}"
+                    + (f" WHERE {where}" if where else ""),
+                    args,
+                )
                 yield from table.snapshot(cur, batch)
             conn.commit()
         except pymysql.Error as exc:
