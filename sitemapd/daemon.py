@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from . import config as config_module
 from . import outbox, ownership, removals, w3c
 from .changelog import notifies
+from .changelog.walretention import SlotWatch
 from .config import AccessLogSource, ChangelogSource, Config, DirectorySource, UrlListSource
 from .engine import BuildResult, Engine
 from .errors import ConfigError, Interrupted, SitemapdError, StateError
@@ -194,6 +195,7 @@ class Daemon:
         # Change-log rows waiting, per source, measured after each read, and since when
         # (Unix time) some have been waiting.
         self.backlogs: dict[str, int] = {}
+        self.slots = SlotWatch()
         self.waiting_since: dict[str, float] = {}
         # Per source, the Unix time of its last read without error.
         self.read_at: dict[str, float] = {}
@@ -451,6 +453,8 @@ class Daemon:
                 continue
             # Rows read may still leave rows waiting: PostgreSQL holds back those of
             # transactions that have not all ended (a long one anywhere holds them all).
+            if (kept := self.slots.note(name, self.engine.reader(source))) is not None:
+                self.metrics.retained_wal.labels(name).set(kept.bytes)
             cursor = self.engine.ledger.cursor(changelog.cursor_name(source))
             waiting = self.engine.reader(source).backlog(cursor)
             if waiting is None:
@@ -512,6 +516,7 @@ class Daemon:
                     f"{w3c.format_epoch(since)} (a long-running database transaction holds "
                     "them back?)"
                 )
+        found += self.slots.problems()
         if self.key_rejected:
             found.append(f"indexnow: the key was refused: {self.key_rejected}")
         return found

@@ -11,6 +11,7 @@ from typing import Any
 
 from . import robots
 from .changelog import Stream, open_reader
+from .changelog.walretention import retention
 from .config import ChangelogSource, Config, DirectorySource
 from .errors import SitemapdError
 from .lock import StateLock
@@ -258,6 +259,9 @@ def render_text(report: dict[str, Any]) -> str:
     for log in report["changelogs"]:
         waiting = "following" if log["waiting"] is None else f"{log['waiting']} rows waiting"
         state = f"CANNOT READ: {log['error']}" if log["error"] else waiting
+        if (kept := log.get("retained_wal")) is not None:
+            state += f", WAL kept: {kept['bytes'] / 2**20:.0f} MiB"
+            state += f" ({kept['problem']})" if kept["problem"] else ""
         lines.append(f"change log:   {log['source']}: {state} (cursor {log['cursor']})")
     if report["news_items"] is not None:
         lines.append(f"news:         {count(report['news_items'], 'article')} in news sitemaps")
@@ -457,6 +461,8 @@ def _changelog(source: ChangelogSource, cursors: dict[str, str]) -> dict[str, An
             else:
                 reader.read(cursor, 1)  # raises in the database's own words
             found["waiting"] = reader.backlog(cursor)
+            kept = retention(reader)
+            found["retained_wal"] = None if kept is None else kept.data()
         finally:
             reader.close()
     except SitemapdError as exc:
