@@ -1124,9 +1124,9 @@ def _refuse_content_table(table: _Table, source: str) -> None:
     raise table.error(
         key,
         "reads WordPress's posts table as a change log: its id cursor never reads a post "
-        "again, so every edit, unpublish and deletion is missed. Follow the table itself "
-        'with mode = "binlog", or fill a change table by trigger (sitemapd changelog-sql '
-        "--mysql)",
+        "again, so every edit, unpublish and deletion is missed. Follow the site with "
+        'preset = "wordpress", the table itself with mode = "binlog", or fill a change table '
+        "by trigger (sitemapd changelog-sql --mysql)",
     )
 
 

@@ -217,7 +217,7 @@ CASES = [
         ),
         "source[0].query",
         "never reads a post again, so every edit, unpublish and deletion is missed. Follow the "
-        'table itself with mode = "binlog"',
+        'site with preset = "wordpress", the table itself with mode = "binlog"',
     ),
     (
         "changelog-wordpress-posts-table",
