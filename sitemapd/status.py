@@ -259,10 +259,11 @@ def render_text(report: dict[str, Any]) -> str:
     for log in report["changelogs"]:
         waiting = "following" if log["waiting"] is None else f"{log['waiting']} rows waiting"
         state = f"CANNOT READ: {log['error']}" if log["error"] else waiting
+        line = f"change log:   {log['source']}: {state} (cursor {log['cursor']})"
         if (kept := log.get("retained_wal")) is not None:
-            state += f", WAL kept: {kept['bytes'] / 2**20:.0f} MiB"
-            state += f" ({kept['problem']})" if kept["problem"] else ""
-        lines.append(f"change log:   {log['source']}: {state} (cursor {log['cursor']})")
+            line += f", WAL kept: {kept['bytes'] / 2**20:.0f} MiB"
+            line += f" ({kept['problem']})" if kept["problem"] else ""
+        lines.append(line)
     if report["news_items"] is not None:
         lines.append(f"news:         {count(report['news_items'], 'article')} in news sitemaps")
     if report["feed_entries"] is not None:

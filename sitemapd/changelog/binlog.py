@@ -279,9 +279,10 @@ class BinlogReader:
         names = table.wanted(column for _, column in self._spec.meta_columns)
         select = f"SELECT {', '.join(map(_quote, names))} FROM {_quote(table.schema)}."
         select += _quote(table.name)
+        where, args = table.where(_quote)
         try:
             with conn.cursor() as cur:
-                cur.execute(select)
+                cur.execute(select + where, args)
                 yield from table.snapshot(cur, batch)
             conn.commit()
         except pymysql.Error as exc:

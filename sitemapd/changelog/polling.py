@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pymysql
@@ -26,6 +26,8 @@ from .spec import ChangelogSpec, ChangeRows, Snapshot, redact, source_error
 # poll: a save committed a little after its modification time is not passed over.
 SETTLE = 10
 _START = "0000-00-00 00:00:00"
+_FAR = "9999-12-31 23:59:59"
+_END = 253_402_300_799  # 9999-12-31T23:59:59Z in epoch seconds
 
 
 class PollReader:
@@ -46,6 +48,10 @@ class PollReader:
             )
         self._name = name
         self._table: Table | None = None
+        # The time of the scan under way: a row modified later waits for the next scan,
+        # as the ledger would hold that time to the scan's.
+        self._until = _FAR
+        self._held = False
 
     def read(self, cursor: str | None, limit: int) -> tuple[ChangeRows, str | None]:
         """Return the changes of up to `limit` rows modified after `cursor`, in order of
@@ -70,8 +76,12 @@ class PollReader:
             raise source_error(self._spec.dsn, "cannot read the table", exc) from exc
         changes: list[Change] = []
         at = (since, after_id)
+        self._held = False
         for row in found:
             when = _stamp(row[self._spec.changed_at_column])
+            if when > self._until:
+                self._held = True
+                continue
             changes.append((row, not table.is_live(row), row[self._spec.changed_at_column]))
             # The cursor passes settled rows only: younger ones are read again next time.
             if when <= settled or len(found) >= limit:
@@ -84,6 +94,7 @@ class PollReader:
 
         Raises SourceError when the server cannot be reached or the query fails.
         """
+        self._until = _FAR if until >= _END else _stamp(datetime.fromtimestamp(int(until), UTC))
         if cursor is not None:
             try:
                 _position(cursor)
@@ -104,19 +115,10 @@ class PollReader:
     def _snapshot_rows(
         self, table: Table, conn: pymysql.Connection[Any], batch: int
     ) -> Iterator[ChangeRows]:
-        # Only rows that may be pages: a CMS's table also holds its drafts and revisions.
-        where = " AND ".join(
-            f"{_quote(column)} IN ({', '.join(['%s'] * len(accepted))})"
-            for column, accepted in table.live
-        )
-        args = [value for _, accepted in table.live for value in accepted]
+        where, args = table.where(_quote)
         try:
             with conn.cursor() as cur:
-                cur.execute(
-                    f"SELECT {self._select(table)} FROM {self._from(table)}"
-                    + (f" WHERE {where}" if where else ""),
-                    args,
-                )
+                cur.execute(f"SELECT {self._select(table)} FROM {self._from(table)}{where}", args)
                 yield from table.snapshot(cur, batch)
             conn.commit()
         except pymysql.Error as exc:
@@ -125,8 +127,8 @@ class PollReader:
             conn.close()
 
     def held(self) -> bool:
-        """False: a poll takes whatever has committed."""
-        return False
+        """True when the last read left a row modified after the scan began."""
+        return self._held
 
     def check(self, cursor: str | None) -> None:
         """Raise SourceError when the table cannot be read."""
