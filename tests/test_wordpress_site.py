@@ -136,7 +136,7 @@ def test_a_wordpress_site_is_followed_as_wordpress_publishes_it(
         "[daemon]\ndebounce = 0.1\n"
         '[news]\npublication_name = "Test"\nlanguage = "de"\n'
         f'[[source]]\ntype = "changelog"\npreset = "wordpress"\ndsn = "{wp.dsn()}"\n'
-        f'mode = "{mode}"\npoll_interval = 0.2\n'
+        f'mode = "{mode}"\npoll_interval = 0.2\nresync_interval = 2\n'
     )
     ids: dict[str, int] = wp.php(CREATE, tag=mode)
     daemon = start(site)
@@ -175,11 +175,20 @@ def test_a_wordpress_site_is_followed_as_wordpress_publishes_it(
         # A URL that moved takes its post's post_modified_gmt: Beta's save shows now.
         assert by_category == truth(wp)[0]
 
+        # Categories live outside wp_posts: the next full read moves the post.
+        wp.php("wp_set_post_categories($id, array(1));", id=ids["alpha"])
+        converge(daemon, site, wp, "the post in another category")
+        assert f"{wp.home}/uncategorized/alpha-{mode}/" in published(site.out)
+
         # PATHINFO links without a trailing slash, and archives under bases of their own.
         structure = "/index.php/archives/%author%/%day%-%hour%%minute%%second%-%post_id%"
         wp.php(PERMALINKS, structure=structure, category_base="topics", tag_base="labels")
         converge(daemon, site, wp, "PATHINFO links")
-        assert f"{wp.home}/index.php/archives/topics/world/europe" in published(site.out)
+        assert f"{wp.home}/index.php/archives/topics/uncategorized" in published(site.out)
+
+        # Deleted outright, not trashed: polling sees it at the next full read.
+        wp.php("wp_delete_post($id, true);", id=ids["beta"])
+        converge(daemon, site, wp, "the post deleted")
     finally:
         assert daemon.stop() == 0
     with sqlite3.connect(site.state / "ledger.sqlite3") as ledger:
