@@ -151,6 +151,8 @@ def test_a_wordpress_site_is_followed_as_wordpress_publishes_it(
         assert alpha_news[1:] == (f"Alpha {mode}", "en")
         assert alpha_news[0] == w3c.format_epoch(_epoch(wp.php(DATE_GMT, id=ids["alpha"])))
         assert news_item(site, f"{wp.home}/?page_id={ids['team']}") is None  # a page
+        assert "wordpress:mysql://sitemapd@127.0.0.1" in site.cli("status").stdout
+        assert "following (cursor" in site.cli("status").stdout
 
         wp.php(PERMALINKS, structure="/%year%/%monthnum%/%postname%/")
         dated = converge(daemon, site, wp, "the posts at dated links")
