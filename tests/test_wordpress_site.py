@@ -177,6 +177,16 @@ def test_a_wordpress_site_is_followed_as_wordpress_publishes_it(
         # A URL that moved takes its post's post_modified_gmt: Beta's save shows now.
         assert by_category == truth(wp)[0]
 
+        # A new post's categories are written after its row: its URL has them.
+        wp.php(
+            "wp_insert_post(array('post_title' => \"Delta $tag\", 'post_status' => 'publish',"
+            " 'post_content' => 'Delta', 'post_category' => array($cat)));",
+            tag=mode,
+            cat=int(wp.php("echo json_encode(get_cat_ID('Europe'));")),
+        )
+        converge(daemon, site, wp, "a new post at its category link")
+        assert f"{wp.home}/world/europe/delta-{mode}/" in published(site.out)
+
         # Categories live outside wp_posts: the next full read moves the post.
         wp.php("wp_set_post_categories($id, array(1));", id=ids["alpha"])
         converge(daemon, site, wp, "the post in another category")
@@ -196,4 +206,7 @@ def test_a_wordpress_site_is_followed_as_wordpress_publishes_it(
     with sqlite3.connect(site.state / "ledger.sqlite3") as ledger:
         trashed = ledger.execute("SELECT count(*) FROM urls WHERE loc LIKE '%trashed%'")
         assert trashed.fetchone() == (0,)  # never published, not even for a moment
+        # Nor the new post at the default category's link, before its own was written.
+        early = ledger.execute("SELECT count(*) FROM urls WHERE loc LIKE '%/uncategorized/delta%'")
+        assert early.fetchone() == (0,)
     ledger.close()

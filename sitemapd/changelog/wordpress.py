@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -258,11 +259,17 @@ class WordPressReader:
         state = _state(cursor)
         with self._lookups() as look:
             links = look.links.signature()
+        # A periodic full read waits for a scan that began in the current second: one
+        # read later would find saves made after the scan began, whose lastmod the
+        # ledger holds back to the scan's time.
         due = (
             state is None
             or state.links != links
             or self._resync
-            or time.time() - state.synced >= self._spec.resync
+            or (
+                time.time() - state.synced >= self._spec.resync
+                and time.time() < math.floor(until) + 1
+            )
         )
         if state is not None and state.links != links:
             log.info("wordpress %s: the permalink settings changed", redact(self._spec.dsn))
