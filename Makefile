@@ -51,6 +51,7 @@ bench: $(VENV)/.test-extras
 	$(BIN)/python bench/bench_daemon.py
 	$(BIN)/python bench/bench_feeds.py
 	$(BIN)/python bench/bench_changelog.py
+	$(BIN)/python bench/bench_wordpress.py
 	$(BIN)/python bench/bench_fingerprint.py
 	$(BIN)/python bench/bench_s3.py
 	$(BIN)/python bench/bench_status.py
