@@ -18,7 +18,7 @@ import pymysql
 import pymysql.cursors
 
 from ..errors import ConfigError, SourceError
-from .binlog import _connect_params, _quote
+from .binlog import connect_params, quote
 from .rows import Change, Table, describe, text
 from .spec import ChangelogSpec, ChangeRows, Snapshot, redact, source_error
 
@@ -39,7 +39,7 @@ class PollReader:
         if not spec.table or not spec.changed_at_column:
             raise ConfigError("changelog: polling needs the table and its changed_at column")
         self._spec = spec
-        self._params = _connect_params(spec.dsn)
+        self._params = connect_params(spec.dsn)
         schema, _, name = spec.table.rpartition(".")
         self._schema = schema or str(self._params.get("database") or "")
         if not self._schema:
@@ -61,7 +61,7 @@ class PollReader:
         """
         table = self._prepare()
         since, after_id = _position(cursor)
-        modified, key = _quote(self._spec.changed_at_column), _quote(table.key)
+        modified, key = quote(self._spec.changed_at_column), quote(table.key)
         select = (
             f"SELECT {self._select(table)} FROM {self._from(table)} "
             f"WHERE {modified} > %s OR ({modified} = %s AND {key} > %s) "
@@ -115,7 +115,7 @@ class PollReader:
     def _snapshot_rows(
         self, table: Table, conn: pymysql.Connection[Any], batch: int
     ) -> Iterator[ChangeRows]:
-        where, args = table.where(_quote)
+        where, args = table.where(quote)
         try:
             with conn.cursor() as cur:
                 cur.execute(f"SELECT {self._select(table)} FROM {self._from(table)}{where}", args)
@@ -175,10 +175,10 @@ class PollReader:
         return self._table
 
     def _select(self, table: Table) -> str:
-        return ", ".join(map(_quote, table.wanted(c for _, c in self._spec.meta_columns)))
+        return ", ".join(map(quote, table.wanted(c for _, c in self._spec.meta_columns)))
 
     def _from(self, table: Table) -> str:
-        return f"{_quote(table.schema)}.{_quote(table.name)}"
+        return f"{quote(table.schema)}.{quote(table.name)}"
 
     def _connect(
         self, cursor: type[pymysql.cursors.Cursor] = pymysql.cursors.DictCursor

@@ -27,7 +27,7 @@ import pymysql
 import pymysql.cursors
 
 from ..errors import ConfigError, SourceError
-from .binlog import BinlogReader, _connect_params
+from .binlog import BinlogReader, connect_params
 from .permalink import OPTIONS, TRASHED, Links, Post
 from .polling import PollReader
 from .spec import ChangelogSpec, ChangeRow, ChangeRows, Snapshot, redact, source_error
@@ -211,7 +211,7 @@ class WordPressReader:
         if spec.mode not in ("binlog", "poll"):
             raise ConfigError(f"changelog: preset 'wordpress' has no mode {spec.mode!r}")
         self._spec = spec
-        self._params = _connect_params(spec.dsn)
+        self._params = connect_params(spec.dsn)
         inner = posts_spec(spec)
         self._posts: BinlogReader | PollReader = (
             BinlogReader(inner) if spec.mode == "binlog" else PollReader(inner)
