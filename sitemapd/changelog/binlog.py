@@ -448,7 +448,7 @@ def connect_params(dsn: str) -> dict[str, Any]:
     """Return pymysql's connection arguments for a mysql:// or mariadb:// URL."""
     parts = urlsplit(dsn)
     if parts.scheme.partition("+")[0] not in ("mysql", "mariadb") or not parts.hostname:
-        raise SourceError(f"changelog {redact(dsn)}: mode 'binlog' needs a mysql://host/db dsn")
+        raise SourceError(f"changelog {redact(dsn)}: needs a mysql://host/db dsn (MySQL, MariaDB)")
     params: dict[str, Any] = {
         "host": parts.hostname,
         "port": parts.port or 3306,
