@@ -31,11 +31,16 @@ docs: $(VENV)/.test-extras
 	$(BIN)/mkdocs build --strict
 
 # Debian packages the tests use (systemd-analyze, PostgreSQL and MariaDB servers for the
-# change-log tests, Chromium and its driver for the status page's browser tests); installed
-# when missing and we are root.
+# change-log tests, WordPress and the PHP it runs on for the WordPress acceptance test,
+# Chromium and its driver for the status page's browser tests); installed when missing
+# and we are root.
 SYSTEM_PACKAGES = $(if $(shell command -v systemd-analyze),,systemd) \
 	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql) \
 	$(if $(wildcard /usr/sbin/mariadbd),,mariadb-server) \
+	$(if $(wildcard /usr/share/wordpress/wp-load.php),,wordpress) \
+	$(if $(shell command -v php),,php-cli) \
+	$(if $(shell php -m 2>/dev/null | grep -x mysqli),,php-mysql) \
+	$(if $(shell php -m 2>/dev/null | grep -x xml),,php-xml) \
 	$(if $(wildcard /usr/bin/chromedriver),,chromium chromium-driver)
 system-deps:
 	@packages="$(strip $(SYSTEM_PACKAGES))"; [ -z "$$packages" ] || { [ "$$(id -u)" = 0 ] && \
@@ -53,6 +58,7 @@ bench: $(VENV)/.test-extras
 	$(BIN)/python bench/bench_daemon.py
 	$(BIN)/python bench/bench_feeds.py
 	$(BIN)/python bench/bench_changelog.py
+	$(BIN)/python bench/bench_wordpress.py
 	$(BIN)/python bench/bench_fingerprint.py
 	$(BIN)/python bench/bench_s3.py
 	$(BIN)/python bench/bench_status.py

@@ -15,9 +15,17 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-# Real servers: PostgreSQL (`postgres`) and a hub / IndexNow endpoint (`endpoint`); a
-# fake systemd (`supervisor`).
-pytest_plugins = ["pg", "mariadb", "endpoints", "daemon_harness", "supervisor", "s3_harness"]
+# Real servers: PostgreSQL (`postgres`), MariaDB (`mariadb`), WordPress (`wordpress`) and
+# a hub / IndexNow endpoint (`endpoint`); a fake systemd (`supervisor`).
+pytest_plugins = [
+    "pg",
+    "mariadb",
+    "wordpress",
+    "endpoints",
+    "daemon_harness",
+    "supervisor",
+    "s3_harness",
+]
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMAS = REPO / "tests" / "schemas"

@@ -4,12 +4,13 @@ through a logical replication slot (pgoutput), into published sitemaps."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from datetime import datetime
 from pathlib import Path
 
 from conftest import Site, published
-from daemon_harness import start
+from daemon_harness import http_port, request, start
 from pg import Postgres
 
 from sitemapd.core import w3c
@@ -238,3 +239,71 @@ def test_a_commit_wakes_the_daemon_before_its_poll(tmp_path: Path, postgres: Pos
                 postgres.start()
     finally:
         assert daemon.stop() == 0
+
+
+def test_wal_kept_by_the_slot_is_measured_and_reported(tmp_path: Path, postgres: Postgres) -> None:
+    cms = Cms(postgres, "cms_wal")
+    cms.add(["first"])
+    site = logical_site(tmp_path, cms.dsn)
+    site.config.write_text(
+        site.config.read_text().replace("[daemon]\n", '[http]\nlisten = "127.0.0.1:0"\n[daemon]\n')
+        + 'slot = "walwatch"\n'
+    )
+    daemon = start(site)
+    port = http_port(daemon)
+    try:
+        daemon.wait_for_urls({BASE + "first"})
+        daemon.wait_until(
+            lambda: (
+                re.search(
+                    r'sitemapd_changelog_retained_wal_bytes\{source="cms"\} \d',
+                    request(port, "/metrics")[2].decode(),
+                )
+                is not None
+            ),
+            20,
+            "the slot's WAL measured",
+        )
+        assert request(port, "/readyz")[0] == 200
+        with postgres.connect("postgres") as admin:
+            admin.execute("ALTER SYSTEM SET max_wal_size = '32MB'")
+            admin.execute("SELECT pg_reload_conf()")
+        try:
+            # A transaction left open (having written) holds the slot's restart position
+            # back while WAL is written past max_wal_size.
+            cms.execute("CREATE TABLE hold (x int)")
+            with postgres.connect("cms_wal", autocommit=False) as idle:
+                idle.execute("INSERT INTO hold VALUES (1)")
+                cms.execute(
+                    "CREATE TABLE filler AS SELECT g, md5(g::text) AS h "
+                    "FROM generate_series(1, 500000) g"
+                )
+                for _ in range(3):
+                    cms.execute("INSERT INTO filler VALUES (0, 'x')")
+                    with postgres.connect("postgres") as admin:
+                        admin.execute("SELECT pg_switch_wal()")
+                cms.add(["second"])  # read while the slot stays back
+                daemon.wait_until(
+                    lambda: "more than max_wal_size" in request(port, "/readyz")[2].decode(),
+                    30,
+                    "/readyz reporting the WAL kept",
+                )
+                assert request(port, "/readyz")[0] == 503
+                metrics = request(port, "/metrics")[2].decode()
+                kept = re.search(
+                    r'sitemapd_changelog_retained_wal_bytes\{source="cms"\} (\S+)', metrics
+                )
+                assert kept is not None
+                assert float(kept.group(1)) > 32 * 2**20
+                status = site.cli("status").stdout
+                assert "WAL kept:" in status
+                assert "bound it on the server with max_slot_wal_keep_size" in status
+                idle.rollback()
+        finally:
+            with postgres.connect("postgres") as admin:
+                admin.execute("ALTER SYSTEM RESET max_wal_size")
+                admin.execute("SELECT pg_reload_conf()")
+    finally:
+        assert daemon.stop() == 0
+    with postgres.connect("cms_wal") as conn:
+        conn.execute("SELECT pg_drop_replication_slot('walwatch')")

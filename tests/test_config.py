@@ -217,7 +217,7 @@ CASES = [
         ),
         "source[0].query",
         "never reads a post again, so every edit, unpublish and deletion is missed. Follow the "
-        'table itself with mode = "binlog"',
+        'site with preset = "wordpress", the table itself with mode = "binlog"',
     ),
     (
         "changelog-wordpress-posts-table",
@@ -239,6 +239,33 @@ CASES = [
         doc(source='type = "changelog"\ndsn = "mysql://wp@db/wp"\nmode = "binlog"\n'),
         "source[0].table",
         "mode 'binlog' needs the table to follow",
+    ),
+    (
+        "wordpress-table",
+        doc(
+            source='type = "changelog"\npreset = "wordpress"\ndsn = "mysql://wp@db/wp"\n'
+            'table = "wp_posts"\n'
+        ),
+        "source[0].table",
+        "unknown key",
+    ),
+    (
+        "wordpress-mode",
+        doc(
+            source='type = "changelog"\npreset = "wordpress"\ndsn = "mysql://wp@db/wp"\n'
+            'mode = "logical"\n'
+        ),
+        "source[0].mode",
+        "must be one of binlog, poll",
+    ),
+    (
+        "wordpress-prefix",
+        doc(
+            source='type = "changelog"\npreset = "wordpress"\ndsn = "mysql://wp@db/wp"\n'
+            'table_prefix = "wp-"\n'
+        ),
+        "source[0].table_prefix",
+        "must be letters, digits and _",
     ),
     (
         "changelog-live-value",

@@ -38,10 +38,13 @@ def test_every_setting_turned_on_is_still_valid(tmp_path: Path) -> None:
     full.write_text("\n".join(lines) + "\n")
     cfg = config.load(full)
     assert turned_on > 60
-    # Pages, a URL list, a change table, a binlog and a logical stream, an access log.
-    assert len(cfg.sources) == 6
+    # Pages, a URL list, a change table, a binlog and a logical stream, a WordPress site,
+    # an access log.
+    assert len(cfg.sources) == 7
     modes = {source.spec.mode for source in cfg.sources if isinstance(source, ChangelogSource)}
     assert modes == {"table", "binlog", "logical"}
+    presets = {source.spec.preset for source in cfg.sources if isinstance(source, ChangelogSource)}
+    assert presets == {"", "wordpress"}
     assert cfg.feed is not None
     assert cfg.news is not None
     assert cfg.indexnow is not None

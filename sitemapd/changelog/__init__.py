@@ -1,6 +1,6 @@
 """Follow a change table that a CMS fills by trigger, or a table through the database's
-own change stream (a MySQL/MariaDB binlog, PostgreSQL logical decoding): read changes
-after a cursor, wait for more.
+own change stream (a MySQL/MariaDB binlog, PostgreSQL logical decoding), or a WordPress
+site (preset "wordpress"): read changes after a cursor, wait for more.
 
 Readers open their connections lazily inside read(), so a database that is down at
 start or restarts mid-run works again on the next read() once it is back.
@@ -85,7 +85,7 @@ class Stream(Reader, Protocol):
 def notifies(spec: ChangelogSpec) -> bool:
     """True when the reader's wait() can wake on a change: PostgreSQL LISTEN/NOTIFY, an
     SQLite file written, a change stream."""
-    return spec.mode != "table" or spec.dsn.partition("://")[0].lower() in (
+    return spec.mode in ("binlog", "logical") or spec.dsn.partition("://")[0].lower() in (
         "postgresql",
         "postgres",
         "sqlite",
@@ -101,6 +101,15 @@ def open_reader(spec: ChangelogSpec) -> Reader:
     scheme = spec.dsn.partition("://")[0].lower() if "://" in spec.dsn else ""
     if not scheme:
         raise SourceError(f"changelog {redact(spec.dsn)}: not a database URL (scheme://...)")
+    if spec.preset == "wordpress":
+        try:
+            from sitemapd.changelog.wordpress import WordPressReader
+        except ImportError as exc:
+            raise SourceError(
+                f"changelog {redact(spec.dsn)}: preset 'wordpress' needs mysql-replication: "
+                "pip install 'sitemapd[mysql]'"
+            ) from exc
+        return WordPressReader(spec)
     if spec.mode == "binlog":
         try:
             from sitemapd.changelog.binlog import BinlogReader

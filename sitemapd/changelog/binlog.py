@@ -90,7 +90,7 @@ class BinlogReader:
         if not (spec.url_template or spec.url_column):
             raise ConfigError("changelog: set either url_column or url_template")
         self._spec = spec
-        self._params = _connect_params(spec.dsn)
+        self._params = connect_params(spec.dsn)
         schema, _, name = spec.table.rpartition(".")
         schema = schema or str(self._params.get("database") or "")
         if not schema:
@@ -279,11 +279,12 @@ class BinlogReader:
     ) -> Iterator[ChangeRows]:
         """Yield the snapshot's live rows, `batch` at a time; closes `conn` at the end."""
         names = table.wanted(column for _, column in self._spec.meta_columns)
-        select = f"SELECT {', '.join(map(_quote, names))} FROM {_quote(table.schema)}."
-        select += _quote(table.name)
+        select = f"SELECT {', '.join(map(quote, names))} FROM {quote(table.schema)}."
+        select += quote(table.name)
+        where, args = table.where(quote)
         try:
             with conn.cursor() as cur:
-                cur.execute(select)
+                cur.execute(select + where, args)
                 yield from table.snapshot(cur, batch)
             conn.commit()
         except pymysql.Error as exc:
@@ -452,11 +453,11 @@ class BinlogReader:
         return self._error("cannot read the binlog", exc)
 
 
-def _connect_params(dsn: str) -> dict[str, Any]:
+def connect_params(dsn: str) -> dict[str, Any]:
     """Return pymysql's connection arguments for a mysql:// or mariadb:// URL."""
     parts = urlsplit(dsn)
     if parts.scheme.partition("+")[0] not in ("mysql", "mariadb") or not parts.hostname:
-        raise SourceError(f"changelog {redact(dsn)}: mode 'binlog' needs a mysql://host/db dsn")
+        raise SourceError(f"changelog {redact(dsn)}: needs a mysql://host/db dsn (MySQL, MariaDB)")
     params: dict[str, Any] = {
         "host": parts.hostname,
         "port": parts.port or 3306,
@@ -510,5 +511,6 @@ def _query(event: QueryEvent) -> str:
     return text.strip().upper()
 
 
-def _quote(name: str) -> str:
+def quote(name: str) -> str:
+    """Return `name` as a MySQL identifier."""
     return "`" + name.replace("`", "``") + "`"

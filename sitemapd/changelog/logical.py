@@ -38,6 +38,7 @@ from sitemapd.changelog.pgoutput import (
     parse_lsn,
 )
 from sitemapd.changelog.rows import Folds, Row, Table, describe
+from sitemapd.changelog.walretention import QUERY, Retention, measure
 from sitemapd.config.changelog import (
     ChangelogSpec,
     ChangeRows,
@@ -442,6 +443,16 @@ class LogicalReader:
                 sql.Identifier(self._publication), sql.Identifier(self._schema, self._name)
             )
         )
+
+    def retention(self) -> Retention | None:
+        """Return the WAL the slot keeps on the server, None when there is no slot;
+        raises SourceError when the server cannot be asked."""
+        try:
+            with psycopg.connect(**self._params, autocommit=True) as conn:
+                row = conn.execute(QUERY, (self._slot,)).fetchone()
+        except psycopg.Error as exc:
+            raise source_error(self._spec.dsn, "cannot measure the slot's WAL", exc) from exc
+        return measure(row, self._slot)
 
     def _slot_state(self) -> str | None:
         """Return the slot's wal_status ("reserved", "lost", ...), None when it is gone."""

@@ -9,7 +9,7 @@ change to the fingerprinted columns, the URL or whether the row is a page.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Any
@@ -49,6 +49,19 @@ class Table:
         names = [self.key, *self.url, *(column for column, _ in self.live), *self.fingerprint]
         names += [*meta, *([self.changed_at] if self.changed_at else [])]
         return list(dict.fromkeys(names))
+
+    def where(self, quote: Callable[[str], str]) -> tuple[str, list[str]]:
+        """Return the SQL condition (" WHERE ...", with %s marks) and its values that
+        keep the rows that may be pages, "" when any row may: a CMS's table also holds
+        drafts and revisions. The database compares by its collation, so is_live()
+        still decides."""
+        if not self.live:
+            return "", []
+        terms = [
+            f"{quote(column)} IN ({', '.join(['%s'] * len(accepted))})"
+            for column, accepted in self.live
+        ]
+        return " WHERE " + " AND ".join(terms), [v for _, accepted in self.live for v in accepted]
 
     def is_live(self, row: Row) -> bool:
         """True when `row` matches every `live` condition."""

@@ -68,6 +68,11 @@ class ChangelogSpec:
     # table (created if missing; default: the slot's name).
     slot: str = "sitemapd"
     publication: str = ""
+    # "wordpress": the site of the WordPress tables named by `table_prefix`, followed in
+    # mode "binlog" or "poll" and read again in full every `resync` seconds.
+    preset: str = ""
+    table_prefix: str = "wp_"
+    resync: float = 900.0
 
 
 class ChangeRow(NamedTuple):

@@ -215,6 +215,8 @@ def _changelog(table: Table, base: Path) -> SourceConfig:
     if dsn.startswith("sqlite:///") and not dsn.startswith("sqlite:////"):
         # A relative SQLite path resolves against the config file, like every other path.
         dsn = "sqlite:///" + str((base / dsn.removeprefix("sqlite:///")).resolve())
+    if table.choice("preset", "", ("", "wordpress")):
+        return _wordpress(table, dsn)
     mode = table.choice("mode", "table", CHANGELOG_MODES)
     stream = mode != "table"
     query = None if stream else table.text("query", "") or None
@@ -281,6 +283,30 @@ def _changelog(table: Table, base: Path) -> SourceConfig:
 CHANGELOG_MODES = ("table", "binlog", "logical")
 
 
+def _wordpress(table: Table, dsn: str) -> ChangelogSource:
+    """Return the source of `preset = "wordpress"`: a WordPress site from its tables."""
+    mode = table.choice("mode", "binlog", ("binlog", "poll"))
+    prefix = table.text("table_prefix", "wp_")
+    if not re.fullmatch(r"[A-Za-z0-9_]+", prefix):
+        raise table.error("table_prefix", f"must be letters, digits and _, got {prefix!r}")
+    spec = ChangelogSpec(
+        dsn=dsn,
+        mode=mode,
+        preset="wordpress",
+        table_prefix=prefix,
+        server_id=table.integer("server_id", SERVER_ID, 1, 2**32 - 1),
+        resync=table.number("resync_interval", 900.0, 1, 7 * 86400),
+    )
+    return ChangelogSource(
+        name=table.text("name", f"wordpress:{_safe_dsn(dsn)}"),
+        spec=spec,
+        poll_interval=table.number("poll_interval", 2.0, 0.05, 3600),
+        batch_size=table.integer("batch_size", 10_000, 1, 1_000_000),
+        language=_source_language(table),
+        articles=table.choice("articles", "auto", ARTICLES),
+    )
+
+
 # WordPress's posts table (any prefix) read as a change table: rows updated in place.
 _WP_POSTS = re.compile(r"\b\w*posts\b", re.IGNORECASE)
 
@@ -298,9 +324,9 @@ def _refuse_content_table(table: Table, source: str) -> None:
     raise table.error(
         key,
         "reads WordPress's posts table as a change log: its id cursor never reads a post "
-        "again, so every edit, unpublish and deletion is missed. Follow the table itself "
-        'with mode = "binlog", or fill a change table by trigger (sitemapd changelog-sql '
-        "--mysql)",
+        "again, so every edit, unpublish and deletion is missed. Follow the site with "
+        'preset = "wordpress", the table itself with mode = "binlog", or fill a change table '
+        "by trigger (sitemapd changelog-sql --mysql)",
     )
 
 

@@ -66,6 +66,7 @@ class Health:
                     f"{w3c.format_epoch(since)} (a long-running database transaction holds "
                     "them back?)"
                 )
+        found += self.loop.slots.problems()
         if self.loop.key_rejected:
             found.append(f"indexnow: the key was refused: {self.loop.key_rejected}")
         return found

@@ -7,6 +7,7 @@ import logging
 import threading
 import time
 
+from sitemapd.changelog.walretention import SlotWatch
 from sitemapd.config.sources import ChangelogSource
 from sitemapd.core import w3c
 from sitemapd.daemon.state import DaemonState
@@ -45,6 +46,8 @@ class BatchLoop:
         # Change-log rows waiting, per source, measured after each read, and since when
         # (Unix time) some have been waiting.
         self.backlogs: dict[str, int] = {}
+        # The WAL each logical slot keeps, measured now and then.
+        self.slots = SlotWatch()
         self.waiting_since: dict[str, float] = {}
         # Per source, the Unix time of its last read without error.
         self.read_at: dict[str, float] = {}
@@ -171,8 +174,11 @@ class BatchLoop:
                 continue
             # Rows read may still leave rows waiting: PostgreSQL holds back those of
             # transactions that have not all ended (a long one anywhere holds them all).
+            reader = self.state.engine.reader(source)
+            if (kept := self.slots.note(name, reader)) is not None:
+                self.state.metrics.retained_wal.labels(name).set(kept.bytes)
             cursor = self.state.engine.ledger.cursor(changelog.cursor_name(source))
-            waiting = self.state.engine.reader(source).backlog(cursor)
+            waiting = reader.backlog(cursor)
             if waiting is None:
                 continue
             self.backlogs[name] = waiting

@@ -127,6 +127,12 @@ class Metrics:
             ["source"],
             registry=self.registry,
         )
+        self.retained_wal = Gauge(
+            "sitemapd_changelog_retained_wal_bytes",
+            "WAL a logical change log's replication slot keeps on its PostgreSQL server",
+            ["source"],
+            registry=self.registry,
+        )
         self.waiting_since = Gauge(
             "sitemapd_changelog_waiting_since_timestamp_seconds",
             "Unix time since which change-log rows have been waiting (lag = now - this); "

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sitemapd.changelog import Stream, open_reader
+from sitemapd.changelog.walretention import retention
 from sitemapd.config import Config
 from sitemapd.config.sources import ChangelogSource, DirectorySource
 from sitemapd.core.words import count
@@ -262,7 +263,11 @@ def render_text(report: dict[str, Any]) -> str:
     for log in report["changelogs"]:
         waiting = "following" if log["waiting"] is None else f"{log['waiting']} rows waiting"
         state = f"CANNOT READ: {log['error']}" if log["error"] else waiting
-        lines.append(f"change log:   {log['source']}: {state} (cursor {log['cursor']})")
+        line = f"change log:   {log['source']}: {state} (cursor {log['cursor']})"
+        if (kept := log.get("retained_wal")) is not None:
+            line += f", WAL kept: {kept['bytes'] / 2**20:.0f} MiB"
+            line += f" ({kept['problem']})" if kept["problem"] else ""
+        lines.append(line)
     if report["news_items"] is not None:
         lines.append(f"news:         {count(report['news_items'], 'article')} in news sitemaps")
     if report["feed_entries"] is not None:
@@ -374,6 +379,8 @@ def _changelog(source: ChangelogSource, cursors: dict[str, str]) -> dict[str, An
             else:
                 reader.read(cursor, 1)  # raises in the database's own words
             found["waiting"] = reader.backlog(cursor)
+            kept = retention(reader)
+            found["retained_wal"] = None if kept is None else kept.data()
         finally:
             reader.close()
     except SitemapdError as exc:
