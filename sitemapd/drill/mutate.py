@@ -128,13 +128,22 @@ def asset_churn(page: Page) -> bool:
         if element.get("nonce"):
             element.set("nonce", "n0nce-98765")
         if element.tag == "script" and element.text and "json" not in (element.get("type") or ""):
-            element.text += "\nvar buildId = 'b-98765';"
+            _append_code(element, "\nvar buildId = 'b-98765';")
     for element in page.tree.iter("input"):
         if (element.get("type") or "").lower() == "hidden":
             element.set("value", "token-98765")
     for element in page.tree.iter("style"):
-        element.text = (element.text or "") + "\n.b98765{color:red}"
+        _append_code(element, "\n.b98765{color:red}")
     return True
+
+
+def _append_code(element: Element, code: str) -> None:
+    """Append `code` to a script's or style's text; leave it when its text holds
+    characters XML forbids (the HTML parser keeps them, lxml will not set them again)."""
+    try:
+        element.text = (element.text or "") + code
+    except ValueError:
+        return
 
 
 def counters(page: Page) -> bool:
