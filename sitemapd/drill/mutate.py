@@ -27,6 +27,7 @@ from .structure import (
     link_share,
     list_items,
     text_of,
+    unseen,
 )
 
 # Numbers there are data, not counters: tables, footnote marks, formulas, code.
@@ -183,14 +184,28 @@ def edit_word(page: Page) -> bool:
         return False
     paragraph = prose[len(prose) // 2]
     for node in paragraph.iter(etree.Element):
+        # Text a reader sees: not a script's, not a hidden element's.
+        holders = _up_to(node, paragraph)
         for attr in ("text", "tail"):
             value = getattr(node, attr)
             if node is paragraph and attr == "tail":
+                continue
+            if any(unseen(h) for h in (holders if attr == "text" else holders[1:])):
                 continue
             if (value and is_prose(value)) or (value and len(value.split()) >= 3):
                 setattr(node, attr, _one_word_changed(value))
                 return True
     return False
+
+
+def _up_to(node: Element, root: Element) -> list[Element]:
+    """Return `node` and its ancestors up to `root` (which holds it), nearest first."""
+    line = [node]
+    for ancestor in node.iterancestors() if node is not root else ():
+        line.append(ancestor)
+        if ancestor is root:
+            break
+    return line
 
 
 def _one_word_changed(text: str) -> str:
