@@ -20,12 +20,14 @@ from ..fingerprint.extract import BLOCKS, drop
 from .structure import (
     MAIN_LIST_ITEMS,
     PROSE_LINKS,
+    PROSE_TAGS,
     Element,
     Page,
     is_prose,
     link_lists,
     link_share,
     list_items,
+    comments,
     text_of,
     unseen,
 )
@@ -167,14 +169,26 @@ def counters(page: Page) -> bool:
 
 
 def _prose(page: Page) -> list[Element]:
-    """Return the content's paragraphs of prose: blocks of text, not lists of links."""
-    return [
-        element
-        for element in page.content
-        if not any(child.tag in BLOCKS for child in element)
-        and is_prose(text_of(element))
-        and link_share(element) < PROSE_LINKS
-    ]
+    """Return the content's paragraphs of prose, in order: its blocks of text with few
+    links and no blocks inside (a content element holding blocks gives its own), none
+    unseen, in a link or in a comment thread, whoever named the content."""
+    found: dict[Element, None] = {}
+    for element in page.content:
+        for block in element.iter(*PROSE_TAGS):
+            if (
+                block not in found
+                and not any(child.tag in BLOCKS for child in block)
+                and not any(_hidden_from_reader(a) for a in (block, *block.iterancestors()))
+                and is_prose(text_of(block))
+                and link_share(block) < PROSE_LINKS
+            ):
+                found[block] = None
+    return list(found)
+
+
+def _hidden_from_reader(element: Element) -> bool:
+    """True for what no reader reads as the content: unseen, a link, a comment thread."""
+    return unseen(element) or element.tag == "a" or comments(element)
 
 
 def edit_word(page: Page) -> bool:

@@ -42,7 +42,8 @@ _DISPLAY_NONE = re.compile(r"display\s*:\s*none", re.I)
 # Class and id words of a comment thread, as WordPress, Drupal and Disqus name them.
 _COMMENT_WORDS = {"comment", "comments", "commentlist", "disqus"}
 _WORDS = re.compile(r"[^a-z0-9]+")
-_PROSE_TAGS = ("p", "blockquote", "pre", "dd", "li", "td", "div")
+# Blocks that hold a paragraph of text.
+PROSE_TAGS = ("p", "blockquote", "pre", "dd", "li", "td", "div")
 _SPACES = re.compile(r"\s+")
 # Text written without spaces between words: Chinese, Japanese, Thai.
 _UNSPACED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
@@ -123,7 +124,7 @@ def prose_paragraphs(tree: Element) -> list[Element]:
     """
     found: list[Element] = []
     chosen: set[Element] = set()
-    for element in tree.iter(*_PROSE_TAGS):
+    for element in tree.iter(*PROSE_TAGS):
         if element.tag in ("div", "li", "td") and any(c.tag in BLOCKS for c in element):
             continue
         if any(
