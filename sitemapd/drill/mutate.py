@@ -23,11 +23,11 @@ from .structure import (
     PROSE_TAGS,
     Element,
     Page,
+    comments,
     is_prose,
     link_lists,
     link_share,
     list_items,
-    comments,
     text_of,
     unseen,
 )

@@ -21,10 +21,10 @@ from urllib.parse import urlsplit
 from lxml import etree
 from lxml.cssselect import CSSSelector
 
+from .chrome import Element
 from .decode import decoded
 from .extract import (
     NEVER,
-    Element,
     describe,
     drop,
     fragments,
