@@ -668,35 +668,6 @@ def _digest_of(html: str, settings: Settings | None = None) -> str:
     return read_file("a.html", html.encode(), settings or Settings()).digest(TemplateMemory())
 
 
-def _short_story(summary: str, related: list[str]) -> str:
-    """Return a page whose story is one paragraph in a block that is mostly links: its
-    section's other headlines."""
-    items = "".join(f"<li><a href='/s/{n}.html'>{h}</a></li>" for n, h in enumerate(related))
-    return (
-        "<html><head><title>Prison report | Gazette</title></head><body>"
-        "<nav><a href='/'>Home</a> <a href='/news'>News</a></nav>"
-        "<article><h1>Prison report</h1>"
-        f"<div class='wrap'><div class='text'><p>{summary}</p></div><ul>{items}</ul></div>"
-        "</article><footer>© Gazette</footer></body></html>"
-    )
-
-
-def test_a_short_story_among_many_links_is_content() -> None:
-    # The article is the operator's selector: what is left out inside it is at stake.
-    settings = Settings(selector="article")
-    summary = (
-        "A senior prison official has said in a sworn affidavit that anyone with enough "
-        "determination to escape from the island's prison could do so, a court heard today."
-    )
-    related = [f"Other story number {n} in the news section today, with details" for n in range(8)]
-    before = _digest_of(_short_story(summary, related), settings)
-    edited = _short_story(summary.replace("senior", "seniors"), related)
-    assert _digest_of(edited, settings) != before
-    # The list of links inside that block is still left out.
-    rotated = ["A brand new story on top of the section's list, just in", *related[:-1]]
-    assert _digest_of(_short_story(summary, rotated), settings) == before
-
-
 def _product(description: str, query: str) -> str:
     """Return a shop page whose description sits inside the order form, and a search form."""
     return (

@@ -5,8 +5,8 @@ A block is template when it is a navigation, aside, form or footer landmark, or 
 of one, smaller than the main content; when its class or id names a template part (share
 bars, "related", "most read", comment counts, cookie banners) and not an article part;
 or when it is a link list: most of its text inside `<a>`, whatever its tag (bylines,
-labels, other stories' headlines). A block that holds a paragraph of the article's kind
-(long, few links) is never a link list, nor, when a form, a form's template.
+labels, other stories' headlines). A form that holds a paragraph of the article's kind
+(long, few links) is a page or a product wrapped in a form, not a form's template.
 """
 
 from __future__ import annotations
@@ -101,7 +101,8 @@ class Sizes:
         self.text = text
         self.links = links
         # Elements holding a paragraph of the article's kind (long, few links): such a
-        # block says something of its own, whatever its links or its tag.
+        # block says something of its own, whatever its tag. (Not whatever its links:
+        # "related" boxes hold teasers that long, measured on the tuning halves.)
         self.prose_held: set[Element] = set()
         for paragraph in body.iter("p", "blockquote"):
             length = text.get(paragraph, 0)
@@ -224,7 +225,6 @@ def template_reason(
             links / text > 0.5
             and text - links < _PROSE_HELD
             and (text < _SHORT_LINKED or _link_count(element) >= 2)
-            and element not in sizes.prose_held
         ):
             return f"link list ({round(100 * links / text)}% link text)"
     return None
