@@ -100,18 +100,6 @@ class Sizes:
                 links[parent] += links[element]
         self.text = text
         self.links = links
-        # Elements holding a paragraph of the article's kind (long, few links): such a
-        # block says something of its own, whatever its tag. (Not whatever its links:
-        # "related" boxes hold teasers that long, measured on the tuning halves.)
-        self.prose_held: set[Element] = set()
-        for paragraph in body.iter("p", "blockquote"):
-            length = text.get(paragraph, 0)
-            if length < STRAY or links[paragraph] >= STRAY_LINKS * length:
-                continue
-            for element in (paragraph, *paragraph.iterancestors()):
-                if element in self.prose_held:
-                    break
-                self.prose_held.add(element)
 
     def prose(self) -> Callable[[Element], float]:
         """Return a function giving an element's link density less its template parts."""
@@ -204,7 +192,7 @@ def template_reason(
     small = text <= main_text * _WRAPPER_SHARE
     # A form that holds a paragraph of prose is a page or product wrapped in a form, not
     # a search, login or newsletter box.
-    if tag in _STRUCTURAL and small and not (tag == "form" and element in sizes.prose_held):
+    if tag in _STRUCTURAL and small and not (tag == "form" and _holds_prose(element, sizes)):
         return _STRUCTURAL[tag]
     role = (element.get("role") or "").strip().lower()
     if role in _ROLES and small:
@@ -228,6 +216,15 @@ def template_reason(
         ):
             return f"link list ({round(100 * links / text)}% link text)"
     return None
+
+
+def _holds_prose(element: Element, sizes: Sizes) -> bool:
+    """True when `element` holds a paragraph of the article's kind: long, few links."""
+    for paragraph in element.iter("p", "blockquote"):
+        length = sizes.text.get(paragraph, 0)
+        if length >= STRAY and sizes.links[paragraph] < STRAY_LINKS * length:
+            return True
+    return False
 
 
 def _link_count(element: Element) -> int:

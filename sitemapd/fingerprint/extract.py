@@ -7,10 +7,10 @@ that score near it are the main content. Inside it, what a reader would not call
 article is left out: navigation, forms, asides, link lists (most of their text inside
 `<a>`, whatever their tag: bylines, labels, other stories' headlines), and blocks
 whose class or id names a template part (share bars, "related", "most read", comment
-counts, cookie banners; see `chrome`). Which container wins is judged by its prose, the template parts
-it holds left out, so that a box that rotates does not change the choice. A page with
-no article (a home, section or tag page) is its main list of items. An operator's CSS
-selector replaces the search when given.
+counts, cookie banners; see `chrome`). Which container wins is judged by its prose, the
+template parts it holds left out, so that a box that rotates does not change the choice.
+A page with no article (a home, section or tag page) is its main list of items. An
+operator's CSS selector replaces the search when given.
 """
 
 from __future__ import annotations
