@@ -286,15 +286,16 @@ def _drilled(sample: Sample) -> Report:
     return drill([(sample.name, sample.data)], Settings(), TemplateMemory(), sample.oracle)
 
 
-def corpora_truth() -> list[tuple[str, list[tuple[str, str, str]]]]:
+def corpora_truth(tuning_only: bool = False) -> list[tuple[str, list[tuple[str, str, str]]]]:
     """Drill every page of the public corpora under `bench/work/` (one page a site, no
-    template learned), and return a table per corpus and half: tuning, held out."""
+    template learned), and return a table per corpus and half: tuning, held out (not
+    when `tuning_only`)."""
     from multiprocessing import Pool
 
     tables = []
     for name, load in CORPORA.items():
         samples = list(load())
-        if not samples:
+        if not samples or (tuning_only and name in HELD_OUT):
             continue
         halves = (
             {"held out": samples}
@@ -305,6 +306,8 @@ def corpora_truth() -> list[tuple[str, list[tuple[str, str, str]]]]:
             }
         )
         for half, chosen in halves.items():
+            if tuning_only and half != "tuning half":
+                continue
             with Pool(2) as pool:
                 reports = pool.map(_drilled, chosen, chunksize=4)
             totals: dict[str, list[int | bool]] = {}
@@ -369,12 +372,36 @@ def table(title: str, header: tuple[str, str, str], rows: list[tuple[str, str, s
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pages", type=int, default=2000)
-    args = parser.parse_args()
-    table(
-        "fingerprint throughput, sitemapd build",
-        ("measure", "result", "build said"),
-        throughput(args.pages),
+    parser.add_argument(
+        "--only",
+        choices=("throughput", "corpora"),
+        help="print the throughput table alone, or the public corpora's tables alone",
     )
+    parser.add_argument(
+        "--tuning-only",
+        action="store_true",
+        help="drill the tuning halves alone: the held-out pages stay unread while tuning",
+    )
+    args = parser.parse_args()
+    if args.only in (None, "throughput"):
+        table(
+            "fingerprint throughput, sitemapd build",
+            ("measure", "result", "build said"),
+            throughput(args.pages),
+        )
+    if args.only is None:
+        quality()
+    if args.only in (None, "corpora"):
+        for title, rows in corpora_truth(args.tuning_only):
+            table(
+                f"lastmod truth by `sitemapd drill`'s changes: {title}",
+                ("change", "pages moved", "expected"),
+                rows,
+            )
+
+
+def quality() -> None:
+    """Print the truth tables of generated sites, aeb's previous harness and charsets."""
     table(
         "lastmod truth, generated sites (5 renders, 3 edits each)",
         ("template style", "false moves", "missed edits"),
@@ -393,12 +420,6 @@ def main() -> None:
             "undeclared charsets, chardet's test files (declarations taken out)",
             ("folder", "decoded right", "codec"),
             charset_truth(),
-        )
-    for title, rows in corpora_truth():
-        table(
-            f"lastmod truth by `sitemapd drill`'s changes: {title}",
-            ("change", "pages moved", "expected"),
-            rows,
         )
 
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import random
 
+import lxml.html
 from conftest import Site
 from sitegen import new_site
+
+from sitemapd.drill.structure import page_content, text_of
 
 WORDS = [
     "council",
@@ -125,3 +128,52 @@ def test_list_pages_are_drilled_by_their_list(site: Site) -> None:
     }
     assert rows["link lists outside the content rotate"]["applied"] == 6
     assert rows["link lists outside the content rotate"]["moved"] == 0
+
+
+def commented(n: int) -> str:
+    """Return an article followed by readers' comments, longer than the article, and
+    surrounded by what a reader never reads as it: a script in a div, a hidden cookie
+    dialog, a teaser whose paragraph is a link."""
+    rng = random.Random(n)
+
+    def prose(words: int) -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(words)) + "."
+
+    story = "".join(f"<p>{prose(40)}</p>" for _ in range(4))
+    thread = "".join(
+        f"<li class='comment' id='comment-{k}'><p>Reader {k} wrote: {prose(30)}</p></li>"
+        for k in range(8)
+    )
+    return (
+        f"<html><head><title>Story {n} | Gazette</title></head><body>"
+        f"<article><h1>Story {n}</h1><div class='body'>{story}</div></article>"
+        f"<div class='ad'><script>var slots = '{prose(40)}';</script></div>"
+        f"<div role='dialog'><p>{prose(30)} We use cookies to measure you.</p></div>"
+        f"<div class='teaser'><a href='/story-{n + 1}.html'><p>{prose(30)}</p></a></div>"
+        f"<section id='comments'><ol>{thread}</ol></section></body></html>"
+    )
+
+
+def test_edits_go_to_the_article_not_to_comments_scripts_or_teasers(site: Site) -> None:
+    # The extractor leaves comments out as template: a drill that edited them would
+    # report misses the site's lastmods do not have.
+    for n in range(8):
+        site.write(f"story-{n}.html", commented(n))
+    result = site.cli("drill", "--pages", "8", "--json")
+    (report,) = json.loads(result.stdout)
+    rows = report["report"]["rows"]
+    assert rows["one word of a paragraph"]["applied"] == 8
+    assert rows["one word of a paragraph"]["moved"] == 8
+    assert rows["correction appended"]["moved"] == 8
+
+
+def test_the_structural_oracle_reads_what_a_reader_reads() -> None:
+    tree = lxml.html.document_fromstring(commented(1))
+    content = page_content(tree)
+    assert [p.getparent().get("class") for p in content] == ["body"] * 4
+    # Script text is no text; a paragraph inside a link is a teaser, not prose.
+    (script,) = [d for d in tree.iter("div") if d.get("class") == "ad"]
+    assert text_of(script) == ""
+    (teaser,) = [d for d in tree.iter("div") if d.get("class") == "teaser"]
+    assert len(text_of(teaser).split()) == 30
+    assert not set(teaser.iter()) & set(content)

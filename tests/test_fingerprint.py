@@ -662,3 +662,31 @@ def test_a_list_page_moves_for_a_new_item_not_for_its_surroundings(
     assert moved(site, before) == {"news"}
     out = site.cli("explain", "https://example.com/news.html").stdout
     assert "main content: NOT FOUND" not in out
+
+
+def _digest_of(html: str, settings: Settings | None = None) -> str:
+    return read_file("a.html", html.encode(), settings or Settings()).digest(TemplateMemory())
+
+
+def _product(description: str, query: str) -> str:
+    """Return a shop page whose description sits inside the order form, and a search form."""
+    return (
+        "<html><head><title>Dog blanket | Shop</title></head><body>"
+        f"<form action='/search'><label>Search</label> {query}</form>"
+        "<main><h1>Dog blanket</h1><form action='/cart' class='product'>"
+        f"<div class='description'><p>{description}</p></div><p>In stock</p></form>"
+        "<div class='reviews'>"
+        + "<p>Great blanket, my dog loves it and sleeps on it all day.</p>" * 6
+        + "</div></main></body></html>"
+    )
+
+
+def test_a_description_inside_an_order_form_is_content_a_search_form_is_not() -> None:
+    description = (
+        "A soft blanket for dogs and cats, woven from recycled cotton, washable at sixty "
+        "degrees and sized for baskets, sofas and the back seat of a car. Each one is "
+        "made to order in our workshop."
+    )
+    before = _digest_of(_product(description, "Find"))
+    assert _digest_of(_product(description.replace("soft", "softer"), "Find")) != before
+    assert _digest_of(_product(description, "Look up")) == before

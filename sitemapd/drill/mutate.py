@@ -19,13 +19,16 @@ from lxml import etree
 from sitemapd.drill.structure import (
     MAIN_LIST_ITEMS,
     PROSE_LINKS,
+    PROSE_TAGS,
     Element,
     Page,
+    comments,
     is_prose,
     link_lists,
     link_share,
     list_items,
     text_of,
+    unseen,
 )
 from sitemapd.fingerprint.extract import BLOCKS, drop
 
@@ -128,13 +131,22 @@ def asset_churn(page: Page) -> bool:
         if element.get("nonce"):
             element.set("nonce", "n0nce-98765")
         if element.tag == "script" and element.text and "json" not in (element.get("type") or ""):
-            element.text += "\nvar buildId = 'b-98765';"
+            _append_code(element, "\nvar buildId = 'b-98765';")
     for element in page.tree.iter("input"):
         if (element.get("type") or "").lower() == "hidden":
             element.set("value", "token-98765")
     for element in page.tree.iter("style"):
-        element.text = (element.text or "") + "\n.b98765{color:red}"
+        _append_code(element, "\n.b98765{color:red}")
     return True
+
+
+def _append_code(element: Element, code: str) -> None:
+    """Append `code` to a script's or style's text; leave it when its text holds
+    characters XML forbids (the HTML parser keeps them, lxml will not set them again)."""
+    try:
+        element.text = (element.text or "") + code
+    except ValueError:
+        return
 
 
 def counters(page: Page) -> bool:
@@ -157,14 +169,26 @@ def counters(page: Page) -> bool:
 
 
 def _prose(page: Page) -> list[Element]:
-    """Return the content's paragraphs of prose: blocks of text, not lists of links."""
-    return [
-        element
-        for element in page.content
-        if not any(child.tag in BLOCKS for child in element)
-        and is_prose(text_of(element))
-        and link_share(element) < PROSE_LINKS
-    ]
+    """Return the content's paragraphs of prose, in order: its blocks of text with few
+    links and no blocks inside (a content element holding blocks gives its own), none
+    unseen, in a link or in a comment thread, whoever named the content."""
+    found: dict[Element, None] = {}
+    for element in page.content:
+        for block in element.iter(*PROSE_TAGS):
+            if (
+                block not in found
+                and not any(child.tag in BLOCKS for child in block)
+                and not any(_hidden_from_reader(a) for a in (block, *block.iterancestors()))
+                and is_prose(text_of(block))
+                and link_share(block) < PROSE_LINKS
+            ):
+                found[block] = None
+    return list(found)
+
+
+def _hidden_from_reader(element: Element) -> bool:
+    """True for what no reader reads as the content: unseen, a link, a comment thread."""
+    return unseen(element) or element.tag == "a" or comments(element)
 
 
 def edit_word(page: Page) -> bool:
@@ -174,14 +198,28 @@ def edit_word(page: Page) -> bool:
         return False
     paragraph = prose[len(prose) // 2]
     for node in paragraph.iter(etree.Element):
+        # Text a reader sees: not a script's, not a hidden element's.
+        holders = _up_to(node, paragraph)
         for attr in ("text", "tail"):
             value = getattr(node, attr)
             if node is paragraph and attr == "tail":
+                continue
+            if any(unseen(h) for h in (holders if attr == "text" else holders[1:])):
                 continue
             if (value and is_prose(value)) or (value and len(value.split()) >= 3):
                 setattr(node, attr, _one_word_changed(value))
                 return True
     return False
+
+
+def _up_to(node: Element, root: Element) -> list[Element]:
+    """Return `node` and its ancestors up to `root` (which holds it), nearest first."""
+    line = [node]
+    for ancestor in node.iterancestors() if node is not root else ():
+        line.append(ancestor)
+        if ancestor is root:
+            break
+    return line
 
 
 def _one_word_changed(text: str) -> str:

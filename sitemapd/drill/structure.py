@@ -4,11 +4,18 @@ The content is the page's prose paragraphs (the cluster holding most of their te
 on a page with little prose (a home, section or tag page), its main list of items; the
 surroundings are the lists of links, counters and assets that hold none of it. Nothing
 here asks what the fingerprint's extractor kept: a drill built on it can fail.
+
+Text is what a reader sees: what a browser never renders (scripts, styles, `<noscript>`,
+templates, `hidden` or `display:none` elements, dialogs that open over the page) is no
+text. Readers' comments (a block named `comment`/`comments`, or schema.org's `Comment`)
+are not the page's content: an editor does not write them. Nor is a paragraph inside a
+link: it is the teaser of another page.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from lxml import etree
@@ -28,7 +35,15 @@ MAIN_LIST_ITEMS = 5
 # Characters of prose below which a page is its list of items, not an article.
 LIST_PAGE_PROSE = 280
 _STRUCTURAL = {"nav", "header", "footer", "aside", "form"}
-_PROSE_TAGS = ("p", "blockquote", "pre", "dd", "li", "td", "div")
+# Elements whose text a browser never shows.
+_UNSEEN = {"script", "style", "noscript", "template", "dialog"}
+_DIALOGS = {"dialog", "alertdialog"}
+_DISPLAY_NONE = re.compile(r"display\s*:\s*none", re.I)
+# Class and id words of a comment thread, as WordPress, Drupal and Disqus name them.
+_COMMENT_WORDS = {"comment", "comments", "commentlist", "disqus"}
+_WORDS = re.compile(r"[^a-z0-9]+")
+# Blocks that hold a paragraph of text.
+PROSE_TAGS = ("p", "blockquote", "pre", "dd", "li", "td", "div")
 _SPACES = re.compile(r"\s+")
 # Text written without spaces between words: Chinese, Japanese, Thai.
 _UNSPACED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
@@ -40,8 +55,44 @@ def normal(text: str) -> str:
 
 
 def text_of(element: Element) -> str:
-    """Return the text inside `element`, whitespace normalised."""
-    return normal("".join(t for t in element.itertext() if isinstance(t, str)))
+    """Return the text inside `element` a reader sees, whitespace normalised."""
+    return normal("".join(_seen(element)))
+
+
+def unseen(element: Element) -> bool:
+    """True when a browser does not show `element` with the page: a script, style,
+    template, dialog, an element `hidden` or styled `display:none`, or a comment or
+    processing instruction."""
+    if not isinstance(element.tag, str) or element.tag in _UNSEEN:
+        return True
+    if (element.get("role") or "").strip().lower() in _DIALOGS or element.get(
+        "aria-modal"
+    ) == "true":
+        return True
+    return element.get("hidden") is not None or bool(
+        _DISPLAY_NONE.search(element.get("style") or "")
+    )
+
+
+def _seen(element: Element) -> Iterator[str]:
+    if unseen(element):
+        return
+    if element.text:
+        yield element.text
+    for child in element:
+        yield from _seen(child)
+        if child.tail:
+            yield child.tail
+
+
+def comments(element: Element) -> bool:
+    """True when `element` is a readers' comment thread or one of its comments."""
+    if (element.get("itemprop") or "").lower() == "comment" or (
+        element.get("itemtype") or ""
+    ).endswith("/Comment"):
+        return True
+    names = f"{element.get('class') or ''} {element.get('id') or ''}".lower()
+    return any(w in _COMMENT_WORDS for w in _WORDS.split(names))
 
 
 def link_share(element: Element) -> float:
@@ -68,14 +119,18 @@ def prose_paragraphs(tree: Element) -> list[Element]:
     """Return the page's paragraphs of prose, outermost, outside its landmarks of template.
 
     What a reader calls the page's text, found by structure alone: blocks of enough words
-    with few links, not inside `nav`, `header`, `footer`, `aside` or `form`.
+    with few links, not inside `nav`, `header`, `footer`, `aside`, `form` or a link, nor
+    unseen, nor in a comment thread.
     """
     found: list[Element] = []
     chosen: set[Element] = set()
-    for element in tree.iter(*_PROSE_TAGS):
+    for element in tree.iter(*PROSE_TAGS):
         if element.tag in ("div", "li", "td") and any(c.tag in BLOCKS for c in element):
             continue
-        if any(a in chosen or a.tag in _STRUCTURAL for a in element.iterancestors()):
+        if any(
+            a in chosen or a.tag in _STRUCTURAL or a.tag == "a" or unseen(a) or comments(a)
+            for a in (element, *element.iterancestors())
+        ):
             continue
         text = text_of(element)
         if is_prose(text) and link_share(element) < PROSE_LINKS:

@@ -21,10 +21,10 @@ from urllib.parse import urlsplit
 from lxml import etree
 from lxml.cssselect import CSSSelector
 
+from sitemapd.fingerprint.chrome import Element
 from sitemapd.fingerprint.decode import decoded
 from sitemapd.fingerprint.extract import (
     NEVER,
-    Element,
     describe,
     drop,
     fragments,

@@ -7,10 +7,10 @@ that score near it are the main content. Inside it, what a reader would not call
 article is left out: navigation, forms, asides, link lists (most of their text inside
 `<a>`, whatever their tag: bylines, labels, other stories' headlines), and blocks
 whose class or id names a template part (share bars, "related", "most read", comment
-counts, cookie banners). Which container wins is judged by its prose, the template parts
-it holds left out, so that a box that rotates does not change the choice. A page with
-no article (a home, section or tag page) is its main list of items. An operator's CSS
-selector replaces the search when given.
+counts, cookie banners; see `chrome`). Which container wins is judged by its prose, the
+template parts it holds left out, so that a box that rotates does not change the choice.
+A page with no article (a home, section or tag page) is its main list of items. An
+operator's CSS selector replaces the search when given.
 """
 
 from __future__ import annotations
@@ -18,11 +18,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
 
-from lxml import etree
-
-Element = etree._Element
+from sitemapd.fingerprint.chrome import (
+    MIN_PARAGRAPH,
+    STRAY,
+    STRAY_LINKS,
+    Element,
+    Sizes,
+    inside,
+    template_parts,
+    template_reason,
+    weight,
+)
 
 # Never visible content, or not content at all: dropped before anything is measured.
 NEVER = (
@@ -43,44 +50,6 @@ NEVER = (
     "textarea",
     "dialog",
 )
-_STRUCTURAL = {"nav": "navigation", "aside": "aside", "form": "form", "footer": "footer"}
-_ROLES = {
-    "navigation",
-    "banner",
-    "contentinfo",
-    "complementary",
-    "search",
-    "menu",
-    "menubar",
-    "dialog",
-    "alertdialog",
-    "toolbar",
-}
-# Class and id words of template parts; a word of _ARTICLE_WORDS in the same element wins.
-_TEMPLATE_WORDS = re.compile(
-    r"nav|navbar|navigation|menu|breadcrumbs?|masthead|header|footer|sidebar|aside|"
-    r"related|recommended|recommendations?|share|sharing|social|comments?|commentcount|"
-    r"disqus|cookies?|consent|gdpr|newsletter|subscribe|subscription|signup|promo|"
-    r"promotion|advert|advertisement|ads?|adslot|sponsor|sponsored|outbrain|taboola|"
-    r"pagination|pager|toolbar|modal|popup|overlay"
-)
-# Words that name template parts on some sites and content on others (page builders
-# wrap articles in "widgets"): such a block is template only when it is mostly links
-# or too short to say anything.
-_WEAK_WORDS = re.compile(
-    r"widgets?|side|rail|popular|trending|latest|teasers?|tags|skip|print|counter|views|"
-    r"hidden|sr|visually"
-)
-# Template parts named in several words: "more-stories", "most_read", "read-next".
-_TEMPLATE_PHRASES = re.compile(
-    r"more[-_ ]?(?:stories|news|from|articles|on|like|to|in)\b|"
-    r"most[-_ ]?(?:read|popular|viewed|shared)|read[-_ ]?(?:next|also)|see[-_ ]?also|"
-    r"you[-_ ]?may|also[-_ ]?like|in[-_ ]?case"
-)
-_ARTICLE_WORDS = re.compile(
-    r"article|articlebody|body|content|entry|main|post|story|text|prose|blog|page"
-)
-_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 _PARAGRAPHS = {"p", "pre", "td", "blockquote", "dd"}
 # What a sibling of the main content holds when it is more of the same article: its
 # paragraphs, prose list items, and headings (a list article's items open with one).
@@ -121,21 +90,11 @@ BLOCKS = {
     "tr",
     "ul",
 }
-# Elements never left out for their links: a link is itself, the rest hold the page.
-_NOT_LISTS = {"a", "body", "html", "main", "article"}
 # A page's main list of items: children with a link each, and its link text.
 _LIST_ITEMS = 5
 _MIN_LIST_TEXT = 200
-# Characters of text outside links from which a block holds prose, whatever its links:
-# a page wrapper with a big sidebar is not a link list, though its lists are.
-_PROSE_HELD = 400
-# Characters below which one link that is most of a block's text makes it chrome: a
-# byline, a section label, another story's headline.
-_SHORT_LINKED = 100
 # Commas as Latin, CJK full-width and ideographic text write them.
 _COMMAS = re.compile("[,\uff0c\u3001]")
-# A paragraph shorter than this says too little to tell article from template.
-_MIN_PARAGRAPH = 25
 # Main content with less text than this is not found: the page is fingerprinted whole.
 _MIN_MAIN = 140
 # Paragraph scores go to five generations of ancestors, less with each (readability.js).
@@ -145,15 +104,8 @@ _DIVIDERS = (1, 2, 6, 9, 12)
 _TOP = 5
 _CLOSE = 0.75
 _MIN_CLOSE = 3
-# Characters a paragraph outside the main content needs to count as the article's.
-_STRAY = 150
 # Characters a sibling of the main content needs to be more of the same article.
 _SIBLING = 60
-# Link text share above which a block of a weak template name is template.
-_WEAK_LINKS = 0.3
-# Template words never drop a block holding this share of the main text: a wrapper
-# named "has-sidebar" or "page-footer-sticky" is not a footer.
-_WRAPPER_SHARE = 0.4
 
 
 @dataclass
@@ -198,11 +150,11 @@ def main_content(body: Element, select: Callable[[Element], list[Element]] | Non
     With `select` (an operator's selector), its outermost matches are the main content;
     when it matches nothing the page falls back to the whole body.
     """
-    sizes = _Sizes(body)
+    sizes = Sizes(body)
     if select is not None:
         chosen = _outermost(select(body))
         if not chosen:
-            return Extract([body], fallback=True, dropped=_template_parts(body, sizes, body))
+            return Extract([body], fallback=True, dropped=template_parts(body, sizes, body))
         return _finish(chosen, sizes)
     top = _best_container(body, sizes)
     if top is None:
@@ -216,24 +168,24 @@ def main_content(body: Element, select: Callable[[Element], list[Element]] | Non
     strays = _strays(body, sizes, extract.main)
     if strays:
         for stray in strays:
-            extract.dropped.update(_template_parts(stray, sizes, stray))
+            extract.dropped.update(template_parts(stray, sizes, stray))
         order = {element: n for n, element in enumerate(sizes.elements)}
         extract.main = sorted([*extract.main, *strays], key=order.__getitem__)
     return extract
 
 
-def _without_article(body: Element, sizes: _Sizes) -> Extract:
+def _without_article(body: Element, sizes: Sizes) -> Extract:
     """Return the main content of a page with no article: its main list of items (a
     home, section, tag or author page lists links), else the whole body less its
     template parts, as a fallback."""
     listing = _main_list(body, sizes)
     if listing is not None:
-        dropped = _template_parts(listing, sizes, listing, lists=False)
+        dropped = template_parts(listing, sizes, listing, lists=False)
         return Extract([listing], fallback=False, dropped=dropped)
-    return Extract([body], fallback=True, dropped=_template_parts(body, sizes, body))
+    return Extract([body], fallback=True, dropped=template_parts(body, sizes, body))
 
 
-def _main_list(body: Element, sizes: _Sizes) -> Element | None:
+def _main_list(body: Element, sizes: Sizes) -> Element | None:
     """Return the page's list of items: the block of most link text among those of
     `_LIST_ITEMS` or more like children with a link each, in no template part."""
     best, most = None, _MIN_LIST_TEXT - 1
@@ -248,7 +200,7 @@ def _main_list(body: Element, sizes: _Sizes) -> Element | None:
         if not tags or max(tags.values()) < _LIST_ITEMS:
             continue
         if any(
-            _template_reason(e, sizes, 1 << 62, lists=False)
+            template_reason(e, sizes, 1 << 62, lists=False)
             for e in (element, *element.iterancestors())
         ):
             continue
@@ -256,7 +208,7 @@ def _main_list(body: Element, sizes: _Sizes) -> Element | None:
     return best
 
 
-def _strays(body: Element, sizes: _Sizes, main: list[Element]) -> list[Element]:
+def _strays(body: Element, sizes: Sizes, main: list[Element]) -> list[Element]:
     """Return the article's paragraphs that lie outside `main`: a lead in another column
     of a grid, an intro above the body. Long, with few links, in no template part."""
     inside = {element for root in main for element in root.iter()}
@@ -265,17 +217,17 @@ def _strays(body: Element, sizes: _Sizes, main: list[Element]) -> list[Element]:
     for paragraph in body.iter("p", "blockquote"):
         if (
             paragraph in inside
-            or sizes.text.get(paragraph, 0) < _STRAY
-            or sizes.link_density(paragraph) >= 0.2
+            or sizes.text.get(paragraph, 0) < STRAY
+            or sizes.link_density(paragraph) >= STRAY_LINKS
         ):
             continue
-        if any(_template_reason(a, sizes, whole) for a in (paragraph, *paragraph.iterancestors())):
+        if any(template_reason(a, sizes, whole) for a in (paragraph, *paragraph.iterancestors())):
             continue
         found.append(_section(paragraph, sizes, inside))
     return _outermost(list(dict.fromkeys(found)))
 
 
-def _section(paragraph: Element, sizes: _Sizes, main: set[Element]) -> Element:
+def _section(paragraph: Element, sizes: Sizes, main: set[Element]) -> Element:
     """Return the part of the article `paragraph` opens (an article cut into sections,
     ads between them): its highest ancestor of prose that holds none of `main`."""
     part = paragraph
@@ -288,67 +240,11 @@ def _section(paragraph: Element, sizes: _Sizes, main: set[Element]) -> Element:
     return part
 
 
-def _finish(main: list[Element], sizes: _Sizes) -> Extract:
+def _finish(main: list[Element], sizes: Sizes) -> Extract:
     dropped: dict[Element, str] = {}
     for element in main:
-        dropped.update(_template_parts(element, sizes, element))
+        dropped.update(template_parts(element, sizes, element))
     return Extract(main, fallback=False, dropped=dropped)
-
-
-class _Sizes:
-    """Characters of text, and of link text, inside every element of a body."""
-
-    def __init__(self, body: Element) -> None:
-        self.elements = list(body.iter(etree.Element))
-        text: dict[Element, int] = dict.fromkeys(self.elements, 0)
-        links: dict[Element, int] = dict.fromkeys(self.elements, 0)
-        # Pre-order reversed: every child is counted before its parent. The hottest loop
-        # of a scan: lengths are taken inline.
-        for element in reversed(self.elements):
-            own = element.text
-            total = text[element] + (len(own.strip()) if own else 0)
-            text[element] = total
-            if element.tag == "a":
-                links[element] = total
-            parent = element.getparent()
-            if parent in text:
-                tail = element.tail
-                text[parent] += total + (len(tail.strip()) if tail else 0)
-                links[parent] += links[element]
-        self.text = text
-        self.links = links
-
-    def prose(self) -> Callable[[Element], float]:
-        """Return a function giving an element's link density less its template parts."""
-        removed: dict[Element, int] = {}
-        removed_links: dict[Element, int] = {}
-        sizes = self.text
-        for element in reversed(self.elements):
-            if not sizes[element] or element.tag == "a":
-                continue  # nothing to take away, or a link, never template by itself
-            parent = element.getparent()
-            if parent not in sizes:
-                continue
-            if _template_reason(element, self, 1 << 62):
-                text, links = self.text[element], self.links[element]
-            else:
-                text, links = removed.get(element, 0), removed_links.get(element, 0)
-            if text:
-                removed[parent] = removed.get(parent, 0) + text
-                removed_links[parent] = removed_links.get(parent, 0) + links
-        link_sizes = self.links
-
-        def density(element: Element) -> float:
-            total = sizes[element] - removed.get(element, 0)
-            links = link_sizes[element] - removed_links.get(element, 0)
-            return links / total if total > 0 else 0.0
-
-        return density
-
-    def link_density(self, element: Element) -> float:
-        """Return the share of `element`'s text that is link text."""
-        total = self.text[element]
-        return self.links[element] / total if total else 0.0
 
 
 def text_nodes(element: Element) -> list[str]:
@@ -361,7 +257,7 @@ def text_of(element: Element) -> str:
     return "".join(text_nodes(element))
 
 
-def _best_container(body: Element, sizes: _Sizes) -> Element | None:
+def _best_container(body: Element, sizes: Sizes) -> Element | None:
     """Return the element whose paragraphs score highest, or None when no paragraph."""
     scores: dict[Element, float] = {}
     stop = body.getparent()
@@ -370,7 +266,7 @@ def _best_container(body: Element, sizes: _Sizes) -> Element | None:
         leaf = tag in _PARAGRAPHS or (tag == "div" and _is_leaf_block(element))
         if leaf:
             length = sizes.text[element]
-            if length < _MIN_PARAGRAPH or _template_reason(element, sizes, 1 << 62):
+            if length < MIN_PARAGRAPH or template_reason(element, sizes, 1 << 62):
                 continue
             text = text_of(element)
             score = (1 + len(_COMMAS.findall(text)) + min(length / 100, 3)) * (
@@ -382,7 +278,7 @@ def _best_container(body: Element, sizes: _Sizes) -> Element | None:
             # <br> (Blogger, legacy CMSs): a paragraph of the container itself.
             text = _loose_text(element)
             length = len(text)
-            if length < _MIN_PARAGRAPH or _template_reason(element, sizes, 1 << 62):
+            if length < MIN_PARAGRAPH or template_reason(element, sizes, 1 << 62):
                 continue
             score = 1 + len(_COMMAS.findall(text)) + min(length / 100, 3)
             ancestor = element
@@ -398,7 +294,7 @@ def _best_container(body: Element, sizes: _Sizes) -> Element | None:
     # Link density without the template parts a container holds: a "latest" box that
     # rotates must not decide which container is the article.
     prose = sizes.prose()
-    final = {e: v * (1 - prose(e)) + _weight(e) for e, v in scores.items()}
+    final = {e: v * (1 - prose(e)) + weight(e) for e, v in scores.items()}
     ranked = sorted(final, key=final.__getitem__, reverse=True)
     return _climb(ranked[0], ranked[1:_TOP], final, stop)
 
@@ -457,36 +353,7 @@ def _is_leaf_block(element: Element) -> bool:
     return not any(child.tag in BLOCKS for child in element)
 
 
-def _weight(element: Element) -> float:
-    """Return readability's bonus for article-like and malus for template-like names."""
-    article, template, weak = _named(element)
-    weight = 25.0 * article - 25.0 * template - 10.0 * weak
-    if element.tag in ("article", "main"):
-        weight += 10
-    return weight
-
-
-def _named(element: Element) -> tuple[bool, bool, bool]:
-    """Return whether `element`'s class and id name an article part, a template part, and
-    what may be a template part."""
-    return _names(element.get("class"), element.get("id"))
-
-
-@lru_cache(maxsize=4096)
-def _names(classes: str | None, ident: str | None) -> tuple[bool, bool, bool]:
-    # A site's pages repeat the same few hundred class and id values: each is read once.
-    names = f"{classes or ''} {ident or ''}".lower()
-    if not names.strip():
-        return False, False, False
-    words = [w for w in _WORD_SPLIT.split(names) if w]
-    return (
-        any(_ARTICLE_WORDS.fullmatch(w) for w in words),
-        any(_TEMPLATE_WORDS.fullmatch(w) for w in words) or bool(_TEMPLATE_PHRASES.search(names)),
-        any(_WEAK_WORDS.fullmatch(w) for w in words),
-    )
-
-
-def _with_siblings(top: Element, sizes: _Sizes) -> list[Element]:
+def _with_siblings(top: Element, sizes: Sizes) -> list[Element]:
     """Return `top` and those of its siblings that read as more of the same article."""
     parent = top.getparent()
     if parent is None:
@@ -501,7 +368,7 @@ def _with_siblings(top: Element, sizes: _Sizes) -> list[Element]:
             continue
         length = sizes.text[sibling]
         density = sizes.link_density(sibling)
-        if _template_reason(sibling, sizes, top_text):
+        if template_reason(sibling, sizes, top_text):
             continue
         # A lead, an intro, a second body part: paragraphs with few links.
         if (length >= _SIBLING and density < 0.3 and _paragraph_share(sibling, sizes) > 0.5) or (
@@ -511,7 +378,7 @@ def _with_siblings(top: Element, sizes: _Sizes) -> list[Element]:
     return kept
 
 
-def _paragraph_share(element: Element, sizes: _Sizes) -> float:
+def _paragraph_share(element: Element, sizes: Sizes) -> float:
     """Return the share of `element`'s text inside paragraphs."""
     total = sizes.text[element]
     if not total:
@@ -520,74 +387,8 @@ def _paragraph_share(element: Element, sizes: _Sizes) -> float:
     return min(inside / total, 1.0)
 
 
-def _template_parts(
-    root: Element, sizes: _Sizes, main: Element, lists: bool = True
-) -> dict[Element, str]:
-    """Return the outermost elements under `root` that are template, with why; link
-    lists among them unless `lists` is False (the main content is a list)."""
-    found: dict[Element, str] = {}
-    main_text = sizes.text.get(main, 0)
-    iterator = root.iterdescendants(etree.Element)
-    skip_below: Element | None = None
-    for element in iterator:
-        if skip_below is not None and _inside(element, skip_below):
-            continue
-        reason = _template_reason(element, sizes, main_text, lists)
-        if reason:
-            found[element] = reason
-            skip_below = element
-    return found
-
-
-def _template_reason(
-    element: Element, sizes: _Sizes, main_text: int, lists: bool = True
-) -> str | None:
-    """Return why `element` is template rather than article, or None; a link list is
-    only when `lists`."""
-    tag = element.tag
-    text = sizes.text.get(element, 0)
-    small = text <= main_text * _WRAPPER_SHARE
-    if tag in _STRUCTURAL and small:
-        return _STRUCTURAL[tag]
-    role = (element.get("role") or "").strip().lower()
-    if role in _ROLES and small:
-        return f"role={role}"
-    if small and tag not in ("a", "body", "html", "article", "main"):
-        article, template, weak = _named(element)
-        if template and not article:
-            return "template class or id"
-        if (
-            weak
-            and not article
-            and (text < _MIN_PARAGRAPH or sizes.links[element] > _WEAK_LINKS * text)
-        ):
-            return "template class or id, mostly links"
-    if lists and text and tag not in _NOT_LISTS:
-        links = sizes.links[element]
-        if (
-            links / text > 0.5
-            and text - links < _PROSE_HELD
-            and (text < _SHORT_LINKED or _link_count(element) >= 2)
-        ):
-            return f"link list ({round(100 * links / text)}% link text)"
-    return None
-
-
-def _link_count(element: Element) -> int:
-    count = 0
-    for _ in element.iter("a"):
-        count += 1
-        if count >= 2:
-            break
-    return count
-
-
-def _inside(element: Element, ancestor: Element) -> bool:
-    return any(a is ancestor for a in element.iterancestors())
-
-
 def _inside_any(element: Element, roots: list[Element]) -> bool:
-    return any(element is r or _inside(element, r) for r in roots)
+    return any(element is r or inside(element, r) for r in roots)
 
 
 def _outermost(elements: list[Element]) -> list[Element]:
@@ -606,7 +407,7 @@ def outside(extract: Extract, body: Element) -> list[Element]:
     holding = ancestors | set(extract.main)
     found: list[Element] = []
     for element in ancestors:
-        if element is body or _inside(element, body):
+        if element is body or inside(element, body):
             found.extend(
                 child for child in element if isinstance(child.tag, str) and child not in holding
             )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from sitemapd.fingerprint.extract import Element
+from sitemapd.fingerprint.chrome import Element
 
 # Elements whose `<title>` is not the document's: icons, formulas, embedded documents.
 _FOREIGN = {"svg", "math", "object", "iframe", "template"}

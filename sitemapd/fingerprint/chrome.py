@@ -1,0 +1,240 @@
+"""Tell the template inside a page from what it says: landmarks, roles, class and id
+names of template parts, and link density, measured once per page.
+
+A block is template when it is a navigation, aside, form or footer landmark, or a role
+of one, smaller than the main content; when its class or id names a template part (share
+bars, "related", "most read", comment counts, cookie banners) and not an article part;
+or when it is a link list: most of its text inside `<a>`, whatever its tag (bylines,
+labels, other stories' headlines). A form that holds a paragraph of the article's kind
+(long, few links) is a page or a product wrapped in a form, not a form's template.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import lru_cache
+
+from lxml import etree
+
+Element = etree._Element
+
+_STRUCTURAL = {"nav": "navigation", "aside": "aside", "form": "form", "footer": "footer"}
+_ROLES = {
+    "navigation",
+    "banner",
+    "contentinfo",
+    "complementary",
+    "search",
+    "menu",
+    "menubar",
+    "dialog",
+    "alertdialog",
+    "toolbar",
+}
+# Class and id words of template parts; a word of _ARTICLE_WORDS in the same element wins.
+_TEMPLATE_WORDS = re.compile(
+    r"nav|navbar|navigation|menu|breadcrumbs?|masthead|header|footer|sidebar|aside|"
+    r"related|recommended|recommendations?|share|sharing|social|comments?|commentcount|"
+    r"disqus|cookies?|consent|gdpr|newsletter|subscribe|subscription|signup|promo|"
+    r"promotion|advert|advertisement|ads?|adslot|sponsor|sponsored|outbrain|taboola|"
+    r"pagination|pager|toolbar|modal|popup|overlay"
+)
+# Words that name template parts on some sites and content on others (page builders
+# wrap articles in "widgets"): such a block is template only when it is mostly links
+# or too short to say anything.
+_WEAK_WORDS = re.compile(
+    r"widgets?|side|rail|popular|trending|latest|teasers?|tags|skip|print|counter|views|"
+    r"hidden|sr|visually"
+)
+# Template parts named in several words: "more-stories", "most_read", "read-next".
+_TEMPLATE_PHRASES = re.compile(
+    r"more[-_ ]?(?:stories|news|from|articles|on|like|to|in)\b|"
+    r"most[-_ ]?(?:read|popular|viewed|shared)|read[-_ ]?(?:next|also)|see[-_ ]?also|"
+    r"you[-_ ]?may|also[-_ ]?like|in[-_ ]?case"
+)
+_ARTICLE_WORDS = re.compile(
+    r"article|articlebody|body|content|entry|main|post|story|text|prose|blog|page"
+)
+_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
+# Elements never left out for their links: a link is itself, the rest hold the page.
+_NOT_LISTS = {"a", "body", "html", "main", "article"}
+# Characters of text outside links from which a block holds prose, whatever its links:
+# a page wrapper with a big sidebar is not a link list, though its lists are.
+_PROSE_HELD = 400
+# Characters below which one link that is most of a block's text makes it chrome: a
+# byline, a section label, another story's headline.
+_SHORT_LINKED = 100
+# A paragraph shorter than this says too little to tell article from template.
+MIN_PARAGRAPH = 25
+# Characters a paragraph outside the main content needs to count as the article's, and
+# the link text share it stays under.
+STRAY = 150
+STRAY_LINKS = 0.2
+# Link text share above which a block of a weak template name is template.
+_WEAK_LINKS = 0.3
+# Template words never drop a block holding this share of the main text: a wrapper
+# named "has-sidebar" or "page-footer-sticky" is not a footer.
+_WRAPPER_SHARE = 0.4
+
+
+class Sizes:
+    """Characters of text, and of link text, inside every element of a body."""
+
+    def __init__(self, body: Element) -> None:
+        self.elements = list(body.iter(etree.Element))
+        text: dict[Element, int] = dict.fromkeys(self.elements, 0)
+        links: dict[Element, int] = dict.fromkeys(self.elements, 0)
+        # Pre-order reversed: every child is counted before its parent. The hottest loop
+        # of a scan: lengths are taken inline.
+        for element in reversed(self.elements):
+            own = element.text
+            total = text[element] + (len(own.strip()) if own else 0)
+            text[element] = total
+            if element.tag == "a":
+                links[element] = total
+            parent = element.getparent()
+            if parent in text:
+                tail = element.tail
+                text[parent] += total + (len(tail.strip()) if tail else 0)
+                links[parent] += links[element]
+        self.text = text
+        self.links = links
+
+    def prose(self) -> Callable[[Element], float]:
+        """Return a function giving an element's link density less its template parts."""
+        removed: dict[Element, int] = {}
+        removed_links: dict[Element, int] = {}
+        sizes = self.text
+        for element in reversed(self.elements):
+            if not sizes[element] or element.tag == "a":
+                continue  # nothing to take away, or a link, never template by itself
+            parent = element.getparent()
+            if parent not in sizes:
+                continue
+            if template_reason(element, self, 1 << 62):
+                text, links = self.text[element], self.links[element]
+            else:
+                text, links = removed.get(element, 0), removed_links.get(element, 0)
+            if text:
+                removed[parent] = removed.get(parent, 0) + text
+                removed_links[parent] = removed_links.get(parent, 0) + links
+        link_sizes = self.links
+
+        def density(element: Element) -> float:
+            total = sizes[element] - removed.get(element, 0)
+            links = link_sizes[element] - removed_links.get(element, 0)
+            return links / total if total > 0 else 0.0
+
+        return density
+
+    def link_density(self, element: Element) -> float:
+        """Return the share of `element`'s text that is link text."""
+        total = self.text[element]
+        return self.links[element] / total if total else 0.0
+
+
+def weight(element: Element) -> float:
+    """Return readability's bonus for article-like and malus for template-like names."""
+    article, template, weak = named(element)
+    weight = 25.0 * article - 25.0 * template - 10.0 * weak
+    if element.tag in ("article", "main"):
+        weight += 10
+    return weight
+
+
+def named(element: Element) -> tuple[bool, bool, bool]:
+    """Return whether `element`'s class and id name an article part, a template part, and
+    what may be a template part."""
+    return _names(element.get("class"), element.get("id"))
+
+
+@lru_cache(maxsize=4096)
+def _names(classes: str | None, ident: str | None) -> tuple[bool, bool, bool]:
+    # A site's pages repeat the same few hundred class and id values: each is read once.
+    names = f"{classes or ''} {ident or ''}".lower()
+    if not names.strip():
+        return False, False, False
+    words = [w for w in _WORD_SPLIT.split(names) if w]
+    return (
+        any(_ARTICLE_WORDS.fullmatch(w) for w in words),
+        any(_TEMPLATE_WORDS.fullmatch(w) for w in words) or bool(_TEMPLATE_PHRASES.search(names)),
+        any(_WEAK_WORDS.fullmatch(w) for w in words),
+    )
+
+
+def template_parts(
+    root: Element, sizes: Sizes, main: Element, lists: bool = True
+) -> dict[Element, str]:
+    """Return the outermost elements under `root` that are template, with why; link
+    lists among them unless `lists` is False (the main content is a list)."""
+    found: dict[Element, str] = {}
+    main_text = sizes.text.get(main, 0)
+    iterator = root.iterdescendants(etree.Element)
+    skip_below: Element | None = None
+    for element in iterator:
+        if skip_below is not None and inside(element, skip_below):
+            continue
+        reason = template_reason(element, sizes, main_text, lists)
+        if reason:
+            found[element] = reason
+            skip_below = element
+    return found
+
+
+def template_reason(
+    element: Element, sizes: Sizes, main_text: int, lists: bool = True
+) -> str | None:
+    """Return why `element` is template rather than article, or None; a link list is
+    only when `lists`."""
+    tag = element.tag
+    text = sizes.text.get(element, 0)
+    small = text <= main_text * _WRAPPER_SHARE
+    # A form that holds a paragraph of prose is a page or product wrapped in a form, not
+    # a search, login or newsletter box.
+    if tag in _STRUCTURAL and small and not (tag == "form" and _holds_prose(element, sizes)):
+        return _STRUCTURAL[tag]
+    role = (element.get("role") or "").strip().lower()
+    if role in _ROLES and small:
+        return f"role={role}"
+    if small and tag not in ("a", "body", "html", "article", "main"):
+        article, template, weak = named(element)
+        if template and not article:
+            return "template class or id"
+        if (
+            weak
+            and not article
+            and (text < MIN_PARAGRAPH or sizes.links[element] > _WEAK_LINKS * text)
+        ):
+            return "template class or id, mostly links"
+    if lists and text and tag not in _NOT_LISTS:
+        links = sizes.links[element]
+        if (
+            links / text > 0.5
+            and text - links < _PROSE_HELD
+            and (text < _SHORT_LINKED or _link_count(element) >= 2)
+        ):
+            return f"link list ({round(100 * links / text)}% link text)"
+    return None
+
+
+def _holds_prose(element: Element, sizes: Sizes) -> bool:
+    """True when `element` holds a paragraph of the article's kind: long, few links."""
+    for paragraph in element.iter("p", "blockquote"):
+        length = sizes.text.get(paragraph, 0)
+        if length >= STRAY and sizes.links[paragraph] < STRAY_LINKS * length:
+            return True
+    return False
+
+
+def _link_count(element: Element) -> int:
+    count = 0
+    for _ in element.iter("a"):
+        count += 1
+        if count >= 2:
+            break
+    return count
+
+
+def inside(element: Element, ancestor: Element) -> bool:
+    return any(a is ancestor for a in element.iterancestors())
