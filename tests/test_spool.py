@@ -37,7 +37,13 @@ def first_build(site: Site) -> tuple[dict[str, bytes], int]:
 
 
 def published_bytes(out: Path) -> dict[str, bytes]:
-    return {name: data for name, (_, _, data) in snapshot(out).items()}
+    """Return the bytes of every file published in `out`, and of every shard's manifest
+    (which a first load spools too), by name."""
+    files = {name: data for name, (_, _, data) in snapshot(out).items()}
+    manifests = out / ".sitemapd" / "manifest"
+    for name, (_, _, data) in snapshot(manifests).items():
+        files[f"manifest/{name}"] = data
+    return files
 
 
 def rendered_by_the_ledger(site: Site) -> dict[str, bytes]:
@@ -76,6 +82,7 @@ def test_shards_rendered_while_loading_are_those_the_ledger_renders(site: Site) 
     shards = [name for name in first if name.startswith("sitemap-")]
     assert len(shards) == 4
     assert spooled == len(shards)
+    assert len([name for name in first if name.startswith("manifest/sitemap-")]) == len(shards)
     assert b"q&amp;a" in first["sitemap-1.xml"]
     assert b"&apos;" in first["sitemap-1.xml"]
     assert first == rendered_by_the_ledger(site)
@@ -141,5 +148,5 @@ def test_a_disk_short_of_space_is_left_to_the_ledger(
     assert SPOOLED not in caplog.text
     assert not (site.state / "ledger.sqlite3.spool").exists()
     first = published_bytes(site.out)
-    assert len(first) == 4
+    assert len([name for name in first if not name.startswith("manifest/")]) == 4
     assert first == rendered_by_the_ledger(site)

@@ -30,7 +30,7 @@ from sitemapd.ledger.bulk import insert_values
 from sitemapd.ledger.model import ROBOTS_REASON
 from sitemapd.ledger.run import Run
 from sitemapd.ledger.schema import EXCLUDED, LIVE
-from sitemapd.ledger.spool import ShardSpool
+from sitemapd.ledger.spool import ShardSpool, manifest_lines
 from sitemapd.ledger.transaction import Transactions
 from sitemapd.render.sitemap import entry_sizes, plain_entries
 
@@ -246,8 +246,12 @@ class ListLoad:
             part = rows.part(start, start + count)
             self._insert(source_id, shard, None, part)
             if self.spool is not None and self.spool.active:
+                # A list's URL has no content hash: its fingerprint is its datetime.
                 self.spool.add(
-                    shard, plain_entries(list(zip(part.locs, part.lastmods, strict=True))), count
+                    shard,
+                    plain_entries(list(zip(part.locs, part.lastmods, strict=True))),
+                    manifest_lines(part.locs, part.times, part.lastmods),
+                    count,
                 )
             start += count
 
@@ -258,7 +262,7 @@ class ListLoad:
         reason_sql = f"'{reason}'" if reason else "NULL"
         insert_values(
             self.conn,
-            "INSERT INTO urls (loc, source_time, lastmod, entry_bytes, source_id, status, "
+            "INSERT OR FAIL INTO urls (loc, source_time, lastmod, entry_bytes, source_id, status, "
             "reason, first_seen, change_count, shard)",
             f"(?, ?, ?, ?, {source_id}, '{status}', {reason_sql}, '{now}', 0, "
             f"{'NULL' if shard is None else shard})",

@@ -22,6 +22,7 @@ log = logging.getLogger("sitemapd.manifestfile")
 PRIVATE = ".sitemapd/"
 VERSION = 1
 _HEADER = f"sitemapd-manifest {VERSION}"
+_HEADER_LINE = f"{_HEADER}\n".encode()
 _PREFIX = "sitemapd-manifest "
 
 # (loc, fingerprint, lastmod, bytes hash or "")
@@ -35,9 +36,13 @@ def manifest_name(name: str) -> str:
 
 def encode(lines: str) -> bytes:
     """Return the manifest file of `lines` (rows joined by tabs, then by newlines)."""
-    text = f"{_HEADER}\n{lines}\n" if lines else f"{_HEADER}\n"
+    return encode_lines(f"{lines}\n".encode() if lines else b"")
+
+
+def encode_lines(lines: bytes) -> bytes:
+    """Return the manifest file of `lines` (UTF-8 rows, each ended by a newline)."""
     # mtime=0: the same rows give the same bytes. Level 1: read by sitemapd alone.
-    return gzip.compress(text.encode(), compresslevel=1, mtime=0)
+    return gzip.compress(b"".join([_HEADER_LINE, lines]), compresslevel=1, mtime=0)
 
 
 def decode(data: bytes, where: str) -> Iterator[Row]:

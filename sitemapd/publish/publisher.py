@@ -27,7 +27,7 @@ from sitemapd.errors import PublishError
 from sitemapd.ledger import Ledger
 from sitemapd.publish import manifest, robots
 from sitemapd.publish.feedwindow import feed_pages
-from sitemapd.publish.manifestfile import VERSION
+from sitemapd.publish.manifestfile import VERSION, encode_lines
 from sitemapd.publish.names import OutputNames, partition_index_urls
 from sitemapd.publish.store import LocalStore, Record, Store
 from sitemapd.render.extensions import without_alternates
@@ -35,7 +35,6 @@ from sitemapd.render.keyfile import key_file
 from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
 from sitemapd.render.parts import part_name, part_url
 from sitemapd.render.sitemap import (
-    encoded_urlset,
     plain_entries,
     plain_urlset,
     sitemap_index,
@@ -192,10 +191,10 @@ class Publisher:
                         data = manifest.shard_manifest(self.ledger.conn, shard_id)
                         self.store.put_manifest(name, data)
                     elif shard_id in dirty or not self._intact(name, record):
-                        data = self._shard(shard_id)
-                        # Before the shard: a successor (or this site after losing its
-                        # state) adopts the lastmods of matching fingerprints.
-                        file_of = None if self.dry_run else functools.partial(reader.file, shard_id)
+                        # The manifest goes before the shard: a successor (or this site
+                        # after losing its state) adopts the lastmods of matching
+                        # fingerprints.
+                        data, file_of = self._rendered(shard_id, reader)
                         if len(stored) == _STORERS:
                             self._note(stored.popleft().result(), written, report)
                         stored.append(storing.submit(self._store, name, data, record, file_of))
@@ -206,11 +205,22 @@ class Publisher:
         if backfill:
             self.ledger.set_cursor(manifest.WRITTEN, MANIFEST_VERSION)
 
-    def _shard(self, shard_id: int) -> bytes:
-        """Return a shard's document, without alternates that left the sitemaps."""
-        spooled = self.ledger.spooled_entries(shard_id)
+    def _rendered(
+        self, shard_id: int, reader: manifest.Reader
+    ) -> tuple[bytes, Callable[[], bytes] | None]:
+        """Return a shard's document and what reads its manifest file (None in a dry run):
+        as the first load spooled them, or from the ledger."""
+        spooled = self.ledger.spooled_shard(shard_id)
+        file_of: Callable[[], bytes]
         if spooled is not None:
-            return encoded_urlset(spooled)
+            data, file_of = spooled[0], functools.partial(encode_lines, spooled[1])
+        else:
+            data, file_of = self._shard(shard_id), functools.partial(reader.file, shard_id)
+        return data, None if self.dry_run else file_of
+
+    def _shard(self, shard_id: int) -> bytes:
+        """Return a shard's document from the ledger, without alternates that left the
+        sitemaps."""
         return b"".join(text.encode() for text in self._texts(shard_id))
 
     def _texts(self, shard_id: int) -> Iterator[str]:
