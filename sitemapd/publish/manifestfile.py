@@ -12,6 +12,7 @@ file of a later version is skipped: its lines may mean something else.
 from __future__ import annotations
 
 import gzip
+import io
 import logging
 import zlib
 from collections.abc import Iterator
@@ -41,8 +42,13 @@ def encode(lines: str) -> bytes:
 
 def encode_lines(lines: bytes) -> bytes:
     """Return the manifest file of `lines` (UTF-8 rows, each ended by a newline)."""
-    # mtime=0: the same rows give the same bytes. Level 1: read by sitemapd alone.
-    return gzip.compress(b"".join([_HEADER_LINE, lines]), compresslevel=1, mtime=0)
+    out = io.BytesIO()
+    # mtime=0: the same rows give the same bytes. Level 1: read by sitemapd alone. Written
+    # in pieces: the rows of a shard (5 MB) are not copied behind the first line.
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=1, mtime=0) as stream:
+        stream.write(_HEADER_LINE)
+        stream.write(lines)
+    return out.getvalue()
 
 
 def decode(data: bytes, where: str) -> Iterator[Row]:
