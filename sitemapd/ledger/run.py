@@ -11,6 +11,7 @@ from sitemapd.ledger.model import UPDATED, ChangeSet, RobotsRules
 from sitemapd.ledger.removals import RemovalGuard
 from sitemapd.ledger.schema import EXCLUDED, LIVE
 from sitemapd.ledger.shards import Limits, Shards
+from sitemapd.ledger.spool import ShardSpool
 
 
 class LedgerFile(Protocol):
@@ -56,7 +57,9 @@ class Run:
         # Bulk runs: whether a row with alternates was inserted (only observations of
         # pages have them), for `_finish_bulk` to record.
         self.bulk_alternates = False
-        # Bulk runs: shard id -> the file of its entries, rendered as the load filled it.
+        # Bulk runs: the shards the loads of URL lists and change logs fill, rendered as
+        # they fill (spool.py), then shard id -> the file of those the ledger holds as is.
+        self.spool: ShardSpool | None = None
         self.spooled: dict[int, Path] = {}
 
     def source_id(self, name: str) -> int:

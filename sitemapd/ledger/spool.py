@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from sitemapd.ledger.shards import ShardState
-from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL
+from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, plain_entries
 
 log = logging.getLogger("sitemapd.ledger")
 
@@ -69,10 +69,23 @@ class ShardSpool:
         self._total = 0
         self._stopped = False
 
-    @property
-    def active(self) -> bool:
-        """False once spooling stopped for this load: entries need not be formatted."""
-        return not self._stopped
+    def add_rows(
+        self,
+        shard: int,
+        locs: Sequence[str],
+        fingerprints: Sequence[str | None],
+        lastmods: Sequence[str],
+    ) -> None:
+        """Append the entries and manifest lines of URLs read from no file (`locs`, their
+        fingerprints and lastmods) to the spool of `shard`, unless spooling stopped."""
+        if self._stopped:
+            return
+        self.add(
+            shard,
+            plain_entries(list(zip(locs, lastmods, strict=True))),
+            manifest_lines(locs, fingerprints, lastmods),
+            len(locs),
+        )
 
     def add(self, shard: int, entries: str, lines: str, count: int) -> None:
         """Append the `count` entries `entries`, and their manifest `lines`, to the spool
