@@ -181,7 +181,10 @@ class Publisher:
         backfill = not self.dry_run and self.ledger.cursor(manifest.WRITTEN) != MANIFEST_VERSION
         reader = manifest.Reader(self.ledger.path)
         try:
-            with ThreadPoolExecutor(_STORERS, thread_name_prefix="sitemapd-store") as storing:
+            with (
+                ThreadPoolExecutor(_STORERS, thread_name_prefix="sitemapd-store") as storing,
+                ThreadPoolExecutor(1, thread_name_prefix="sitemapd-manifest") as reading,
+            ):
                 stored: deque[Future[_Stored | None]] = deque()
                 for shard_id in shards:
                     name = self.names.shard(shard_id)
@@ -194,7 +197,7 @@ class Publisher:
                         # The manifest goes before the shard: a successor (or this site
                         # after losing its state) adopts the lastmods of matching
                         # fingerprints.
-                        data, file_of = self._rendered(shard_id, reader)
+                        data, file_of = self._rendered(shard_id, reader, reading)
                         if len(stored) == _STORERS:
                             self._note(stored.popleft().result(), written, report)
                         stored.append(storing.submit(self._store, name, data, record, file_of))
@@ -206,17 +209,19 @@ class Publisher:
             self.ledger.set_cursor(manifest.WRITTEN, MANIFEST_VERSION)
 
     def _rendered(
-        self, shard_id: int, reader: manifest.Reader
+        self, shard_id: int, reader: manifest.Reader, reading: ThreadPoolExecutor
     ) -> tuple[bytes, Callable[[], bytes] | None]:
-        """Return a shard's document and what reads its manifest file (None in a dry run):
-        as the first load spooled them, or from the ledger."""
+        """Return a shard's document and what gives its manifest file (None in a dry run):
+        as the first load spooled them, or from the ledger, the manifest read on `reading`
+        while the shard renders here."""
         spooled = self.ledger.spooled_shard(shard_id)
-        file_of: Callable[[], bytes]
         if spooled is not None:
-            data, file_of = spooled[0], functools.partial(encode_lines, spooled[1])
-        else:
-            data, file_of = self._shard(shard_id), functools.partial(reader.file, shard_id)
-        return data, None if self.dry_run else file_of
+            manifest_of = functools.partial(encode_lines, spooled[1])
+            return spooled[0], None if self.dry_run else manifest_of
+        if self.dry_run:
+            return self._shard(shard_id), None
+        read = reading.submit(reader.file, shard_id)
+        return self._shard(shard_id), read.result
 
     def _shard(self, shard_id: int) -> bytes:
         """Return a shard's document from the ledger, without alternates that left the
