@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from pathlib import Path
 
@@ -54,15 +55,23 @@ def shard_manifest(conn: sqlite3.Connection, shard_id: int) -> bytes:
 
 
 class Reader:
-    """Reads shard manifests through read-only connections of its own, one per thread:
-    the threads that store shards read them while the publishing thread renders the
-    next (SQLite reads a committed WAL ledger from any number of connections)."""
+    """Reads shard manifests through read-only connections of its own, one per thread
+    (SQLite reads a committed WAL ledger from any number of connections): on a thread of
+    its own while the publishing thread renders the shard, or on the storing threads."""
 
     def __init__(self, path: Path) -> None:
         self._uri = f"{path.as_uri()}?mode=ro"
         self._local = threading.local()
         self._lock = threading.Lock()
         self._conns: list[sqlite3.Connection] = []
+        self._ahead: ThreadPoolExecutor | None = None
+
+    def ahead(self, shard_id: int) -> Callable[[], bytes]:
+        """Start reading the manifest file of shard `shard_id` on the reader's thread;
+        return what waits for it (and raises LedgerError)."""
+        if self._ahead is None:
+            self._ahead = ThreadPoolExecutor(1, thread_name_prefix="sitemapd-manifest")
+        return self._ahead.submit(self.file, shard_id).result
 
     def file(self, shard_id: int) -> bytes:
         """Return the manifest file of shard `shard_id`. Raises LedgerError."""
@@ -80,7 +89,10 @@ class Reader:
             ) from exc
 
     def close(self) -> None:
-        """Close every connection (once the threads that used them are done)."""
+        """Wait for the reads started, then close every connection (once the threads that
+        used them are done)."""
+        if self._ahead is not None:
+            self._ahead.shutdown()
         with self._lock:
             for conn in self._conns:
                 conn.close()

@@ -10,7 +10,6 @@ renews it first.
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
 import logging
@@ -18,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import islice
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -34,12 +34,7 @@ from sitemapd.render.extensions import without_alternates
 from sitemapd.render.keyfile import key_file
 from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
 from sitemapd.render.parts import part_name, part_url
-from sitemapd.render.sitemap import (
-    plain_entries,
-    plain_urlset,
-    sitemap_index,
-    urlset,
-)
+from sitemapd.render.sitemap import plain_entries, plain_urlset, sitemap_index, urlset
 
 if TYPE_CHECKING:
     from sitemapd.render.feedpage import FeedPage
@@ -181,10 +176,7 @@ class Publisher:
         backfill = not self.dry_run and self.ledger.cursor(manifest.WRITTEN) != MANIFEST_VERSION
         reader = manifest.Reader(self.ledger.path)
         try:
-            with (
-                ThreadPoolExecutor(_STORERS, thread_name_prefix="sitemapd-store") as storing,
-                ThreadPoolExecutor(1, thread_name_prefix="sitemapd-manifest") as reading,
-            ):
+            with ThreadPoolExecutor(_STORERS, thread_name_prefix="sitemapd-store") as storing:
                 stored: deque[Future[_Stored | None]] = deque()
                 for shard_id in shards:
                     name = self.names.shard(shard_id)
@@ -194,10 +186,8 @@ class Publisher:
                         data = manifest.shard_manifest(self.ledger.conn, shard_id)
                         self.store.put_manifest(name, data)
                     elif shard_id in dirty or not self._intact(name, record):
-                        # The manifest goes before the shard: a successor (or this site
-                        # after losing its state) adopts the lastmods of matching
-                        # fingerprints.
-                        data, file_of = self._rendered(shard_id, reader, reading)
+                        # Manifest first: a successor adopts the lastmods it holds.
+                        data, file_of = self._rendered(shard_id, reader)
                         if len(stored) == _STORERS:
                             self._note(stored.popleft().result(), written, report)
                         stored.append(storing.submit(self._store, name, data, record, file_of))
@@ -209,23 +199,18 @@ class Publisher:
             self.ledger.set_cursor(manifest.WRITTEN, MANIFEST_VERSION)
 
     def _rendered(
-        self, shard_id: int, reader: manifest.Reader, reading: ThreadPoolExecutor
+        self, shard_id: int, reader: manifest.Reader
     ) -> tuple[bytes, Callable[[], bytes] | None]:
         """Return a shard's document and what gives its manifest file (None in a dry run):
-        as the first load spooled them, or from the ledger, the manifest read on `reading`
-        while the shard renders here."""
+        as the first load spooled them, or from the ledger (the manifest read meanwhile)."""
         spooled = self.ledger.spooled_shard(shard_id)
         if spooled is not None:
-            manifest_of = functools.partial(encode_lines, spooled[1])
-            return spooled[0], None if self.dry_run else manifest_of
-        if self.dry_run:
-            return self._shard(shard_id), None
-        read = reading.submit(reader.file, shard_id)
-        return self._shard(shard_id), read.result
+            return spooled[0], None if self.dry_run else partial(encode_lines, spooled[1])
+        file_of = None if self.dry_run else reader.ahead(shard_id)
+        return self._shard(shard_id), file_of
 
     def _shard(self, shard_id: int) -> bytes:
-        """Return a shard's document from the ledger, without alternates that left the
-        sitemaps."""
+        """Return a shard's document from the ledger, without alternates that left."""
         return b"".join(text.encode() for text in self._texts(shard_id))
 
     def _texts(self, shard_id: int) -> Iterator[str]:
