@@ -81,7 +81,7 @@ def _insert_run(run: Run, changes: Changes, start: int, end: int, live: bool) ->
                 time if fingerprint is None else fingerprint
                 for fingerprint, time in zip(part["content_hash"], part["source_time"], strict=True)
             ]
-            run.spool.add_rows(shard, locs[at : at + count], fingerprints, part["lastmod"])
+            run.spool.add(shard, locs[at : at + count], fingerprints, part["lastmod"])
         at += count
 
 

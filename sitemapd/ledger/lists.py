@@ -245,7 +245,7 @@ class ListLoad:
             self._insert(source_id, shard, None, part)
             if self.run.spool is not None:
                 # A list's URL has no content hash: its fingerprint is its datetime.
-                self.run.spool.add_rows(shard, part.locs, part.times, part.lastmods)
+                self.run.spool.add(shard, part.locs, part.times, part.lastmods)
             start += count
 
     def _insert(self, source_id: int, shard: int | None, reason: str | None, rows: _Rows) -> None:

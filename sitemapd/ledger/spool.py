@@ -1,6 +1,6 @@
-"""Shards of a URL list's first load, rendered as their rows are inserted and kept beside
-the ledger for the publish that follows the load's commit, with the lines of their
-publish manifests (publish/manifestfile.py), which a first load has at hand too.
+"""Shards of a first load (of URL lists and change logs), rendered as their rows are
+inserted and kept beside the ledger for the publish that follows the load's commit, with
+the lines of their publish manifests (publish/manifestfile.py), at hand there too.
 
 Rendering a shard from the ledger costs SQLite a row lookup and a concatenation for
 every URL; a first load has each URL and lastmod at hand as it inserts them, and
@@ -69,7 +69,7 @@ class ShardSpool:
         self._total = 0
         self._stopped = False
 
-    def add_rows(
+    def add(
         self,
         shard: int,
         locs: Sequence[str],
@@ -77,23 +77,12 @@ class ShardSpool:
         lastmods: Sequence[str],
     ) -> None:
         """Append the entries and manifest lines of URLs read from no file (`locs`, their
-        fingerprints and lastmods) to the spool of `shard`, unless spooling stopped."""
+        fingerprints and lastmods) to the spool of `shard`; once spooling fails (a full
+        disk, a folder that cannot be made), it stops for the load."""
         if self._stopped:
             return
-        self.add(
-            shard,
-            plain_entries(list(zip(locs, lastmods, strict=True))),
-            manifest_lines(locs, fingerprints, lastmods),
-            len(locs),
-        )
-
-    def add(self, shard: int, entries: str, lines: str, count: int) -> None:
-        """Append the `count` entries `entries`, and their manifest `lines`, to the spool
-        of `shard`; once spooling fails (a full disk, a folder that cannot be made), it
-        stops for the load."""
-        if self._stopped:
-            return
-        data = entries.encode()
+        data = plain_entries(list(zip(locs, lastmods, strict=True))).encode()
+        lines = manifest_lines(locs, fingerprints, lastmods)
         try:
             handles = self._handles(shard)
             if handles is None:
@@ -105,7 +94,7 @@ class ShardSpool:
             self.drop()
             return
         path, spooled, size = self.shards[shard]
-        self.shards[shard] = _Spooled(path, spooled + count, size + len(data))
+        self.shards[shard] = _Spooled(path, spooled + len(locs), size + len(data))
         self._total += len(data)
 
     def _handles(self, shard: int) -> tuple[BinaryIO, BinaryIO] | None:
