@@ -145,22 +145,21 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
             self._spooled = {}
             shutil.rmtree(self.spool_folder, ignore_errors=True)
 
-    def spooled_shard(self, shard_id: int) -> tuple[bytes, bytes] | None:
-        """Return the document of shard `shard_id` and the lines of its manifest as the
-        first load that committed last rendered them, or None: render it from the ledger."""
+    def spooled_shard(self, shard_id: int) -> tuple[bytes, Path] | None:
+        """Return the document of shard `shard_id` as the first load that committed last
+        rendered it, and the file of its manifest lines (there until the next write), or
+        None: render it from the ledger."""
         path = self._spooled.pop(shard_id, None)
         if path is None:
             return None
-        lines = manifest_path(path)
         try:
-            spooled = path.read_bytes(), lines.read_bytes()
+            document = path.read_bytes()
             path.unlink()
-            lines.unlink()
         except OSError as exc:
             log.debug("%s: rendered from the ledger instead (%s)", path, exc)
             return None
         log.debug("shard %d: entries as the first load rendered them", shard_id)
-        return spooled
+        return document, manifest_path(path)
 
     # -- reads ---------------------------------------------------------------------
 

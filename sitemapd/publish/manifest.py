@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sitemapd.errors import LedgerError
 from sitemapd.ledger import LIVE, Ledger
-from sitemapd.publish.manifestfile import Row, encode
+from sitemapd.publish.manifestfile import Row, encode, encode_lines
 
 # The cursor naming the manifest format every published shard has a manifest in.
 WRITTEN = "manifests_written"
@@ -87,6 +87,17 @@ class Reader:
             raise LedgerError(
                 f"{self._uri}: cannot read the manifest of shard {shard_id} ({exc})"
             ) from exc
+
+    def spooled(self, lines: Path, shard_id: int) -> bytes:
+        """Return the manifest file of the lines a first load spooled for shard `shard_id`
+        in `lines` (read here, on the storing thread, then deleted), or the ledger's when
+        they cannot be read. Raises LedgerError."""
+        try:
+            data = lines.read_bytes()
+        except OSError:
+            return self.file(shard_id)
+        lines.unlink(missing_ok=True)
+        return encode_lines(data)
 
     def close(self) -> None:
         """Wait for the reads started, then close every connection (once the threads that

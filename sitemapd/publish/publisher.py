@@ -27,7 +27,7 @@ from sitemapd.errors import PublishError
 from sitemapd.ledger import Ledger
 from sitemapd.publish import manifest, robots
 from sitemapd.publish.feedwindow import feed_pages
-from sitemapd.publish.manifestfile import VERSION, encode_lines
+from sitemapd.publish.manifestfile import VERSION
 from sitemapd.publish.names import OutputNames, partition_index_urls
 from sitemapd.publish.store import LocalStore, Record, Store
 from sitemapd.render.extensions import without_alternates
@@ -201,12 +201,12 @@ class Publisher:
     def _rendered(
         self, shard_id: int, reader: manifest.Reader
     ) -> tuple[bytes, Callable[[], bytes] | None]:
-        """Return a shard's document and what gives its manifest file (None in a dry run):
-        as the first load spooled them, or from the ledger (the manifest read meanwhile)."""
-        spooled = self.ledger.spooled_shard(shard_id)
+        """Return a shard's document and what gives its manifest (None in a dry run)."""
+        spooled = self.ledger.spooled_shard(shard_id)  # as the first load rendered them
         if spooled is not None:
-            return spooled[0], None if self.dry_run else partial(encode_lines, spooled[1])
-        file_of = None if self.dry_run else reader.ahead(shard_id)
+            document, lines = spooled
+            return document, None if self.dry_run else partial(reader.spooled, lines, shard_id)
+        file_of = None if self.dry_run else reader.ahead(shard_id)  # read as this renders
         return self._shard(shard_id), file_of
 
     def _shard(self, shard_id: int) -> bytes:
