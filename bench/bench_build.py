@@ -225,6 +225,30 @@ class Peer:
 
 Run = tuple[float, int, int, float]  # seconds, files, bytes, peak RSS MiB
 
+# The targets of each phase (issue 30): a ratio to the peer's time in the same run, or a
+# limit in seconds; every build's peak RSS stays within RSS_LIMIT.
+PEER_RATIO = {"cold build": 0.30}
+SECONDS = {
+    "no-change rebuild": 0.10,
+    "rebuild after touch": 0.10,
+    "one line changed in the list": 0.15,
+}
+RSS_LIMIT = 100.0  # MiB
+BIG_RATIO = 10.5  # the --big cold build's time over the --urls one's
+
+
+def target(name: str, run: Run, peer: Run | None) -> str:
+    """Return the target of phase `name` and whether `run` met it, e.g. `<= 0.30x: yes`."""
+    seconds, rss = run[0], run[3]
+    if name in PEER_RATIO and peer is not None:
+        goal, met = f"<= {PEER_RATIO[name]:.2f}x", seconds / peer[0] <= PEER_RATIO[name]
+    elif name in SECONDS:
+        goal, met = f"<= {SECONDS[name]:.2f} s", seconds <= SECONDS[name]
+    else:
+        goal, met = "", True
+    goal = f"{goal}, " if goal else ""
+    return f"{goal}<= {RSS_LIMIT:.0f} MiB: {'yes' if met and rss <= RSS_LIMIT else 'no'}"
+
 
 def median(runs: list[Run]) -> Run:
     """Return the run of median time."""
@@ -298,24 +322,38 @@ def main() -> None:
         f"peer: {peer_name}, rebuilding everything every time, given each URL's datetime "
         "(as sitemapd publishes them) but where it says URLs only\n"
     )
-    header = ("phase", "sitemapd s", "files", "bytes", "RSS MiB", "peer s", "RSS MiB", "ratio")
-    widths = (32, 10, 5, 11, 7, 7, 7, 5)
+    header = (
+        "phase",
+        "sitemapd s",
+        "files",
+        "bytes",
+        "RSS MiB",
+        "peer s",
+        "RSS MiB",
+        "ratio",
+        "target: met",
+    )
+    widths = (32, 10, 5, 11, 7, 7, 7, 5, 31)
     print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |")
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for name, (seconds, files, size, rss), other in rows:
         theirs = ("", "", "")
         if other is not None:
             theirs = (f"{other[0]:.3f}", f"{other[3]:.0f}", f"{seconds / other[0]:.2f}")
+        goal = target(name, (seconds, files, size, rss), other)
         print(
             f"| {name:<32} | {seconds:>10.3f} | {files:>5} | {size:>11,} | {rss:>7.0f} | "
-            f"{theirs[0]:>7} | {theirs[1]:>7} | {theirs[2]:>5} |"
+            f"{theirs[0]:>7} | {theirs[1]:>7} | {theirs[2]:>5} | {goal:<31} |"
         )
     if big is not None:
         cold = rows[0][1][0]
+        ratio = big[0] / cold
+        met = ratio <= BIG_RATIO and big[3] <= RSS_LIMIT
         print(
-            f"\ncold build of {args.big:,} URLs: {big[0]:.1f} s ({big[0] / cold:.1f}x the "
-            f"{args.urls:,} cold build), {big[1]} files, {big[2]:,} bytes, "
-            f"peak RSS {big[3]:.0f} MiB"
+            f"\ncold build of {args.big:,} URLs: {big[0]:.1f} s ({ratio:.1f}x the "
+            f"{args.urls:,} cold build; target <= {BIG_RATIO}x), {big[1]} files, "
+            f"{big[2]:,} bytes, peak RSS {big[3]:.0f} MiB (target <= {RSS_LIMIT:.0f}): "
+            f"{'yes' if met else 'no'}"
         )
 
 

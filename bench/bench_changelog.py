@@ -52,6 +52,8 @@ ARTICLES = {
     "published_at TEXT)",
 }
 ROWS_PER_INSERT = 1000
+# Rows a second from the start of `sitemapd run` to all of a queued change table published.
+DRAIN_GOALS = {"PostgreSQL": 150_000, "SQLite": 50_000}
 _SHARD = re.compile(rb"<loc>[^<]*/([^/<]+)</loc>")
 
 
@@ -350,12 +352,14 @@ def main() -> None:
         drains.append(("SQLite", sqlite_drain(args.backlog)))
     for label, (seconds, publishes) in drains:
         rate = args.backlog / seconds
+        goal = DRAIN_GOALS[label]
         rows.append(
             (
                 f"{args.backlog:,} queued rows drained ({label}), start to published",
-                f"{rate:,.0f} rows/s ({seconds:.1f} s, {publishes} publishes)",
-                "> 50,000 rows/s",
-                "yes" if rate > 50_000 else "no",
+                f"{rate:,.0f} rows/s ({seconds:.1f} s, {publishes} publishes; "
+                f"{rate / goal:.2f}x the target)",
+                f">= {goal:,} rows/s",
+                "yes" if rate >= goal else "no",
             )
         )
 

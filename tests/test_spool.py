@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,13 @@ def first_build(site: Site) -> tuple[dict[str, bytes], int]:
 
 
 def published_bytes(out: Path) -> dict[str, bytes]:
-    return {name: data for name, (_, _, data) in snapshot(out).items()}
+    """Return the bytes of every file published in `out`, and of every shard's manifest
+    (which a first load spools too), by name."""
+    files = {name: data for name, (_, _, data) in snapshot(out).items()}
+    manifests = out / ".sitemapd" / "manifest"
+    for name, (_, _, data) in snapshot(manifests).items():
+        files[f"manifest/{name}"] = data
+    return files
 
 
 def rendered_by_the_ledger(site: Site) -> dict[str, bytes]:
@@ -76,6 +83,7 @@ def test_shards_rendered_while_loading_are_those_the_ledger_renders(site: Site) 
     shards = [name for name in first if name.startswith("sitemap-")]
     assert len(shards) == 4
     assert spooled == len(shards)
+    assert len([name for name in first if name.startswith("manifest/sitemap-")]) == len(shards)
     assert b"q&amp;a" in first["sitemap-1.xml"]
     assert b"&apos;" in first["sitemap-1.xml"]
     assert first == rendered_by_the_ledger(site)
@@ -141,5 +149,40 @@ def test_a_disk_short_of_space_is_left_to_the_ledger(
     assert SPOOLED not in caplog.text
     assert not (site.state / "ledger.sqlite3.spool").exists()
     first = published_bytes(site.out)
-    assert len(first) == 4
+    assert len([name for name in first if not name.startswith("manifest/")]) == 4
+    assert first == rendered_by_the_ledger(site)
+
+
+def test_a_change_log_first_load_spools_what_the_ledger_renders(site: Site) -> None:
+    db = site.base / "cms.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "CREATE TABLE changes (id INTEGER PRIMARY KEY AUTOINCREMENT, url TEXT, op TEXT, "
+            "changed_at TEXT, title TEXT, digest TEXT)"
+        )
+        # Escaped characters, times in the future, rows with a content hash and without.
+        conn.executemany(
+            "INSERT INTO changes (url, op, changed_at, title, digest) VALUES (?, ?, ?, ?, ?)",
+            [
+                (
+                    f"/q&a/{n}?x='{n}'" if n % 5 == 0 else f"/story-{n}.html",
+                    "upsert",
+                    f"2025-0{n % 9 + 1}-01T10:00:00Z" if n % 3 else "2099-01-01T00:00:00Z",
+                    f"Title {n}" if n % 2 else None,
+                    f"v{n % 4}" if n % 2 else None,
+                )
+                for n in range(700)
+            ],
+        )
+    conn.close()
+    site.configure(
+        sitemap="max_urls = 300",
+        extra=f'[[source]]\ntype = "changelog"\ndsn = "sqlite:///{db}"\ntable = "changes"\n'
+        '[source.columns]\ntitle = "title"\ncontent_hash = "digest"\n',
+    )
+    first, spooled = first_build(site)
+    shards = [name for name in first if name.startswith("sitemap-")]
+    assert len(shards) == 3
+    assert spooled == len(shards)
+    assert b"q&amp;a" in first["sitemap-1.xml"]
     assert first == rendered_by_the_ledger(site)

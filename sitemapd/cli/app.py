@@ -2,19 +2,36 @@
 
 A command imports the modules only it uses in its body: each start-up pays for its own
 command alone (a deploy hook's `build` of URL lists loads no HTML parser, no HTTP client).
+The module of a command is imported only when the command is asked for: a `status` does
+not load the engine that the writing commands import.
 """
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from sitemapd import __version__
 from sitemapd.cli import process
-from sitemapd.cli.inspecting import check_config, drill_, explain_, robots_, status_, verify_
-from sitemapd.cli.publishing import build, forget_, import_, reread_, run
-from sitemapd.cli.starting import changelog_sql, init_
 
 _LEVELS = click.Choice(["debug", "info", "warning", "error"], case_sensitive=False)
+# Each command: the module of sitemapd.cli that defines it, and its name there.
+_COMMANDS = {
+    "build": ("publishing", "build"),
+    "run": ("publishing", "run"),
+    "import": ("publishing", "import_"),
+    "forget": ("publishing", "forget_"),
+    "reread": ("publishing", "reread_"),
+    "status": ("inspecting", "status_"),
+    "verify": ("inspecting", "verify_"),
+    "robots": ("inspecting", "robots_"),
+    "explain": ("inspecting", "explain_"),
+    "drill": ("inspecting", "drill_"),
+    "check-config": ("inspecting", "check_config"),
+    "init": ("starting", "init_"),
+    "changelog-sql": ("starting", "changelog_sql"),
+}
 
 
 def _set_log_level(ctx: click.Context, param: click.Parameter, level: str | None) -> None:
@@ -23,10 +40,19 @@ def _set_log_level(ctx: click.Context, param: click.Parameter, level: str | None
 
 
 class _Commands(click.Group):
-    """The command group; each command also takes --log-level after its name."""
+    """The command group, whose commands load when asked for; each also takes
+    --log-level after its name."""
 
-    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
-        cmd.params.append(
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = self.commands.get(cmd_name)
+        if found is not None or cmd_name not in _COMMANDS:
+            return found
+        module, name = _COMMANDS[cmd_name]
+        command: click.Command = getattr(importlib.import_module(f"sitemapd.cli.{module}"), name)
+        command.params.append(
             click.Option(
                 ["--log-level"],
                 type=_LEVELS,
@@ -35,7 +61,8 @@ class _Commands(click.Group):
                 help="Log level (also accepted before the command).",
             )
         )
-        super().add_command(cmd, name)
+        self.commands[cmd_name] = command
+        return command
 
 
 @click.group(cls=_Commands)
@@ -44,21 +71,3 @@ class _Commands(click.Group):
 def main(log_level: str) -> None:
     """Keep a site's XML sitemaps true to its content."""
     process.configure(log_level)
-
-
-for command in (
-    build,
-    run,
-    import_,
-    forget_,
-    reread_,
-    status_,
-    verify_,
-    robots_,
-    explain_,
-    drill_,
-    check_config,
-    init_,
-    changelog_sql,
-):
-    main.add_command(command)

@@ -8,18 +8,20 @@ import functools
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from sitemapd import config
-from sitemapd.engine import progress
-from sitemapd.engine.engine import Engine
 from sitemapd.errors import ConfigError, SitemapdError
-from sitemapd.ledger.lock import StateLock
+
+if TYPE_CHECKING:
+    from sitemapd.engine import progress
+    from sitemapd.engine.engine import Engine
 
 # A command imports the modules only it uses in its body: each start-up pays for its own
-# command alone (a deploy hook's `build` of URL lists loads no HTML parser, no HTTP client).
+# command alone (a deploy hook's `build` of URL lists loads no HTML parser, no HTTP client;
+# a `status` or `check-config` no engine at all).
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -59,6 +61,9 @@ def errors_exit(command: F) -> F:
 @contextlib.contextmanager
 def locked_engine(cfg: config.Config) -> Iterator[Engine]:
     """Yield the site's Engine while holding the state-directory lock."""
+    from sitemapd.engine.engine import Engine
+    from sitemapd.ledger.lock import StateLock
+
     with StateLock(cfg.site.state_dir):
         # No sidecar or metrics endpoint reads the ledger of a command meanwhile.
         engine = Engine(cfg, alone=True)
@@ -75,6 +80,8 @@ def progress_bar(cfg: config.Config) -> Iterator[progress.Progress | None]:
     if not sys.stderr.isatty():
         yield None
         return
+    from sitemapd.engine import progress
+
     total = max(progress.estimate(cfg), 1)
     with click.progressbar(length=total, label="scanning", file=sys.stderr, show_pos=True) as bar:
 

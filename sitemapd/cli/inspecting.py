@@ -14,9 +14,9 @@ from sitemapd import config
 from sitemapd.cli.common import config_option, errors_exit
 from sitemapd.core.words import count
 from sitemapd.errors import SitemapdError
-from sitemapd.publish import ownership
-from sitemapd.publish.names import OutputNames, partition_index_urls
-from sitemapd.status import report as status
+
+# Each command imports what it runs in its body: a command starts without the modules of
+# the others (the ownership check's lxml, the status report, the engine).
 
 
 @click.command(name="status")
@@ -25,6 +25,9 @@ from sitemapd.status import report as status
 @errors_exit
 def status_(config_path: Path, as_json: bool) -> None:
     """Show URLs by state, excluded and invalid items, shards and the last publish."""
+    from sitemapd.publish.names import OutputNames
+    from sitemapd.status import report as status
+
     cfg = config.load(config_path)
     if not cfg.ledger_path.exists():
         raise SitemapdError(f"no ledger at {cfg.ledger_path} yet: run 'sitemapd build' first")
@@ -70,6 +73,8 @@ def verify_(config_path: Path, partitions: tuple[Path, ...]) -> None:
 @errors_exit
 def robots_(config_path: Path) -> None:
     """Print the robots.txt `Sitemap:` lines of the site (one per partition)."""
+    from sitemapd.publish.names import partition_index_urls
+
     cfg = config.load(config_path)
     for url in partition_index_urls(cfg):
         click.echo(f"Sitemap: {url}")
@@ -118,6 +123,8 @@ def drill_(config_path: Path, pages: int, as_json: bool) -> None:
 def check_config(config_path: Path) -> None:
     """Validate the configuration file and that no file in output_dir under a name
     sitemapd publishes was written by another; exit 2 naming the first bad key or file."""
+    from sitemapd.publish import ownership
+
     cfg = config.load(config_path)
     foreign = ownership.foreign_files(cfg, ownership.ledger_records(cfg))
     ownership.refuse(cfg, foreign)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -67,6 +65,8 @@ MAX_PARTITIONS = 500
 def _ordinal(table: Table) -> int:
     """Return the ordinal that ends this host's name (`sitemaps-2`: 2), as a StatefulSet
     names its pods; raises ConfigError naming `site.partition` when there is none."""
+    import socket  # here: only `auto/K` partitions need it, and it is slow to import
+
     host = socket.gethostname()
     match = _ORDINAL.search(host)
     if match is None:
@@ -113,6 +113,8 @@ _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 
 def _installed(module: str) -> bool:
     """True when `module` can be imported (found, and not blocked in sys.modules)."""
+    import importlib.util  # here: only S3 targets ask
+
     try:
         return importlib.util.find_spec(module) is not None
     except ValueError:

@@ -43,6 +43,7 @@ from sitemapd.ledger.removals import Hold, RemovalGuard, holds
 from sitemapd.ledger.rendering import RenderQueries
 from sitemapd.ledger.schema import EXCLUDED, GONE, LIVE, SEEDED, URL_COLUMNS, migrate
 from sitemapd.ledger.shards import Limits
+from sitemapd.ledger.spool import manifest_path
 from sitemapd.ledger.transaction import Transaction
 from sitemapd.ledger.writeback import early_writeback
 from sitemapd.render.sitemap import entry_size
@@ -52,6 +53,8 @@ log = logging.getLogger(__name__)
 _AUTOCHECKPOINT = 1000
 # How long a write waits for another connection's lock.
 _BUSY_MS = 5000
+# Bytes of a new ledger's pages.
+_PAGE_SIZE = 16384
 # The largest empty ledger copied for the reads during its first load.
 _SNAPSHOT_BYTES = 16 << 20
 
@@ -107,6 +110,9 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            # A new ledger only (an existing one keeps its own): a million-URL first build
+            # spends a quarter less on its B-trees in 16 KiB pages than in 4 KiB ones.
+            self.conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
             self.conn.execute("PRAGMA journal_mode = WAL")
             # NORMAL in WAL mode never corrupts; a crash loses at most the last commit,
             # which the next scan observes again.
@@ -139,20 +145,21 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
             self._spooled = {}
             shutil.rmtree(self.spool_folder, ignore_errors=True)
 
-    def spooled_entries(self, shard_id: int) -> bytes | None:
-        """Return the `<url>` entries of shard `shard_id` as the first load that committed
-        last rendered them, or None: render it from the ledger."""
+    def spooled_shard(self, shard_id: int) -> tuple[bytes, Path] | None:
+        """Return the document of shard `shard_id` as the first load that committed last
+        rendered it, and the file of its manifest lines (there until the next write), or
+        None: render it from the ledger."""
         path = self._spooled.pop(shard_id, None)
         if path is None:
             return None
         try:
-            data = path.read_bytes()
+            document = path.read_bytes()
             path.unlink()
         except OSError as exc:
             log.debug("%s: rendered from the ledger instead (%s)", path, exc)
             return None
         log.debug("shard %d: entries as the first load rendered them", shard_id)
-        return data
+        return document, manifest_path(path)
 
     # -- reads ---------------------------------------------------------------------
 

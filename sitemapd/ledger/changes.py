@@ -75,6 +75,13 @@ def _insert_run(run: Run, changes: Changes, start: int, end: int, live: bool) ->
         part = {name: values[at : at + count] for name, values in columns.items()}
         into = _into(source_id, run.now, shard)
         _write(run.conn, into, locs[at : at + count], sizes[at : at + count], part)
+        if run.spool is not None:
+            # The manifest's fingerprint: the row's content hash, else its time.
+            fingerprints = [
+                time if fingerprint is None else fingerprint
+                for fingerprint, time in zip(part["content_hash"], part["source_time"], strict=True)
+            ]
+            run.spool.add(shard, locs[at : at + count], fingerprints, part["lastmod"])
         at += count
 
 
@@ -158,8 +165,9 @@ def _write(
     for start, end in pairwise([0, *sorted(cuts), count]):
         stretch = json.dumps(locs[start:end])
         size = entry_size_sql("value", escaped="&" in stretch or "'" in stretch)
+        # OR FAIL: no statement journal (bulk.py says why).
         conn.execute(
-            f"INSERT INTO urls ({shared}, {', '.join(columns)}, loc, entry_bytes) "
+            f"INSERT OR FAIL INTO urls ({shared}, {', '.join(columns)}, loc, entry_bytes) "
             f"SELECT {literals}, {'?, ' * len(columns)}value, {size} FROM json_each(?)",
             [*(values[start] for values in columns.values()), stretch],
         )

@@ -32,7 +32,7 @@ from sitemapd.ledger.run import Run
 from sitemapd.ledger.schema import EXCLUDED, LIVE
 from sitemapd.ledger.spool import ShardSpool
 from sitemapd.ledger.transaction import Transactions
-from sitemapd.render.sitemap import entry_sizes, plain_entries
+from sitemapd.render.sitemap import entry_sizes
 
 log = logging.getLogger("sitemapd.ledger")
 
@@ -180,8 +180,6 @@ class ListLoad:
         self.read: dict[str, list[tuple[int, bytes, int, int, bool]]] = {}
         # Lists applied by `finish`: (read whole, digests known before, digests now).
         self.finished: dict[str, tuple[bool, Counter[bytes], Counter[bytes]]] = {}
-        # An empty ledger's load: the shards it fills, rendered as they fill.
-        self.spool: ShardSpool | None = None
 
     @property
     def sources(self) -> set[str]:
@@ -191,7 +189,7 @@ class ListLoad:
     def start(self) -> None:
         """Make the staging tables of this run, empty."""
         if self.run.bulk:
-            self.spool = ShardSpool(self.run.ledger.spool_folder)
+            self.run.spool = ShardSpool(self.run.ledger.spool_folder)
             return
         self.conn.execute(
             "CREATE TEMP TABLE IF NOT EXISTS list_lines "
@@ -245,10 +243,9 @@ class ListLoad:
         for shard, count in self.run.shards.fill(rows.sizes, lambda a, b: max(lastmods[a:b])):
             part = rows.part(start, start + count)
             self._insert(source_id, shard, None, part)
-            if self.spool is not None and self.spool.active:
-                self.spool.add(
-                    shard, plain_entries(list(zip(part.locs, part.lastmods, strict=True))), count
-                )
+            if self.run.spool is not None:
+                # A list's URL has no content hash: its fingerprint is its datetime.
+                self.run.spool.add(shard, part.locs, part.times, part.lastmods)
             start += count
 
     def _insert(self, source_id: int, shard: int | None, reason: str | None, rows: _Rows) -> None:
@@ -258,7 +255,7 @@ class ListLoad:
         reason_sql = f"'{reason}'" if reason else "NULL"
         insert_values(
             self.conn,
-            "INSERT INTO urls (loc, source_time, lastmod, entry_bytes, source_id, status, "
+            "INSERT OR FAIL INTO urls (loc, source_time, lastmod, entry_bytes, source_id, status, "
             "reason, first_seen, change_count, shard)",
             f"(?, ?, ?, ?, {source_id}, '{status}', {reason_sql}, '{now}', 0, "
             f"{'NULL' if shard is None else shard})",
@@ -279,12 +276,13 @@ class ListLoad:
     def spooled(self, trusted: bool) -> dict[int, Path]:
         """Return the files of the shards the load rendered that hold what the ledger
         now does; none unless `trusted` (no row deleted or repeated since it was loaded)."""
-        if self.spool is None:
+        spool = self.run.spool
+        if spool is None:
             return {}
         if not trusted:
-            self.spool.drop()
+            spool.drop()
             return {}
-        return self.spool.keep(self.run.shards.states)
+        return spool.keep(self.run.shards.states)
 
     def _record(self, source_id: int, chunks: list[tuple[int, bytes, int, int, bool]]) -> None:
         self.conn.execute("DELETE FROM list_chunks WHERE source_id = ?", (source_id,))

@@ -117,7 +117,9 @@ def insert_rows(conn: sqlite3.Connection, rows: list[UrlRow]) -> None:
             values.append(literal)
     if not bound:  # rows all alike (one URL given again and again): bind the loc anyway
         values[0], bound = "?", [tuple(row.loc for row in rows)]
-    insert_values(conn, f"INSERT INTO urls ({URL_COLUMNS})", f"(NULL, {', '.join(values)})", bound)
+    insert_values(
+        conn, f"INSERT OR FAIL INTO urls ({URL_COLUMNS})", f"(NULL, {', '.join(values)})", bound
+    )
 
 
 def _literal(value: object) -> str | None:

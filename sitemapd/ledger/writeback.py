@@ -13,7 +13,6 @@ POSIX locks on it. Linux only; elsewhere, and on any error, the commit does it a
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import os
 import threading
@@ -27,6 +26,8 @@ _INTERVAL = 0.25
 
 def _syncfs() -> Callable[[int], int] | None:
     """Return libc's `syncfs`, or None where there is none."""
+    import ctypes  # here: only a first load needs it
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
     except OSError:
@@ -49,7 +50,9 @@ def early_writeback(folder: Path) -> Iterator[None]:
         while not stop.wait(_INTERVAL):
             if syncfs(fd) != 0:
                 # The commit's own fsync reports what matters.
-                log.debug("%s: syncfs failed (%s)", folder, os.strerror(ctypes.get_errno()))
+                from ctypes import get_errno
+
+                log.debug("%s: syncfs failed (%s)", folder, os.strerror(get_errno()))
                 return
 
     thread = threading.Thread(target=flush, name="ledger-writeback", daemon=True)

@@ -1,17 +1,21 @@
-"""One POST to a notification endpoint, classified as done, rejected or worth a retry."""
+"""One POST to a notification endpoint, classified as done, rejected or worth a retry.
+
+The HTTP client (urllib, http.client, ssl) loads with the first request: a build with
+nothing to notify starts without it.
+"""
 
 from __future__ import annotations
 
-import email.utils
-import http.client
+import functools
 import re
 import time
-import urllib.error
-import urllib.request
 from datetime import UTC
-from email.message import Message
-from typing import IO, NamedTuple
+from typing import IO, TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    import urllib.request
+    from email.message import Message
 
 from sitemapd import __version__
 
@@ -31,22 +35,26 @@ class Outcome(NamedTuple):
     retry_after: float | None  # seconds, from Retry-After; None when absent or invalid
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Refuses every redirect: following one could re-POST the body somewhere else."""
+@functools.cache
+def _opener() -> urllib.request.OpenerDirector:
+    """Return the opener of every request: one that follows no redirect."""
+    import urllib.request
 
-    def redirect_request(
-        self,
-        req: urllib.request.Request,
-        fp: object,
-        code: int,
-        msg: str,
-        headers: Message,
-        newurl: str,
-    ) -> None:
-        return None
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        """Refuses every redirect: following one could re-POST the body somewhere else."""
 
+        def redirect_request(
+            self,
+            req: urllib.request.Request,
+            fp: object,
+            code: int,
+            msg: str,
+            headers: Message,
+            newurl: str,
+        ) -> None:
+            return None
 
-_OPENER = urllib.request.build_opener(_NoRedirect())
+    return urllib.request.build_opener(NoRedirect())
 
 
 def classify(status: int) -> str:
@@ -69,6 +77,8 @@ def retry_after(value: str | None, now: float | None = None) -> float | None:
     value = value.strip()
     if _DELTA_SECONDS.fullmatch(value):
         return float(value)
+    import email.utils
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -102,6 +112,8 @@ def _read(stream: IO[bytes]) -> bytes:
 
     The status line already decided the outcome, so a body cut short only shortens the detail.
     """
+    import http.client
+
     try:
         return stream.read(MAX_BODY)
     except (OSError, http.client.HTTPException):
@@ -124,6 +136,10 @@ def post(url: str, body: bytes, content_type: str, timeout: float, user_agent: s
 
     Network and HTTP failures become outcomes; raises ValueError for a URL that is not http(s).
     """
+    import http.client
+    import urllib.error
+    import urllib.request
+
     _check_url(url)
     request = urllib.request.Request(
         url,
@@ -132,7 +148,7 @@ def post(url: str, body: bytes, content_type: str, timeout: float, user_agent: s
         headers={"Content-Type": content_type, "User-Agent": user_agent},
     )
     try:
-        with _OPENER.open(request, timeout=timeout) as response:
+        with _opener().open(request, timeout=timeout) as response:
             payload = _read(response)
             return _answered(response.status, response.reason, response.headers, payload)
     except urllib.error.HTTPError as error:

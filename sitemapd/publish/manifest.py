@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from pathlib import Path
 
 from sitemapd.errors import LedgerError
 from sitemapd.ledger import LIVE, Ledger
-from sitemapd.publish.manifestfile import Row, encode
+from sitemapd.publish.manifestfile import Row, encode, encode_lines
 
 # The cursor naming the manifest format every published shard has a manifest in.
 WRITTEN = "manifests_written"
@@ -41,26 +42,36 @@ def shard_manifest(conn: sqlite3.Connection, shard_id: int) -> bytes:
     """Return the manifest file of the live URLs in shard `shard_id` of the ledger open
     on `conn`."""
     # Joined by SQLite, which lets go of the GIL while it steps: a manifest read on a
-    # storing thread costs the rendering thread nothing.
+    # thread of its own costs the rendering thread nothing. The subquery names the columns
+    # it needs: each of its rows is copied out whole.
     (lines,) = conn.execute(
         f"SELECT group_concat(loc || char(9) || {_FINGERPRINT} || char(9) || lastmod || "
-        "char(9) || coalesce(bytes_hash, ''), char(10)) FROM (SELECT * FROM urls "
-        "WHERE shard = ? AND status = ? ORDER BY id)",
+        "char(9) || coalesce(bytes_hash, ''), char(10)) FROM (SELECT loc, content_hash, "
+        "source_time, lastmod, bytes_hash FROM urls WHERE shard = ? AND status = ? "
+        "ORDER BY id)",
         (shard_id, LIVE),
     ).fetchone()
     return encode(lines or "")
 
 
 class Reader:
-    """Reads shard manifests through read-only connections of its own, one per thread:
-    the threads that store shards read them while the publishing thread renders the
-    next (SQLite reads a committed WAL ledger from any number of connections)."""
+    """Reads shard manifests through read-only connections of its own, one per thread
+    (SQLite reads a committed WAL ledger from any number of connections): on a thread of
+    its own while the publishing thread renders the shard, or on the storing threads."""
 
     def __init__(self, path: Path) -> None:
         self._uri = f"{path.as_uri()}?mode=ro"
         self._local = threading.local()
         self._lock = threading.Lock()
         self._conns: list[sqlite3.Connection] = []
+        self._ahead: ThreadPoolExecutor | None = None
+
+    def ahead(self, shard_id: int) -> Callable[[], bytes]:
+        """Start reading the manifest file of shard `shard_id` on the reader's thread;
+        return what waits for it (and raises LedgerError)."""
+        if self._ahead is None:
+            self._ahead = ThreadPoolExecutor(1, thread_name_prefix="sitemapd-manifest")
+        return self._ahead.submit(self.file, shard_id).result
 
     def file(self, shard_id: int) -> bytes:
         """Return the manifest file of shard `shard_id`. Raises LedgerError."""
@@ -77,8 +88,22 @@ class Reader:
                 f"{self._uri}: cannot read the manifest of shard {shard_id} ({exc})"
             ) from exc
 
+    def spooled(self, lines: Path, shard_id: int) -> bytes:
+        """Return the manifest file of the lines a first load spooled for shard `shard_id`
+        in `lines` (read here, on the storing thread, then deleted), or the ledger's when
+        they cannot be read. Raises LedgerError."""
+        try:
+            data = lines.read_bytes()
+        except OSError:
+            return self.file(shard_id)
+        lines.unlink(missing_ok=True)
+        return encode_lines(data)
+
     def close(self) -> None:
-        """Close every connection (once the threads that used them are done)."""
+        """Wait for the reads started, then close every connection (once the threads that
+        used them are done)."""
+        if self._ahead is not None:
+            self._ahead.shutdown()
         with self._lock:
             for conn in self._conns:
                 conn.close()

@@ -12,6 +12,7 @@ file of a later version is skipped: its lines may mean something else.
 from __future__ import annotations
 
 import gzip
+import io
 import logging
 import zlib
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ log = logging.getLogger("sitemapd.manifestfile")
 PRIVATE = ".sitemapd/"
 VERSION = 1
 _HEADER = f"sitemapd-manifest {VERSION}"
+_HEADER_LINE = f"{_HEADER}\n".encode()
 _PREFIX = "sitemapd-manifest "
 
 # (loc, fingerprint, lastmod, bytes hash or "")
@@ -35,9 +37,18 @@ def manifest_name(name: str) -> str:
 
 def encode(lines: str) -> bytes:
     """Return the manifest file of `lines` (rows joined by tabs, then by newlines)."""
-    text = f"{_HEADER}\n{lines}\n" if lines else f"{_HEADER}\n"
-    # mtime=0: the same rows give the same bytes. Level 1: read by sitemapd alone.
-    return gzip.compress(text.encode(), compresslevel=1, mtime=0)
+    return encode_lines(f"{lines}\n".encode() if lines else b"")
+
+
+def encode_lines(lines: bytes) -> bytes:
+    """Return the manifest file of `lines` (UTF-8 rows, each ended by a newline)."""
+    out = io.BytesIO()
+    # mtime=0: the same rows give the same bytes. Level 1: read by sitemapd alone. Written
+    # in pieces: the rows of a shard (5 MB) are not copied behind the first line.
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=1, mtime=0) as stream:
+        stream.write(_HEADER_LINE)
+        stream.write(lines)
+    return out.getvalue()
 
 
 def decode(data: bytes, where: str) -> Iterator[Row]:

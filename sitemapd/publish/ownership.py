@@ -29,7 +29,6 @@ from sitemapd.publish.store import LocalStore, Record
 from sitemapd.render.news import NEWS_HEAD
 from sitemapd.render.parts import part_number
 from sitemapd.render.sitemap import INDEX_HEAD, URLSET_EXTENDED_HEAD, URLSET_HEAD
-from sitemapd.render.sitemapfile import entries, open_sitemap
 
 log = logging.getLogger("sitemapd.ownership")
 
@@ -182,6 +181,9 @@ def _head(path: Path) -> bytes:
 
 def _names_only_ours(index: Path, names: OutputNames) -> bool:
     """True when every sitemap the index at `index` names is one of sitemapd's files."""
+    # Here: lxml loads only for an index that is not known as sitemapd's.
+    from sitemapd.render.sitemapfile import entries, open_sitemap
+
     try:
         with open_sitemap(index) as stream:
             for entry in entries(stream, str(index)):

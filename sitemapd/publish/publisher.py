@@ -10,7 +10,6 @@ renews it first.
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
 import logging
@@ -18,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import islice
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -34,13 +34,7 @@ from sitemapd.render.extensions import without_alternates
 from sitemapd.render.keyfile import key_file
 from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
 from sitemapd.render.parts import part_name, part_url
-from sitemapd.render.sitemap import (
-    encoded_urlset,
-    plain_entries,
-    plain_urlset,
-    sitemap_index,
-    urlset,
-)
+from sitemapd.render.sitemap import plain_entries, plain_urlset, sitemap_index, urlset
 
 if TYPE_CHECKING:
     from sitemapd.render.feedpage import FeedPage
@@ -192,10 +186,8 @@ class Publisher:
                         data = manifest.shard_manifest(self.ledger.conn, shard_id)
                         self.store.put_manifest(name, data)
                     elif shard_id in dirty or not self._intact(name, record):
-                        data = self._shard(shard_id)
-                        # Before the shard: a successor (or this site after losing its
-                        # state) adopts the lastmods of matching fingerprints.
-                        file_of = None if self.dry_run else functools.partial(reader.file, shard_id)
+                        # Manifest first: a successor adopts the lastmods it holds.
+                        data, file_of = self._rendered(shard_id, reader)
                         if len(stored) == _STORERS:
                             self._note(stored.popleft().result(), written, report)
                         stored.append(storing.submit(self._store, name, data, record, file_of))
@@ -206,11 +198,19 @@ class Publisher:
         if backfill:
             self.ledger.set_cursor(manifest.WRITTEN, MANIFEST_VERSION)
 
-    def _shard(self, shard_id: int) -> bytes:
-        """Return a shard's document, without alternates that left the sitemaps."""
-        spooled = self.ledger.spooled_entries(shard_id)
+    def _rendered(
+        self, shard_id: int, reader: manifest.Reader
+    ) -> tuple[bytes, Callable[[], bytes] | None]:
+        """Return a shard's document and what gives its manifest (None in a dry run)."""
+        spooled = self.ledger.spooled_shard(shard_id)  # as the first load rendered them
         if spooled is not None:
-            return encoded_urlset(spooled)
+            document, lines = spooled
+            return document, None if self.dry_run else partial(reader.spooled, lines, shard_id)
+        file_of = None if self.dry_run else reader.ahead(shard_id)  # read as this renders
+        return self._shard(shard_id), file_of
+
+    def _shard(self, shard_id: int) -> bytes:
+        """Return a shard's document from the ledger, without alternates that left."""
         return b"".join(text.encode() for text in self._texts(shard_id))
 
     def _texts(self, shard_id: int) -> Iterator[str]:

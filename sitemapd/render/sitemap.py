@@ -107,12 +107,6 @@ def plain_urlset(pieces: Iterable[str]) -> Iterator[str]:
     yield URLSET_TAIL
 
 
-def encoded_urlset(entries: bytes) -> bytes:
-    """Return the `<urlset>` document, encoded, of entries already rendered and encoded
-    (`plain_entries`)."""
-    return b"".join([URLSET_HEAD.encode(), entries, URLSET_TAIL.encode()])
-
-
 def sitemap_index(entries: Iterable[tuple[str, str | None]]) -> str:
     """Return a `<sitemapindex>` naming `(absolute URL, lastmod or None)` sitemaps, in order."""
     body = "".join(
