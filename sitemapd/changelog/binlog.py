@@ -33,6 +33,7 @@ from pymysqlreplication.row_event import (
     WriteRowsEvent,
 )
 
+from sitemapd.changelog.binrows import Layouts
 from sitemapd.changelog.rows import Folds, Table, describe, text
 from sitemapd.config.changelog import (
     ChangelogSpec,
@@ -312,13 +313,14 @@ class BinlogReader:
             only_schemas=[table.schema],
             enable_logging=False,
         )
+        layouts = Layouts(table.wanted(column for _, column in self._spec.meta_columns))
         pending: list[tuple[dict[str, Any] | None, dict[str, Any] | None]] = []
         found = False
         try:
             for event in stream:
                 if isinstance(event, WriteRowsEvent | UpdateRowsEvent | DeleteRowsEvent):
                     if event.schema == table.schema and event.table == table.name:
-                        pending.extend(_images(event))
+                        pending.extend(layouts.images(event))
                     continue
                 if isinstance(event, QueryEvent) and _query(event) == "BEGIN":
                     continue
@@ -490,19 +492,6 @@ def _master_status(cur: pymysql.cursors.Cursor) -> Position:
         raise SourceError("changelog: the server writes no binlog (log_bin is off)")
     values = list(rows[0].values()) if isinstance(rows[0], dict) else list(rows[0])
     return Position(text(values[0]), int(values[1]))
-
-
-def _images(
-    event: WriteRowsEvent | UpdateRowsEvent | DeleteRowsEvent,
-) -> Iterator[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
-    """Yield (before, after) of each row an event changes."""
-    for row in event.rows:
-        if isinstance(event, UpdateRowsEvent):
-            yield row["before_values"], row["after_values"]
-        elif isinstance(event, WriteRowsEvent):
-            yield None, row["values"]
-        else:
-            yield row["values"], None
 
 
 def _query(event: QueryEvent) -> str:
