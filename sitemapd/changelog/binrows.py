@@ -197,6 +197,8 @@ def _skip(column: Any) -> Step:
         size = column.size
     elif kind == FIELD_TYPE.BIT:
         size = column.bytes
+    elif kind == FIELD_TYPE.NEWDECIMAL:
+        size = _decimal_size(column.precision - column.decimals) + _decimal_size(column.decimals)
     if size is not None:
         fixed = size
         return lambda data, at: (None, at + fixed)
@@ -226,9 +228,17 @@ def _string(prefix: int, charset: str | None) -> Step:
         if stop > len(data):
             raise Unreadable("string past the event's end")
         raw = data[start:stop]
-        return (raw if encoding is None else raw.decode(encoding)), stop
+        if encoding is None:
+            # The library's decode of no bytes gives "" even without a codec.
+            return (raw or ""), stop
+        return raw.decode(encoding), stop
 
     return read
+
+
+def _decimal_size(digits: int) -> int:
+    """Return the bytes of a DECIMAL's part of `digits` digits: 4 per 9, fewer for the rest."""
+    return digits // 9 * 4 + (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)[digits % 9]
 
 
 def _fsp_size(fsp: int) -> int:
