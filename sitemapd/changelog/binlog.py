@@ -311,6 +311,11 @@ class BinlogReader:
             only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, XidEvent, QueryEvent],
             only_tables=[table.name],
             only_schemas=[table.schema],
+            # A table map is decoded once per stream, not once per transaction (most of
+            # the time of a read of many small saves): a changed table comes with a new
+            # table id (an ALTER opens a new table share), and a new binlog file (a
+            # restart) clears the ids. The watch decodes none but needs each table map.
+            freeze_schema=True,
             enable_logging=False,
         )
         layouts = Layouts(table.wanted(column for _, column in self._spec.meta_columns))
