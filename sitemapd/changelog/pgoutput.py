@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import NamedTuple
 
 # PostgreSQL timestamps count microseconds from 2000-01-01 UTC.
 _PG_EPOCH = 946_684_800
@@ -51,9 +52,9 @@ class Commit:
     committed: float  # epoch seconds
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
-    """A row change: `before` is None for an insert, `after` None for a delete."""
+class Change(NamedTuple):
+    """A row change: `before` is None for an insert, `after` None for a delete (a tuple:
+    one is made per row, and a frozen dataclass costs several times more to make)."""
 
     relation: int
     before: Tuple | None

@@ -25,6 +25,8 @@ Change = tuple[Row, bool, object]
 # Columns of the row a Shape reads that no table has: the change's facts.
 _DELETED, _CHANGED_AT, _HASH, _URL = "\0deleted", "\0changed_at", "\0hash", "\0url"
 _FACTS = {_DELETED: 0, _CHANGED_AT: 1, _HASH: 2, _URL: 3}
+# The values a url_template formats here; a row with another goes the slow way.
+_URL_TYPES = (str, int, date)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +100,12 @@ class Table:
     def _url(self, row: Row) -> str | None:
         """Return the URL url_template makes of `row`, None when it makes none."""
         assert self.template is not None
-        args = {name: row.get(name) for name in self.url}
-        if not all(isinstance(value, str | int | date) for value in args.values()):
-            return None  # NULL, a BLOB, a float: the template path says why
+        args = {}
+        for name in self.url:
+            value = row.get(name)
+            if not isinstance(value, _URL_TYPES):
+                return None  # NULL, a BLOB, a float: the template path says why
+            args[name] = value
         try:
             return self.template.format_map(args).strip() or None
         except (ValueError, TypeError):
@@ -243,7 +248,10 @@ def fingerprint(row: Row, columns: tuple[str, ...]) -> str:
     parts: list[bytes] = []
     for name in columns:
         value = row.get(name)
-        data = b"\0" if value is None else text(value).encode("utf-8", "surrogateescape")
+        if value is None:
+            data = b"\0"
+        else:
+            data = (value if type(value) is str else text(value)).encode("utf-8", "surrogateescape")
         parts += (len(data).to_bytes(8, "little"), data)
     return xxhash.xxh3_128_hexdigest(b"".join(parts))
 
