@@ -33,6 +33,7 @@ from pymysqlreplication.row_event import (
     WriteRowsEvent,
 )
 
+from sitemapd.changelog.binrows import Layouts
 from sitemapd.changelog.rows import Folds, Table, describe, text
 from sitemapd.config.changelog import (
     ChangelogSpec,
@@ -310,15 +311,21 @@ class BinlogReader:
             only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent, XidEvent, QueryEvent],
             only_tables=[table.name],
             only_schemas=[table.schema],
+            # A table map is decoded once per stream, not once per transaction (most of
+            # the time of a read of many small saves): a changed table comes with a new
+            # table id (an ALTER opens a new table share), and a new binlog file (a
+            # restart) clears the ids. The watch decodes none but needs each table map.
+            freeze_schema=True,
             enable_logging=False,
         )
+        layouts = Layouts(table.wanted(column for _, column in self._spec.meta_columns))
         pending: list[tuple[dict[str, Any] | None, dict[str, Any] | None]] = []
         found = False
         try:
             for event in stream:
                 if isinstance(event, WriteRowsEvent | UpdateRowsEvent | DeleteRowsEvent):
                     if event.schema == table.schema and event.table == table.name:
-                        pending.extend(_images(event))
+                        pending.extend(layouts.images(event))
                     continue
                 if isinstance(event, QueryEvent) and _query(event) == "BEGIN":
                     continue
@@ -490,19 +497,6 @@ def _master_status(cur: pymysql.cursors.Cursor) -> Position:
         raise SourceError("changelog: the server writes no binlog (log_bin is off)")
     values = list(rows[0].values()) if isinstance(rows[0], dict) else list(rows[0])
     return Position(text(values[0]), int(values[1]))
-
-
-def _images(
-    event: WriteRowsEvent | UpdateRowsEvent | DeleteRowsEvent,
-) -> Iterator[tuple[dict[str, Any] | None, dict[str, Any] | None]]:
-    """Yield (before, after) of each row an event changes."""
-    for row in event.rows:
-        if isinstance(event, UpdateRowsEvent):
-            yield row["before_values"], row["after_values"]
-        elif isinstance(event, WriteRowsEvent):
-            yield None, row["values"]
-        else:
-            yield row["values"], None
 
 
 def _query(event: QueryEvent) -> str:

@@ -301,6 +301,7 @@ class LogicalReader:
         folded; return them, the position after the last commit read, and whether the
         stream went quiet between transactions."""
         folds = Folds(table)
+        wanted = frozenset(table.wanted(column for _, column in self._spec.meta_columns))
         pending: list[Change] = []
         inside = False  # between a transaction's Begin and its Commit
         started = time.monotonic()
@@ -312,7 +313,7 @@ class LogicalReader:
                 if left <= 0 or not select.select([stream], [], [], min(quiet, left))[0]:
                     break
                 continue
-            found = decode(message.payload, self._relations)
+            found = decode(message.payload, self._relations, wanted)
             if isinstance(found, Change):
                 relation = self._relations[found.relation]
                 if (relation.schema, relation.name) == (table.schema, table.name):

@@ -1,13 +1,16 @@
 """Decode the messages of PostgreSQL's `pgoutput` logical decoding plugin (protocol 1).
 
 Only what a followed table needs: transaction bounds, relations (column names), and
-inserts, updates and deletes with their tuples as text. Other messages are skipped.
+inserts, updates and deletes with their tuples as text, of the columns asked for.
+Other messages are skipped.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Collection
 from dataclasses import dataclass
+from typing import NamedTuple
 
 # PostgreSQL timestamps count microseconds from 2000-01-01 UTC.
 _PG_EPOCH = 946_684_800
@@ -15,6 +18,8 @@ _BEGIN = struct.Struct(">QqI")
 _COMMIT = struct.Struct(">bQQq")
 _U32 = struct.Struct(">I")
 _U16 = struct.Struct(">H")
+# Tuple data kinds: text, NULL, an unchanged TOASTed value.
+_TEXT, _NULL, _UNCHANGED = b"tnu"
 
 
 class Unchanged:
@@ -47,18 +52,21 @@ class Commit:
     committed: float  # epoch seconds
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
-    """A row change: `before` is None for an insert, `after` None for a delete."""
+class Change(NamedTuple):
+    """A row change: `before` is None for an insert, `after` None for a delete (a tuple:
+    one is made per row, and a frozen dataclass costs several times more to make)."""
 
     relation: int
     before: Tuple | None
     after: Tuple | None
 
 
-def decode(payload: bytes, relations: dict[int, Relation]) -> Commit | Change | Relation | None:
+def decode(
+    payload: bytes, relations: dict[int, Relation], wanted: Collection[str] | None = None
+) -> Commit | Change | Relation | None:
     """Return what one message says, None for those a follower does not need; a Relation
-    message is also recorded in `relations`. Raises ValueError for a malformed one."""
+    message is also recorded in `relations`. A change's tuples hold the `wanted` columns
+    (default: all). Raises ValueError for a malformed one."""
     kind = payload[:1]
     try:
         if kind == b"C":
@@ -69,7 +77,7 @@ def decode(payload: bytes, relations: dict[int, Relation]) -> Commit | Change | 
             relations[relation.oid] = relation
             return relation
         if kind in (b"I", b"U", b"D"):
-            return _change(kind, payload, relations)
+            return _change(kind, payload, relations, wanted)
     except (struct.error, KeyError, IndexError, UnicodeDecodeError) as exc:
         raise ValueError(f"malformed pgoutput {kind!r} message: {exc!r}") from exc
     return None
@@ -99,38 +107,46 @@ def _relation(payload: bytes) -> Relation:
     return Relation(oid, schema, name, tuple(columns))
 
 
-def _change(kind: bytes, payload: bytes, relations: dict[int, Relation]) -> Change:
+def _change(
+    kind: bytes, payload: bytes, relations: dict[int, Relation], wanted: Collection[str] | None
+) -> Change:
     (oid,) = _U32.unpack_from(payload, 1)
     columns = relations[oid].columns
     at = 5
     before: Tuple | None = None
     after: Tuple | None = None
     if kind != b"I" and payload[at : at + 1] in (b"K", b"O"):
-        before, at = _tuple(payload, at + 1, columns)
+        before, at = _tuple(payload, at + 1, columns, wanted)
     if kind != b"D":
         if payload[at : at + 1] != b"N":
             raise ValueError(f"{kind!r} message without its new tuple")
-        after, at = _tuple(payload, at + 1, columns)
+        after, at = _tuple(payload, at + 1, columns, wanted)
     return Change(oid, before, after)
 
 
-def _tuple(payload: bytes, at: int, columns: tuple[str, ...]) -> tuple[Tuple, int]:
+def _tuple(
+    payload: bytes, at: int, columns: tuple[str, ...], wanted: Collection[str] | None
+) -> tuple[Tuple, int]:
     (count,) = _U16.unpack_from(payload, at)
     at += 2
     values: Tuple = {}
+    length = _U32.unpack_from
     for column in columns[:count]:
-        kind = payload[at : at + 1]
+        kind = payload[at]
         at += 1
-        if kind == b"n":
+        if kind == _TEXT:
+            start = at + 4
+            at = start + length(payload, at)[0]
+            if wanted is None or column in wanted:
+                values[column] = payload[start:at].decode("utf-8")
+        elif kind == _NULL:
             values[column] = None
-        elif kind == b"u":
+        elif kind == _UNCHANGED:
             values[column] = UNCHANGED
-        elif kind == b"t":
-            (length,) = _U32.unpack_from(payload, at)
-            values[column] = payload[at + 4 : at + 4 + length].decode("utf-8")
-            at += 4 + length
         else:
-            raise ValueError(f"column {column!r}: unknown tuple data kind {kind!r}")
+            raise ValueError(f"column {column!r}: unknown tuple data kind {bytes([kind])!r}")
+    if at > len(payload):
+        raise ValueError("tuple past the message's end")
     return values, at
 
 
