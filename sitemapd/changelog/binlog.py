@@ -188,13 +188,7 @@ class BinlogReader:
 
     def live_urls(self, query: str) -> Iterator[str]:
         """Yield the first column of `query`, streamed; raises SourceError."""
-        try:
-            with self._connect(pymysql.cursors.SSCursor) as conn, conn.cursor() as cur:
-                cur.execute(query)
-                for row in cur:
-                    yield "" if row[0] is None else str(row[0])
-        except pymysql.Error as exc:
-            raise source_error(self._spec.dsn, "cannot run reconcile_query", exc) from exc
+        return query_urls(self._params, self._spec.dsn, query)
 
     def close(self) -> None:
         """Forget the table's description (the next read checks the server again) and
@@ -458,6 +452,21 @@ class BinlogReader:
                 "GRANT REPLICATION SLAVE ON *.* to it"
             )
         return self._error("cannot read the binlog", exc)
+
+
+def query_urls(params: dict[str, Any], dsn: str, query: str) -> Iterator[str]:
+    """Yield the first column of `query` on the server of `params` (pymysql's connection
+    arguments), streamed; raises SourceError naming `dsn`."""
+    try:
+        connection = pymysql.connect(
+            **params, cursorclass=pymysql.cursors.SSCursor, autocommit=True
+        )
+        with connection as conn, conn.cursor() as cur:
+            cur.execute(query)
+            for row in cur:
+                yield "" if row[0] is None else str(row[0])
+    except pymysql.Error as exc:
+        raise source_error(dsn, "cannot run reconcile_query", exc) from exc
 
 
 def connect_params(dsn: str) -> dict[str, Any]:

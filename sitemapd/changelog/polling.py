@@ -17,7 +17,7 @@ from typing import Any
 import pymysql
 import pymysql.cursors
 
-from sitemapd.changelog.binlog import connect_params, quote
+from sitemapd.changelog.binlog import connect_params, query_urls, quote
 from sitemapd.changelog.rows import Change, Table, describe, text
 from sitemapd.config.changelog import ChangelogSpec, ChangeRows, Snapshot, redact, source_error
 from sitemapd.errors import ConfigError, SourceError
@@ -144,13 +144,7 @@ class PollReader:
 
     def live_urls(self, query: str) -> Iterator[str]:
         """Yield the first column of `query`, streamed; raises SourceError."""
-        try:
-            with self._connect(pymysql.cursors.SSCursor) as conn, conn.cursor() as cur:
-                cur.execute(query)
-                for row in cur:
-                    yield "" if row[0] is None else str(row[0])
-        except pymysql.Error as exc:
-            raise source_error(self._spec.dsn, "cannot run reconcile_query", exc) from exc
+        return query_urls(self._params, self._spec.dsn, query)
 
     def close(self) -> None:
         """Forget the table's description; the next read looks it up again."""
