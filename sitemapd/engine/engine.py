@@ -23,8 +23,9 @@ from sitemapd.errors import SourceError
 from sitemapd.ledger import ALLOW_ALL, ChangeSet, Ledger, RobotsRules
 from sitemapd.ledger.shards import Limits
 from sitemapd.publish import robots
+from sitemapd.publish.lease import Lease
 from sitemapd.publish.partition import owned
-from sitemapd.publish.publisher import PublishReport
+from sitemapd.publish.publisher import Publisher, PublishReport
 from sitemapd.sources import changelog
 
 log = logging.getLogger("sitemapd.engine")
@@ -66,14 +67,22 @@ class Engine:
         limits = Limits(config.sitemap.max_urls, config.sitemap.max_bytes)
         self.ledger = Ledger(ledger_path or config.ledger_path, limits, alone)
         self.target = Target(config, self.ledger, dry_run)
-        self.publisher = self.target.publisher
-        self.lease = self.target.lease
         # The published lastmods are adopted before the first publish of this engine and
         # after each takeover (see adopt): what its ledger lacks, the target remembers.
         self.adopting = True
         self.readers: dict[str, Reader] = {}
         self._readers_lock = threading.Lock()
         self._closed = False
+
+    @property
+    def publisher(self) -> Publisher:
+        """Return the publisher of the engine's target."""
+        return self.target.publisher
+
+    @property
+    def lease(self) -> Lease | None:
+        """Return the lease of a shared target (None for a local folder)."""
+        return self.target.lease
 
     def close(self) -> None:
         """Close the change-log readers and the ledger."""
