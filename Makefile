@@ -50,11 +50,16 @@ system-deps:
 test: lint docs system-deps
 	$(BIN)/pytest -n 2
 
+$(VENV)/.bench-extras: $(VENV)/.test-extras
+	$(BIN)/pip install --quiet -e '.[bench]'
+	touch $@
+
 # Bytecode compiled first, as `pip install` does: an editable install under
 # PYTHONDONTWRITEBYTECODE would otherwise compile every module in every timed process.
-bench: $(VENV)/.test-extras
+bench: $(VENV)/.bench-extras
 	$(BIN)/python -m compileall -q sitemapd
 	$(BIN)/python bench/bench_build.py
+	$(BIN)/python bench/bench_curve.py
 	$(BIN)/python bench/bench_daemon.py
 	$(BIN)/python bench/bench_feeds.py
 	$(BIN)/python bench/bench_changelog.py

@@ -11,13 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sitemapd.errors import LedgerError
 from sitemapd.ledger.bulk import insert_values
-
-if TYPE_CHECKING:
-    from sqlite_utils import Database
 
 LIVE, EXCLUDED, GONE, SEEDED = "live", "excluded", "gone", "seeded"
 
@@ -133,40 +130,31 @@ def _literal(value: object) -> str | None:
     return None
 
 
-def _migrate_v1(db: Database) -> None:
-    db.table("urls").create(
-        {
-            "id": int,
-            "loc": str,
-            "source_id": int,
-            "status": str,
-            "reason": str,
-            "page_reason": str,
-            "content_hash": str,
-            "source_time": str,
-            "lastmod": str,
-            "first_seen": str,
-            "change_count": int,
-            "title": str,
-            "file_key": str,
-            "shard": int,
-            "entry_bytes": int,
-        },
-        pk="id",
-        not_null=["loc", "status", "lastmod", "first_seen", "change_count"],
-    )
-    db.table("sources").create({"id": int, "name": str}, pk="id", not_null=["name"])
-    db.table("sources").create_index(["name"], unique=True)
-    db.table("shards").create(
-        {"id": int, "url_count": int, "bytes": int, "lastmod": str, "dirty": int}, pk="id"
-    )
-    db.table("journal").create({"seq": int, "url_id": int, "kind": str, "at": str}, pk="seq")
-    db.table("cursors").create({"name": str, "value": str}, pk="name")
-    db.table("rejects").create(
-        {"source": str, "item": str, "reason": str, "at": str}, pk=("source", "item")
-    )
-    db.table("published").create({"name": str, "sha256": str, "bytes": int, "at": str}, pk="name")
-    create_url_indexes(db.conn)
+def _migrate_v1(conn: sqlite3.Connection) -> None:
+    # Statement by statement: executescript would commit the migration's transaction.
+    for statement in (
+        "CREATE TABLE urls (id INTEGER PRIMARY KEY, loc TEXT NOT NULL, source_id INTEGER, "
+        "status TEXT NOT NULL, reason TEXT, page_reason TEXT, content_hash TEXT, "
+        "source_time TEXT, lastmod TEXT NOT NULL, first_seen TEXT NOT NULL, "
+        "change_count INTEGER NOT NULL, title TEXT, file_key TEXT, shard INTEGER, "
+        "entry_bytes INTEGER)",
+        "CREATE TABLE sources (id INTEGER PRIMARY KEY, name TEXT NOT NULL)",
+        "CREATE UNIQUE INDEX idx_sources_name ON sources (name)",
+        "CREATE TABLE shards (id INTEGER PRIMARY KEY, url_count INTEGER, bytes INTEGER, "
+        "lastmod TEXT, dirty INTEGER)",
+        "CREATE TABLE journal (seq INTEGER PRIMARY KEY, url_id INTEGER, kind TEXT, at TEXT)",
+        "CREATE TABLE cursors (name TEXT PRIMARY KEY, value TEXT)",
+        "CREATE TABLE rejects (source TEXT, item TEXT, reason TEXT, at TEXT, "
+        "PRIMARY KEY (source, item))",
+        "CREATE TABLE published (name TEXT PRIMARY KEY, sha256 TEXT, bytes INTEGER, at TEXT)",
+    ):
+        conn.execute(statement)
+    create_url_indexes(conn)
+
+
+def _add_columns(conn: sqlite3.Connection, table: str, **columns: str) -> None:
+    for column, kind in columns.items():
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
 
 def create_url_indexes(conn: sqlite3.Connection) -> None:
@@ -183,93 +171,92 @@ def drop_loc_index(conn: sqlite3.Connection) -> None:
     conn.execute("DROP INDEX IF EXISTS urls_loc")
 
 
-def _migrate_v2(db: Database) -> None:
+def _migrate_v2(conn: sqlite3.Connection) -> None:
     # With the size alone, an edit that keeps a file's size went unnoticed and unrepaired.
-    db.table("published").add_column("mtime_ns", int)
+    _add_columns(conn, "published", mtime_ns="INTEGER")
 
 
-def _migrate_v3(db: Database) -> None:
+def _migrate_v3(conn: sqlite3.Connection) -> None:
     # News, hreflang and image facts; the rendered extra elements count in entry_bytes.
-    for column, kind in (
-        ("published", str),
-        ("language", str),
-        ("news_title", str),
-        ("article", int),
-        ("alternates", str),
-        ("extra", str),
-    ):
-        db.table("urls").add_column(column, kind)
-    db.conn.execute(
-        "CREATE INDEX IF NOT EXISTS urls_published ON urls (published) WHERE article = 1"
+    _add_columns(
+        conn,
+        "urls",
+        published="TEXT",
+        language="TEXT",
+        news_title="TEXT",
+        article="INTEGER",
+        alternates="TEXT",
+        extra="TEXT",
     )
+    conn.execute("CREATE INDEX IF NOT EXISTS urls_published ON urls (published) WHERE article = 1")
     # The last successful fetch of each feed page per crawler (page 1 is the feed itself),
     # and what crawlers got for URLs.
-    db.table("crawls").create(
-        {"crawler": str, "page": int, "fetched_at": str}, pk=("crawler", "page")
+    conn.execute(
+        "CREATE TABLE crawls (crawler TEXT, page INTEGER, fetched_at TEXT, "
+        "PRIMARY KEY (crawler, page))"
     )
     # Which URLs list which hreflang alternates: a URL that leaves the sitemaps or comes
     # back re-renders the shards of the pages naming it.
-    db.conn.execute(
+    conn.execute(
         "CREATE TABLE alternate_links (href TEXT NOT NULL, url_id INTEGER NOT NULL, "
         "PRIMARY KEY (href, url_id)) WITHOUT ROWID"
     )
-    db.conn.execute("CREATE INDEX alternate_links_url ON alternate_links (url_id)")
+    conn.execute("CREATE INDEX alternate_links_url ON alternate_links (url_id)")
     # Feed pages beyond the first: the journal seqs `(low_seq, high_seq]` whose entries
     # each holds, when it was opened and when it last took entries in.
-    db.table("feed_pages").create(
-        {"number": int, "low_seq": int, "high_seq": int, "opened_at": str, "filled_at": str},
-        pk="number",
+    conn.execute(
+        "CREATE TABLE feed_pages (number INTEGER PRIMARY KEY, low_seq INTEGER, "
+        "high_seq INTEGER, opened_at TEXT, filled_at TEXT)"
     )
-    db.table("crawl_answers").create(
-        {"loc": str, "status": int, "crawler": str, "at": str}, pk="loc"
+    conn.execute(
+        "CREATE TABLE crawl_answers (loc TEXT PRIMARY KEY, status INTEGER, crawler TEXT, at TEXT)"
     )
 
 
-def _migrate_v4(db: Database) -> None:
+def _migrate_v4(conn: sqlite3.Connection) -> None:
     # The significant-change fingerprint: the bytes it was taken from, the settings that
     # took it, and whether the page's main content was found.
-    for column, kind in (("bytes_hash", str), ("fp_settings", str), ("fp_fallback", int)):
-        db.table("urls").add_column(column, kind)
+    _add_columns(conn, "urls", bytes_hash="TEXT", fp_settings="TEXT", fp_fallback="INTEGER")
 
 
-def _migrate_v5(db: Database) -> None:
+def _migrate_v5(conn: sqlite3.Connection) -> None:
     # 1 when an article's publication time is the one the page states; otherwise it is
     # provisional (the file's time, or when it was first seen) and a stated one replaces it.
-    db.table("urls").add_column("published_stated", int)
+    _add_columns(conn, "urls", published_stated="INTEGER")
 
 
-def _migrate_v6(db: Database) -> None:
+def _migrate_v6(conn: sqlite3.Connection) -> None:
     # URL lists read by content-defined chunks: each list's chunks in file order, the URLs
     # each chunk's bytes list (content-addressed: an unchanged chunk keeps its row), and
     # the URLs listed in more than one chunk (a re-read touching those reads in full).
-    db.conn.execute(
+    conn.execute(
         "CREATE TABLE list_chunks (source_id INTEGER NOT NULL, pos INTEGER NOT NULL, "
         "digest BLOB NOT NULL, first_line INTEGER NOT NULL, rejects INTEGER NOT NULL, "
         "PRIMARY KEY (source_id, pos)) WITHOUT ROWID"
     )
-    db.conn.execute(
+    conn.execute(
         "CREATE TABLE list_chunk_urls (source_id INTEGER NOT NULL, digest BLOB NOT NULL, "
         "ids BLOB NOT NULL, PRIMARY KEY (source_id, digest)) WITHOUT ROWID"
     )
     # Asked after every build, and of every shard rendered: kept small by holding only the
     # rows they are about.
-    db.conn.execute("CREATE INDEX urls_extra ON urls (shard) WHERE extra IS NOT NULL")
-    db.conn.execute("CREATE INDEX urls_seeded ON urls (source_id) WHERE status = 'seeded'")
-    db.conn.execute("CREATE INDEX urls_excluded ON urls (source_id) WHERE status = 'excluded'")
-    db.conn.execute(
+    conn.execute("CREATE INDEX urls_extra ON urls (shard) WHERE extra IS NOT NULL")
+    conn.execute("CREATE INDEX urls_seeded ON urls (source_id) WHERE status = 'seeded'")
+    conn.execute("CREATE INDEX urls_excluded ON urls (source_id) WHERE status = 'excluded'")
+    conn.execute(
         "CREATE TABLE list_repeats (source_id INTEGER NOT NULL, url_id INTEGER NOT NULL, "
         "PRIMARY KEY (source_id, url_id)) WITHOUT ROWID"
     )
 
 
-def _migrate_v7(db: Database) -> None:
+def _migrate_v7(conn: sqlite3.Connection) -> None:
     # One URL's changes (its history on the status page, `explain`, `forget`) without
     # reading the whole journal, which holds a row per URL of the first build and grows.
-    db.conn.execute("CREATE INDEX IF NOT EXISTS journal_url ON journal (url_id)")
+    conn.execute("CREATE INDEX IF NOT EXISTS journal_url ON journal (url_id)")
 
 
 # Append only: a released migration never changes; the list index + 1 is the version.
-MIGRATIONS: list[Callable[[Database], None]] = [
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_v1,
     _migrate_v2,
     _migrate_v3,
@@ -291,12 +278,8 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
         )
     if version == len(MIGRATIONS):
         return
-    # Imported here: a current ledger, the common case, needs none of it.
-    from sqlite_utils import Database
-
-    db = Database(conn)
     for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
         conn.execute("BEGIN IMMEDIATE")
-        migration(db)
+        migration(conn)
         conn.execute(f"PRAGMA user_version = {number}")
         conn.execute("COMMIT")
