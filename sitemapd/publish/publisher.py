@@ -26,7 +26,6 @@ from sitemapd.core import w3c
 from sitemapd.errors import PublishError
 from sitemapd.ledger import Ledger
 from sitemapd.publish import manifest, robots
-from sitemapd.publish.feedwindow import feed_pages
 from sitemapd.publish.manifestfile import VERSION
 from sitemapd.publish.names import OutputNames, partition_index_urls
 from sitemapd.publish.store import LocalStore, Record, Store
@@ -269,6 +268,7 @@ class Publisher:
         if feed is None:
             return set()
         # feedgen and lxml load for a site with feeds only: a `build` starts faster.
+        from sitemapd.publish.feedwindow import feed_pages
         from sitemapd.render.feedpage import FeedPage
         from sitemapd.render.feeds import atom, rss
 

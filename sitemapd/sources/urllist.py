@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from sitemapd.config.sources import UrlListSource
 from sitemapd.core.observation import Item, ListChunk, file_key
@@ -21,8 +21,9 @@ from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import SourceError
 from sitemapd.ledger import KnownChunk, Ledger
 from sitemapd.sources.base import Scan, log, reported
-from sitemapd.sources.listchunks import LineParser, cut
-from sitemapd.sources.listworker import parsed_chunks
+
+if TYPE_CHECKING:
+    from sitemapd.sources.listchunks import LineParser
 
 
 def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
@@ -36,13 +37,18 @@ def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
     if ledger.cursor(cursor) == key:
         handle.close()
         return Scan(source.name, iter(()), complete=False)
-    items = _items(source, LineParser(source.name, policy), ledger, handle, key)
+    items = _items(source, policy, ledger, handle, key)
     return Scan(source.name, items, complete=True, cursors={cursor: key})
 
 
 def _items(
-    source: UrlListSource, parser: LineParser, ledger: Ledger, handle: BinaryIO, key: str
+    source: UrlListSource, policy: URLPolicy, ledger: Ledger, handle: BinaryIO, key: str
 ) -> Iterator[Item]:
+    # Imported on a read: an unchanged list (the common build) needs no chunking, no
+    # parser and no worker.
+    from sitemapd.sources.listchunks import LineParser
+
+    parser = LineParser(source.name, policy)
     try:
         known = ledger.list_chunks(source.name)
         changed = _changed_chunks(source, parser, ledger, handle, known) if known else None
@@ -62,6 +68,8 @@ def _items(
 
 
 def _every_chunk(source: UrlListSource, parser: LineParser, handle: BinaryIO) -> Iterator[Item]:
+    from sitemapd.sources.listworker import parsed_chunks
+
     for chunk in parsed_chunks(parser, handle):
         for reject in chunk.parsed.rejects:
             yield reported(reject)
@@ -85,6 +93,8 @@ def _changed_chunks(
     """Return the items of a re-read that parses only the chunks the ledger does not
     know (and those holding rejected lines, whose line numbers may have moved); None
     when the whole file must be read."""
+    from sitemapd.sources.listchunks import cut
+
     digests = Counter(chunk.digest for chunk in known)
     rejecting = {chunk.digest for chunk in known if chunk.rejects}
     counts = {chunk.digest: chunk.lines for chunk in known if chunk.lines is not None}
