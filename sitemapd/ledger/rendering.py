@@ -25,14 +25,6 @@ class RenderQueries(Transactions):
             "SELECT loc, lastmod, extra FROM urls WHERE shard = ? ORDER BY id", (shard_id,)
         )
 
-    def shard_plain_rows(self, shard_id: int, batch: int = 1000) -> Iterator[list[tuple[str, str]]]:
-        """Yield `(loc, lastmod)` of the shard's members in stable order, `batch` at a time."""
-        rows = self.conn.execute(
-            "SELECT loc, lastmod FROM urls WHERE shard = ? ORDER BY id", (shard_id,)
-        )
-        while taken := rows.fetchmany(batch):
-            yield taken
-
     def shard_has_extras(self, shard_id: int) -> bool:
         """True when a member of the shard carries alternates or images."""
         # Named: without statistics (a first build) SQLite takes urls_shard instead and
