@@ -133,7 +133,12 @@ def _changed_chunks(
 
     digests = Counter(chunk.digest for chunk in known)
     rejecting = {chunk.digest for chunk in known if chunk.rejects}
-    counts = {chunk.digest: chunk.lines for chunk in known if chunk.lines is not None}
+    # Chunks read again (for their rejects' line numbers) need their bytes.
+    counts = {
+        chunk.digest: chunk.lines
+        for chunk in known
+        if chunk.lines is not None and chunk.digest not in rejecting
+    }
     size = os.fstat(handle.fileno()).st_size
     items: list[Item] = []
     new_locs: list[str] = []
