@@ -19,6 +19,7 @@ from functools import lru_cache
 from urllib.parse import urlsplit
 
 from lxml import etree
+from lxml.cssselect import CSSSelector
 
 from sitemapd.fingerprint.chrome import Element
 from sitemapd.fingerprint.decode import decoded
@@ -150,8 +151,6 @@ def compile_selector(text: str) -> Callable[[Element], list[Element]]:
 
     Raises ValueError naming what is wrong with the selector.
     """
-    from lxml.cssselect import CSSSelector  # cssselect: for a site that sets a selector
-
     try:
         selector = CSSSelector(text)
     except Exception as exc:  # cssselect raises its own SelectorError and ExpressionError

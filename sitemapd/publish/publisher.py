@@ -14,11 +14,10 @@ import gzip
 import hashlib
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import islice
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from sitemapd.config import Config
@@ -26,14 +25,14 @@ from sitemapd.core import w3c
 from sitemapd.errors import PublishError
 from sitemapd.ledger import Ledger
 from sitemapd.publish import manifest, robots
-from sitemapd.publish.manifestfile import VERSION
+from sitemapd.publish.manifestfile import VERSION, encode
 from sitemapd.publish.names import OutputNames, partition_index_urls
+from sitemapd.publish.shardtext import extended_shard, plain_shard
 from sitemapd.publish.store import LocalStore, Record, Store
-from sitemapd.render.extensions import without_alternates
 from sitemapd.render.keyfile import key_file
 from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
 from sitemapd.render.parts import part_name, part_url
-from sitemapd.render.sitemap import plain_entries, plain_urlset, sitemap_index, urlset
+from sitemapd.render.sitemap import sitemap_index
 
 if TYPE_CHECKING:
     from sitemapd.render.feedpage import FeedPage
@@ -206,42 +205,11 @@ class Publisher:
             document, lines = spooled
             return document, None if self.dry_run else partial(reader.spooled, lines, shard_id)
         if not self.ledger.shard_has_extras(shard_id):
-            return self._plain_shard(shard_id)
+            document, text = plain_shard(self.ledger.conn, shard_id, not self.dry_run)
+            # The manifest is compressed by the thread that stores the shard.
+            return document, None if text is None else partial(encode, text)
         file_of = None if self.dry_run else reader.ahead(shard_id)  # read as this renders
-        return self._extended_shard(shard_id), file_of
-
-    def _plain_shard(self, shard_id: int) -> tuple[bytes, Callable[[], bytes] | None]:
-        """Return the document of a shard of plain entries, and what gives its manifest
-        (None in a dry run): both from one read of its rows. A second read, on a
-        connection of its own, cost more than the formatting it spared this thread."""
-        lines: list[str] = []
-
-        def texts() -> Iterator[str]:
-            # A thousand entries at a time: the rows of a shard are never all held.
-            for rows in manifest.shard_rows(self.ledger.conn, shard_id):
-                if not self.dry_run:
-                    lines.append(manifest.lines_of(rows))
-                yield plain_entries([(loc, lastmod) for loc, lastmod, *_ in rows])
-
-        document = b"".join(text.encode() for text in plain_urlset(texts()))
-        if self.dry_run:
-            return document, None
-        # Compressed by the thread that stores the shard.
-        return document, partial(manifest.encode, "\n".join(filter(None, lines)))
-
-    def _extended_shard(self, shard_id: int) -> bytes:
-        """Return the document of a shard whose members carry alternates or images,
-        without alternates that left, rendered in pieces of a thousand entries."""
-        rows: Iterable[tuple[str, str, str | None]] = self.ledger.shard_rows(shard_id)
-        unlisted = self.ledger.unlisted_alternates(shard_id)
-        if unlisted:
-            rows = (
-                (loc, lastmod, extra and without_alternates(extra, unlisted))
-                for loc, lastmod, extra in rows
-            )
-        entries = urlset(rows, extended=True)
-        texts = ("".join(batch) for batch in iter(lambda: list(islice(entries, 1000)), []))
-        return b"".join(text.encode() for text in texts)
+        return extended_shard(self.ledger, shard_id), file_of
 
     def _publish_news(
         self, now: str, written: dict[str, tuple[str, int, int]], report: PublishReport
