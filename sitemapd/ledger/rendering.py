@@ -96,6 +96,20 @@ class RenderQueries(Transactions):
     ) -> None:
         """Remember published files, mark shards clean and forget dropped ones; note how
         far the journal is published."""
+        clean, dropped_shards, removed_files = (
+            list(clean),
+            list(dropped_shards),
+            list(removed_files),
+        )
+        if (
+            not (written or clean or dropped_shards or removed_files)
+            and self.conn.execute(
+                "SELECT 1 FROM cursors WHERE name = ? "
+                "AND value = CAST((SELECT coalesce(max(seq), 0) FROM journal) AS TEXT)",
+                (PUBLISHED_CURSOR,),
+            ).fetchone()
+        ):
+            return  # nothing to record: a write would leave a WAL to checkpoint at close
         with self.transaction():
             self.conn.execute(
                 "INSERT OR REPLACE INTO cursors (name, value) "
