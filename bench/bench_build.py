@@ -4,13 +4,16 @@
 
 sitemapd phases: cold build, no-change rebuild, rebuild after `touch`, one line changed
 in the list, and one URL changed through the engine (what the daemon does when one file
-changes); then a cold build of `--big` URLs (0 skips it). The peer: npm `sitemap` (the
+changes); then the start-up of `status`, `check-config` and `explain`, and a cold build of
+`--big` URLs (0 skips it). The peer: npm `sitemap` (the
 most used generator), installed into a temporary folder with npm, rebuilding everything
 from the same list with its SitemapAndIndexStream, 50,000 URLs a file, as its README
 shows: given each URL's datetime, as sitemapd publishes them, and given the URLs alone
 (faster; its files then have no <lastmod>). Cold builds run `--repeat` times each, in
-turn, and the medians are compared. Every build runs as its own process; peak RSS is that
-of the process and its children together.
+turn, and the medians are compared; the small phases run `--repeat` times too (a
+different line each time), and their medians are shown. Every build runs as its own
+process; peak RSS is that of the process and its children together, CPU their user and
+system seconds together.
 """
 
 from __future__ import annotations
@@ -19,14 +22,16 @@ import argparse
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+Run = tuple[float, int, int, float, float]  # seconds, files, bytes, peak RSS MiB, CPU s
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "work"
 SITEMAPD = [sys.executable, "-m", "sitemapd"]
@@ -80,9 +85,10 @@ def write_list(path: Path, count: int) -> None:
             )
 
 
-def timed(command: Sequence[str], cwd: Path | None = None) -> tuple[float, str, float]:
-    """Run `command`; return seconds, its stdout and its peak RSS in MiB: that of it and
-    its child processes together (sampled every 10 ms), or of the largest if more."""
+def timed(command: Sequence[str], cwd: Path | None = None) -> tuple[float, str, float, float]:
+    """Run `command`; return seconds, its stdout, its peak RSS in MiB (that of it and its
+    child processes together, sampled every 10 ms, or of the largest if more) and its CPU
+    seconds (user + system, with those of the children it waited for)."""
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=cwd)
     stdout = proc.stdout
@@ -102,7 +108,8 @@ def timed(command: Sequence[str], cwd: Path | None = None) -> tuple[float, str, 
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
         raise SystemExit(f"{' '.join(command)} failed: {out[0]}")
-    return seconds, out[0], max(peak, usage.ru_maxrss * 1024) / (1 << 20)
+    cpu = usage.ru_utime + usage.ru_stime
+    return seconds, out[0], max(peak, usage.ru_maxrss * 1024) / (1 << 20), cpu
 
 
 def tree_rss(pid: int) -> int:
@@ -121,12 +128,15 @@ def tree_rss(pid: int) -> int:
     return total
 
 
-def run_build(config: Path) -> tuple[float, int, int, float]:
-    """Run one `sitemapd build`; return seconds, files written, bytes written, peak RSS MiB."""
-    seconds, out, rss = timed([*SITEMAPD, "--log-level", "warning", "build", "-c", str(config)])
+def run_build(config: Path) -> Run:
+    """Run one `sitemapd build`; return seconds, files written, bytes written, peak RSS MiB
+    and CPU seconds."""
+    seconds, out, rss, cpu = timed(
+        [*SITEMAPD, "--log-level", "warning", "build", "-c", str(config)]
+    )
     match = _WROTE.search(out)
     assert match, out
-    return seconds, int(match.group(1)), int(match.group(2)), rss
+    return seconds, int(match.group(1)), int(match.group(2)), rss, cpu
 
 
 def change_one_line(path: Path, target: int) -> str:
@@ -144,9 +154,11 @@ def change_one_line(path: Path, target: int) -> str:
     return url
 
 
-def engine_one_change(config: Path, loc: str) -> tuple[float, int, int, float]:
-    """Apply one changed URL through the engine and publish: seconds, files, bytes, RSS."""
+def engine_one_change(config: Path, loc: str) -> Run:
+    """Apply one changed URL through the engine and publish: seconds, files, bytes, RSS,
+    CPU seconds (of the apply and publish alone)."""
     code = f"""
+import resource
 import time
 from sitemapd import config
 from sitemapd.core import w3c
@@ -156,18 +168,17 @@ cfg = config.load({str(config)!r})
 engine = Engine(cfg)
 source = cfg.sources[0].name
 time.sleep(1.1)  # past the second the list's changed line was given: a real change
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 now = w3c.now()
 engine.ledger.apply([Observation({loc!r}, source, None, now)], now=now)
 report = engine.publisher.publish(now)
-import resource
-seconds = time.perf_counter() - started
+seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(seconds, len(report.written), report.bytes_written, rss)
+print(seconds, len(report.written), report.bytes_written, rss, cpu)
 """
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    seconds, files, size, rss = out.stdout.split()
-    return float(seconds), int(files), int(size), float(rss)
+    seconds, files, size, rss, cpu = out.stdout.split()
+    return float(seconds), int(files), int(size), float(rss), float(cpu)
 
 
 def site(folder: Path, listing: Path, gzip: bool) -> Path:
@@ -208,22 +219,20 @@ class Peer:
         (folder / "build.js").write_text(PEER_SCRIPT)
         return cls(folder, node, version.group(1) if version else "?")
 
-    def build(self, listing: Path, gzip: bool, given: str) -> tuple[float, int, int, float]:
+    def build(self, listing: Path, gzip: bool, given: str) -> Run:
         """Rebuild `listing` from nothing, given `datetimes` or `urls`; return seconds,
-        files, bytes and peak RSS MiB."""
+        files, bytes, peak RSS MiB and CPU seconds."""
         out = self.folder / "out"
         shutil.rmtree(out, ignore_errors=True)
         base = "https://news.example.com/"
         command = [self.node, "build.js", str(listing), str(out), base, str(gzip).lower(), given]
-        seconds, _, rss = timed(command, cwd=self.folder)
+        seconds, _, rss, cpu = timed(command, cwd=self.folder)
         files = list(out.iterdir())
-        return seconds, len(files), sum(path.stat().st_size for path in files), rss
+        return seconds, len(files), sum(path.stat().st_size for path in files), rss, cpu
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
 
-
-Run = tuple[float, int, int, float]  # seconds, files, bytes, peak RSS MiB
 
 # The targets of each phase (issue 30): a ratio to the peer's time in the same run, or a
 # limit in seconds; every build's peak RSS stays within RSS_LIMIT.
@@ -235,6 +244,7 @@ SECONDS = {
 }
 RSS_LIMIT = 100.0  # MiB
 BIG_RATIO = 10.5  # the --big cold build's time over the --urls one's
+STARTUP = 0.12  # seconds of a `status`, `check-config` or `explain` process
 
 
 def target(name: str, run: Run, peer: Run | None) -> str:
@@ -253,6 +263,49 @@ def target(name: str, run: Run, peer: Run | None) -> str:
 def median(runs: list[Run]) -> Run:
     """Return the run of median time."""
     return sorted(runs)[len(runs) // 2]
+
+
+def repeated(times: int, phase: Callable[[int], Run]) -> Run:
+    """Run `phase(n)` for n in range(times); return the run of median time."""
+    return median([phase(n) for n in range(times)])
+
+
+def startup(config: Path, page: Path, times: int = 7) -> list[tuple[str, list[float], float]]:
+    """Time whole `status`, `check-config` and `explain` processes `times` times each, in
+    turn; return each command's wall seconds and its median CPU seconds. `page` is a
+    page's file under a directory source of `config`."""
+    commands = {
+        "status": ["status", "-c", str(config)],
+        "check-config": ["check-config", "-c", str(config)],
+        "explain": ["explain", "-c", str(config), str(page)],
+    }
+    walls: dict[str, list[float]] = {name: [] for name in commands}
+    cpus: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(times):
+        for name, arguments in commands.items():
+            seconds, _, _, cpu = timed([*SITEMAPD, *arguments])
+            walls[name].append(seconds)
+            cpus[name].append(cpu)
+    return [(name, walls[name], statistics.median(cpus[name])) for name in commands]
+
+
+def startup_site(folder: Path) -> tuple[Path, Path]:
+    """Write a site of a thousand listed URLs and one page under a directory source,
+    built; return its config and the page's file."""
+    listing = folder / "urls.txt"
+    pages = folder / "pages"
+    pages.mkdir(parents=True, exist_ok=True)
+    page = pages / "story.html"
+    page.write_text(
+        "<html><head><title>A story</title></head><body><nav>Home</nav><main><h1>A story"
+        "</h1><p>What happened, told in a few words.</p></main></body></html>"
+    )
+    write_list(listing, 1_000)
+    config = site(folder, listing, False)
+    with config.open("a") as handle:
+        handle.write(f'[[source]]\ntype = "directory"\nroot = "{pages}"\nname = "pages"\n')
+    run_build(config)
+    return config, page
 
 
 def cold_builds(
@@ -304,12 +357,24 @@ def main() -> None:
     rows: list[tuple[str, Run, Run | None]] = [("cold build", cold, peer_cold)]
     if peer_bare is not None:
         rows.append(("cold build, peer given URLs only", cold, peer_bare))
-    rows.append(("no-change rebuild", run_build(config), peer_cold))
-    os.utime(listing)
-    rows.append(("rebuild after touch", run_build(config), peer_cold))
-    url = change_one_line(listing, args.urls // 2)
-    rows.append(("one line changed in the list", run_build(config), peer_cold))
-    rows.append(("one URL changed via the engine", engine_one_change(config, url), None))
+    rows.append(
+        ("no-change rebuild", repeated(args.repeat, lambda n: run_build(config)), peer_cold)
+    )
+
+    def touched(n: int) -> Run:
+        os.utime(listing)
+        return run_build(config)
+
+    rows.append(("rebuild after touch", repeated(args.repeat, touched), peer_cold))
+    urls: list[str] = []
+
+    def changed(n: int) -> Run:
+        urls.append(change_one_line(listing, (args.urls // 2 + 7_919 * n) % args.urls))
+        return run_build(config)
+
+    rows.append(("one line changed in the list", repeated(args.repeat, changed), peer_cold))
+    rows.append(("one URL changed via the engine", engine_one_change(config, urls[0]), None))
+    started = startup(*startup_site(work / "startup"))
     big: Run | None = None
     if args.big:
         big_list = work / "big.txt"
@@ -328,23 +393,33 @@ def main() -> None:
         "files",
         "bytes",
         "RSS MiB",
+        "CPU s",
         "peer s",
         "RSS MiB",
         "ratio",
         "target: met",
     )
-    widths = (32, 10, 5, 11, 7, 7, 7, 5, 31)
+    widths = (32, 10, 5, 11, 7, 6, 7, 7, 5, 31)
     print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |")
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for name, (seconds, files, size, rss), other in rows:
+    for name, run, other in rows:
+        seconds, files, size, rss, cpu = run
         theirs = ("", "", "")
         if other is not None:
             theirs = (f"{other[0]:.3f}", f"{other[3]:.0f}", f"{seconds / other[0]:.2f}")
-        goal = target(name, (seconds, files, size, rss), other)
         print(
             f"| {name:<32} | {seconds:>10.3f} | {files:>5} | {size:>11,} | {rss:>7.0f} | "
-            f"{theirs[0]:>7} | {theirs[1]:>7} | {theirs[2]:>5} | {goal:<31} |"
+            f"{cpu:>6.2f} | {theirs[0]:>7} | {theirs[1]:>7} | {theirs[2]:>5} | "
+            f"{target(name, run, other):<31} |"
         )
+    print(f"\nstart-up (whole processes, {len(started[0][1])} of each in turn), s:")
+    for name, walls, cpu in started:
+        best, middle = min(walls), statistics.median(walls)
+        print(
+            f"  {name:<13} min {best:.3f}, median {middle:.3f}, CPU {cpu:.3f}; target <= "
+            f"{STARTUP:.2f}: {'yes' if middle <= STARTUP else 'no'} ({middle / STARTUP:.2f}x)"
+        )
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     if big is not None:
         cold = rows[0][1][0]
         ratio = big[0] / cold

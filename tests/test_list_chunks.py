@@ -11,6 +11,7 @@ hundred lines span dozens of them.
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
 import tempfile
@@ -208,6 +209,27 @@ def test_a_line_inserted_at_the_top_moves_nothing_else(site: Site) -> None:
     after = site.urls()
     assert set(after) - set(before) == {line(99_999, None)}
     assert all(after[loc] == before[loc] for loc in before)
+
+
+def test_a_list_written_again_with_the_same_bytes_is_not_parsed(site: Site) -> None:
+    lines = [line(n, n) for n in range(3_000)]
+    site.configure(extra='[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"')
+    listing = site.base / "urls.txt"
+    write_atomic(listing, "".join(f"{text}\n" for text in lines))
+    site.cli("build")
+    before = site.urls()
+    for again in range(2):  # a new file (inode, mtime), then the same one touched
+        if again:
+            os.utime(listing, ns=(1, listing.stat().st_mtime_ns + 10**9))
+        else:
+            write_atomic(listing, "".join(f"{text}\n" for text in lines))
+        result = site.cli("--log-level", "info", "build")
+        assert "chunks changed" not in result.stderr, result.stderr  # its digest alone
+        assert result.stdout.startswith("0 new, 0 updated, 0 gone"), result.stdout
+    assert site.urls() == before
+    lines[1_234] = line(1_234, 9_000)  # the same length: only the bytes tell
+    write_atomic(listing, "".join(f"{text}\n" for text in lines))
+    assert site.cli("build").stdout.startswith("0 new, 1 updated"), "a change goes unseen"
 
 
 @given(

@@ -18,8 +18,7 @@ from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import InvalidURL, SitemapdError
 from sitemapd.fingerprint import TemplateMemory
 from sitemapd.ledger import history
-from sitemapd.sources.pagereader import fingerprint_settings
-from sitemapd.sources.pages import read_file
+from sitemapd.sources.pages import fingerprint_settings, read_file
 
 # Characters of main text shown before the rest is summed up.
 _SHOWN = 4000

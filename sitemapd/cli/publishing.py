@@ -21,7 +21,6 @@ from sitemapd.ledger.lock import StateLock
 from sitemapd.notify import outbox
 from sitemapd.publish import ownership
 from sitemapd.status import problems
-from sitemapd.status import report as status
 
 dry_run_options = (
     click.option(
@@ -101,7 +100,7 @@ def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = 
         undelivered = outbox.deliver_now(engine.ledger, cfg)
         for line in problems.canonical_elsewhere(engine.ledger.conn, cfg.site.origin.root):
             click.echo(f"sitemapd: warning: {line}", err=True)
-        unmatched = status.seeded_count(engine.ledger.conn)
+        unmatched = problems.seeded_count(engine.ledger.conn)
     changes, report = result.changes, result.report
     click.echo(
         f"{changes.new} new, {changes.updated} updated, {changes.gone} gone, "

@@ -39,6 +39,8 @@ from sitemapd.render.parts import part_name
 
 @dataclass(frozen=True, slots=True)
 class Config:
+    """A validated configuration file."""
+
     path: Path
     site: SiteConfig
     sitemap: SitemapConfig

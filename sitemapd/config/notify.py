@@ -12,11 +12,15 @@ from sitemapd.config.table import Table
 
 @dataclass(frozen=True, slots=True)
 class WebSubConfig:
+    """The [websub] section: the hubs told about feed updates."""
+
     hubs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class IndexNowConfig:
+    """The [indexnow] section: the key, where it is served, and the endpoint."""
+
     key: str
     endpoint: str
     key_location: str

@@ -21,6 +21,8 @@ DEFAULT_INDEX = "sitemap.xml"
 
 @dataclass(frozen=True, slots=True)
 class SiteConfig:
+    """The [site] section: where the site is, and where its files and state go."""
+
     base_url: str
     origin: Origin
     output_dir: Path
@@ -51,6 +53,8 @@ class SiteConfig:
 
 @dataclass(frozen=True, slots=True)
 class SitemapConfig:
+    """The [sitemap] section: the index, its shards' limits and compression."""
+
     max_urls: int = MAX_URLS
     max_bytes: int = MAX_BYTES
     gzip: bool = False

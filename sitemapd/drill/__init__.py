@@ -18,8 +18,7 @@ from sitemapd.drill.run import WORST, Report, drill
 from sitemapd.errors import SitemapdError
 from sitemapd.fingerprint import TemplateMemory
 from sitemapd.sources.directory import walk
-from sitemapd.sources.pagereader import fingerprint_settings
-from sitemapd.sources.pages import is_html, read_bytes
+from sitemapd.sources.pages import fingerprint_settings, is_html, read_bytes
 
 # The bars a site passes: surroundings move at most 5% of pages, edits are caught on 98%.
 MAX_FALSE = 0.05

@@ -12,8 +12,6 @@ from sitemapd.config.sources import AccessLogSource
 from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import InvalidURL, SourceError
 from sitemapd.ledger import Ledger
-from sitemapd.publish.feedwindow import feed_page_of
-from sitemapd.sources import accesslog
 
 log = logging.getLogger("sitemapd.engine")
 
@@ -23,6 +21,10 @@ def read_access_log(
 ) -> bool:
     """Record what crawlers fetched since the log was last read; return True when a
     crawler fetched a feed (its window may move). Raises SourceError."""
+    # Imported here: a site without access logs reads none, in every batch.
+    from sitemapd.publish.feedwindow import feed_page_of
+    from sitemapd.sources import accesslog
+
     fetched = False
     feed = config.feed
     name = f"accesslog:{source.name}"

@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sitemapd import sources
 from sitemapd.changelog import Reader, open_reader
@@ -23,16 +24,19 @@ from sitemapd.errors import SourceError
 from sitemapd.ledger import ALLOW_ALL, ChangeSet, Ledger, RobotsRules
 from sitemapd.ledger.shards import Limits
 from sitemapd.publish import robots
-from sitemapd.publish.lease import Lease
 from sitemapd.publish.partition import owned
 from sitemapd.publish.publisher import Publisher, PublishReport
-from sitemapd.sources import changelog
+
+if TYPE_CHECKING:
+    from sitemapd.publish.lease import Lease
 
 log = logging.getLogger("sitemapd.engine")
 
 
 @dataclass
 class BuildResult:
+    """What a build or batch changed, published and could not read."""
+
     changes: ChangeSet
     report: PublishReport
     seconds: float
@@ -242,6 +246,8 @@ class Engine:
             if any(s.more for s in scans if s.name == source.name):
                 deferred.add(source.name)
             else:
+                from sitemapd.sources import changelog
+
                 reconciles.append(changelog.reconcile(source, ctx, self.reader(source)))
         if reconciles:
             later = apply_scans(

@@ -6,15 +6,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from sitemapd.config import Config
 from sitemapd.core import w3c
 from sitemapd.errors import PublishError
 from sitemapd.ledger import Ledger
 from sitemapd.publish import manifest
-from sitemapd.publish.lease import Lease, lease_key
 from sitemapd.publish.publisher import Publisher
-from sitemapd.publish.s3store import S3Store, client
+
+if TYPE_CHECKING:
+    from sitemapd.publish.lease import Lease
 
 log = logging.getLogger("sitemapd.engine")
 
@@ -31,6 +33,10 @@ class Target:
         if target is None:
             self.publisher = Publisher(config, ledger, dry_run)
         else:
+            # Imported for a bucket only: a local folder needs no HTTP client or lease.
+            from sitemapd.publish.lease import Lease, lease_key
+            from sitemapd.publish.s3store import S3Store, client
+
             s3 = client(target)
             key = lease_key(target.prefix, config.sitemap.index)
             self.lease = Lease(s3, target.bucket, key, target.lease_ttl)

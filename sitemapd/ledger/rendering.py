@@ -25,14 +25,6 @@ class RenderQueries(Transactions):
             "SELECT loc, lastmod, extra FROM urls WHERE shard = ? ORDER BY id", (shard_id,)
         )
 
-    def shard_plain_rows(self, shard_id: int, batch: int = 1000) -> Iterator[list[tuple[str, str]]]:
-        """Yield `(loc, lastmod)` of the shard's members in stable order, `batch` at a time."""
-        rows = self.conn.execute(
-            "SELECT loc, lastmod FROM urls WHERE shard = ? ORDER BY id", (shard_id,)
-        )
-        while taken := rows.fetchmany(batch):
-            yield taken
-
     def shard_has_extras(self, shard_id: int) -> bool:
         """True when a member of the shard carries alternates or images."""
         # Named: without statistics (a first build) SQLite takes urls_shard instead and
@@ -104,6 +96,20 @@ class RenderQueries(Transactions):
     ) -> None:
         """Remember published files, mark shards clean and forget dropped ones; note how
         far the journal is published."""
+        clean, dropped_shards, removed_files = (
+            list(clean),
+            list(dropped_shards),
+            list(removed_files),
+        )
+        if (
+            not (written or clean or dropped_shards or removed_files)
+            and self.conn.execute(
+                "SELECT 1 FROM cursors WHERE name = ? "
+                "AND value = CAST((SELECT coalesce(max(seq), 0) FROM journal) AS TEXT)",
+                (PUBLISHED_CURSOR,),
+            ).fetchone()
+        ):
+            return  # nothing to record: a write would leave a WAL to checkpoint at close
         with self.transaction():
             self.conn.execute(
                 "INSERT OR REPLACE INTO cursors (name, value) "

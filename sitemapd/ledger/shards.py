@@ -16,6 +16,8 @@ from sitemapd.render.sitemap import SHARD_OVERHEAD
 
 @dataclass(slots=True)
 class ShardState:
+    """A shard as the load fills it: its URLs, bytes and newest lastmod."""
+
     url_count: int
     bytes: int
     lastmod: str
@@ -23,6 +25,8 @@ class ShardState:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
+    """The most URLs and bytes a shard may hold."""
+
     max_urls: int
     max_bytes: int
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from pathlib import Path
@@ -52,6 +52,32 @@ def shard_manifest(conn: sqlite3.Connection, shard_id: int) -> bytes:
         (shard_id, LIVE),
     ).fetchone()
     return encode(lines or "")
+
+
+# `(loc, lastmod, fingerprint, file hash or "", live)` of a shard's member.
+ShardRow = tuple[str, str, str, str, int]
+
+
+def shard_rows(
+    conn: sqlite3.Connection, shard_id: int, batch: int = 1000
+) -> Iterator[list[ShardRow]]:
+    """Yield the members of shard `shard_id` of the ledger open on `conn` in stable order,
+    `batch` at a time: what both its document and its manifest are made of."""
+    rows = conn.execute(
+        f"SELECT loc, lastmod, {_FINGERPRINT}, coalesce(bytes_hash, ''), status = ? FROM urls "
+        "WHERE shard = ? ORDER BY id",
+        (LIVE, shard_id),
+    )
+    while taken := rows.fetchmany(batch):
+        yield taken
+
+
+def lines_of(rows: Iterable[ShardRow]) -> str:
+    """Return the manifest lines of the live `rows`, joined by newlines (as
+    `shard_manifest` joins them)."""
+    return "\n".join(
+        [f"{loc}\t{fp}\t{lastmod}\t{raw}" for loc, lastmod, fp, raw, live in rows if live]
+    )
 
 
 class Reader:

@@ -14,11 +14,10 @@ import gzip
 import hashlib
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import islice
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from sitemapd.config import Config
@@ -26,15 +25,14 @@ from sitemapd.core import w3c
 from sitemapd.errors import PublishError
 from sitemapd.ledger import Ledger
 from sitemapd.publish import manifest, robots
-from sitemapd.publish.feedwindow import feed_pages
-from sitemapd.publish.manifestfile import VERSION
+from sitemapd.publish.manifestfile import VERSION, encode
 from sitemapd.publish.names import OutputNames, partition_index_urls
+from sitemapd.publish.shardtext import extended_shard, plain_shard
 from sitemapd.publish.store import LocalStore, Record, Store
-from sitemapd.render.extensions import without_alternates
 from sitemapd.render.keyfile import key_file
 from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
 from sitemapd.render.parts import part_name, part_url
-from sitemapd.render.sitemap import plain_entries, plain_urlset, sitemap_index, urlset
+from sitemapd.render.sitemap import sitemap_index
 
 if TYPE_CHECKING:
     from sitemapd.render.feedpage import FeedPage
@@ -206,27 +204,12 @@ class Publisher:
         if spooled is not None:
             document, lines = spooled
             return document, None if self.dry_run else partial(reader.spooled, lines, shard_id)
-        file_of = None if self.dry_run else reader.ahead(shard_id)  # read as this renders
-        return self._shard(shard_id), file_of
-
-    def _shard(self, shard_id: int) -> bytes:
-        """Return a shard's document from the ledger, without alternates that left."""
-        return b"".join(text.encode() for text in self._texts(shard_id))
-
-    def _texts(self, shard_id: int) -> Iterator[str]:
-        """Yield the text of a shard in pieces of at most a thousand entries: a full shard's
-        rows, its text and its bytes are never all held at once."""
         if not self.ledger.shard_has_extras(shard_id):
-            return plain_urlset(map(plain_entries, self.ledger.shard_plain_rows(shard_id)))
-        rows: Iterable[tuple[str, str, str | None]] = self.ledger.shard_rows(shard_id)
-        unlisted = self.ledger.unlisted_alternates(shard_id)
-        if unlisted:
-            rows = (
-                (loc, lastmod, extra and without_alternates(extra, unlisted))
-                for loc, lastmod, extra in rows
-            )
-        entries = urlset(rows, extended=True)
-        return ("".join(batch) for batch in iter(lambda: list(islice(entries, 1000)), []))
+            document, text = plain_shard(self.ledger.conn, shard_id, not self.dry_run)
+            # The manifest is compressed by the thread that stores the shard.
+            return document, None if text is None else partial(encode, text)
+        file_of = None if self.dry_run else reader.ahead(shard_id)  # read as this renders
+        return extended_shard(self.ledger, shard_id), file_of
 
     def _publish_news(
         self, now: str, written: dict[str, tuple[str, int, int]], report: PublishReport
@@ -269,6 +252,7 @@ class Publisher:
         if feed is None:
             return set()
         # feedgen and lxml load for a site with feeds only: a `build` starts faster.
+        from sitemapd.publish.feedwindow import feed_pages
         from sitemapd.render.feedpage import FeedPage
         from sitemapd.render.feeds import atom, rss
 

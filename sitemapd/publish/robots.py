@@ -12,8 +12,6 @@ import re
 from collections.abc import Collection
 from urllib.parse import urlsplit
 
-from protego import Protego
-
 from sitemapd.ledger import RobotsRules
 
 _SITEMAP_LINE = re.compile(rb"^[ \t]*sitemap[ \t]*:[ \t]*(\S*)[ \t]*(?:#.*)?$", re.IGNORECASE)
@@ -26,6 +24,9 @@ def _lines(data: bytes) -> list[bytes]:
 
 def rules(data: bytes) -> RobotsRules:
     """Return the crawl rules in a robots.txt document."""
+    # Imported here: editing our `Sitemap:` line, in every publish, needs no parser.
+    from protego import Protego
+
     parser = Protego.parse(data.decode("utf-8", "replace"))
     # Sitemap lines are not rules: editing ours must not trigger a re-check of every URL.
     rule_lines = [line for line in _lines(data) if not _SITEMAP_LINE.match(line.rstrip(b"\r\n"))]

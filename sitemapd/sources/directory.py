@@ -27,7 +27,8 @@ from sitemapd.sources.base import (
     skipped_below,
 )
 from sitemapd.sources.content import FACTS_VERSION
-from sitemapd.sources.pagereader import AHEAD, Batch, PageReader, fingerprint_settings
+from sitemapd.sources.pagereader import AHEAD, Batch, PageReader
+from sitemapd.sources.pages import fingerprint_settings
 
 _BATCH = 500
 

@@ -52,14 +52,15 @@ class Chunk(NamedTuple):
     start: int  # offset in the file
     first_line: int
     digest: bytes
-    data: bytes
+    data: bytes  # empty for a chunk known by `cut`'s counts: its lines are not read
     lines: int
 
 
 def cut(handle: BinaryIO, counts: Mapping[bytes, int] | None = None) -> Iterator[Chunk]:
     """Yield the chunks of the open file `handle`, in order, each ending at a line end
     (the last at the end of the file). `counts` gives the line ends of chunks known by
-    digest: counting them again would cost half of the cut."""
+    digest, whose bytes are then not copied out (copying and counting them again would
+    cost more than the cut)."""
     size = _size(handle)
     if size == 0:
         return
@@ -87,10 +88,11 @@ def _aligned(
             cut_at = size if newline < 0 else newline + 1
         if cut_at <= start:
             continue  # the boundary fell inside the line the last chunk took whole
-        data = whole[start:cut_at]
-        digest = xxhash.xxh3_128_digest(data)
+        digest = xxhash.xxh3_128_digest(view[start:cut_at])
         count = counts.get(digest)
+        data = b""
         if count is None:
+            data = whole[start:cut_at]
             count = data.count(b"\n")
         yield Chunk(pos, start, line, digest, data, count)
         pos, line, start = pos + 1, line + count, cut_at

@@ -38,7 +38,14 @@ from sitemapd.sources.base import (
     with_defaults,
 )
 from sitemapd.sources.content import article_meta, exclusion
-from sitemapd.sources.pages import Job, PageRead, load, read_file, settings_for
+from sitemapd.sources.pages import (
+    Job,
+    PageRead,
+    fingerprint_settings,
+    load,
+    read_file,
+    settings_for,
+)
 
 # Batches with this many files to read are read by worker processes, one per core, in
 # tasks of _TASK files, AHEAD batches ahead of the one being applied.
@@ -347,15 +354,6 @@ def _said(read: PageRead, loc: str, how: _How) -> _Said:
         exclusion(facts, loc, how.policy),
         meta,
         entry_extras(meta, how.alternates, how.images),
-    )
-
-
-def fingerprint_settings(source: DirectorySource) -> Settings:
-    """Return how the HTML pages of `source` are fingerprinted."""
-    return Settings(
-        mode=source.fingerprint,
-        selector=source.content_selector,
-        ignore=tuple(p.pattern.decode() for p in source.ignore),
     )
 
 

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from sitemapd.config.sources import DirectorySource
 from sitemapd.core import w3c
 from sitemapd.core.observation import file_key
 from sitemapd.fingerprint import (
@@ -62,6 +63,15 @@ class PageRead:
 def is_html(relpath: str) -> bool:
     """True when the file at `relpath` is read as an HTML page."""
     return relpath.lower().endswith(HTML_SUFFIXES)
+
+
+def fingerprint_settings(source: DirectorySource) -> Settings:
+    """Return how the HTML pages of `source` are fingerprinted."""
+    return Settings(
+        mode=source.fingerprint,
+        selector=source.content_selector,
+        ignore=tuple(p.pattern.decode() for p in source.ignore),
+    )
 
 
 def settings_for(relpath: str, settings: Settings) -> Settings:

@@ -3,9 +3,10 @@
 A line may add a tab and a W3C datetime: the URL's own lastmod. A line whose datetime
 moves forward is a change. Blank lines and lines starting with `#` are ignored; of a URL
 listed twice, its last line counts. The file is not read again while its size, mtime and
-inode stay the same; when they change, only the chunks of the file the ledger does not
-know are parsed (listchunks.py), unless the change is too big or a URL of a changed
-chunk is listed elsewhere too: then the whole file is.
+inode stay the same; when they change but its digest does not (a `touch`, an export that
+wrote the same bytes), it is not parsed either. Otherwise only the chunks of the file the
+ledger does not know are parsed (listchunks.py), unless the change is too big or a URL
+of a changed chunk is listed elsewhere too: then the whole file is.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from sitemapd.config.sources import UrlListSource
 from sitemapd.core.observation import Item, ListChunk, file_key
@@ -21,8 +22,13 @@ from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import SourceError
 from sitemapd.ledger import KnownChunk, Ledger
 from sitemapd.sources.base import Scan, log, reported
-from sitemapd.sources.listchunks import LineParser, cut
-from sitemapd.sources.listworker import parsed_chunks
+
+if TYPE_CHECKING:
+    from sitemapd.sources.listchunks import LineParser
+
+# Bytes of the list hashed, then handed back, at a time (clean file pages count as
+# resident until then: a 10M-line list is 800 MB).
+_PIECE = 8 << 20
 
 
 def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
@@ -32,17 +38,53 @@ def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
         key = file_key(os.fstat(handle.fileno()))
     except OSError as exc:
         raise SourceError(f"{source.name}: cannot read {source.path} ({exc.strerror})") from exc
+    # The cursor: the file's key, then the digest of its bytes.
     cursor = f"urllist:{source.name}"
-    if ledger.cursor(cursor) == key:
+    known_key, _, known_digest = (ledger.cursor(cursor) or "").partition(" ")
+    if known_key == key:
         handle.close()
         return Scan(source.name, iter(()), complete=False)
-    items = _items(source, LineParser(source.name, policy), ledger, handle, key)
-    return Scan(source.name, items, complete=True, cursors={cursor: key})
+    try:
+        digest = _digest(handle)
+    except OSError as exc:
+        handle.close()
+        raise SourceError(f"{source.name}: cannot read {source.path} ({exc.strerror})") from exc
+    state = {cursor: f"{key} {digest}"}
+    if digest == known_digest:
+        handle.close()
+        return Scan(source.name, iter(()), complete=False, cursors=state)
+    return Scan(source.name, _items(source, policy, ledger, handle, key), True, state)
+
+
+def _digest(handle: BinaryIO) -> str:
+    """Return the xxh3-128 of the bytes of the open file `handle`, in hex."""
+    import mmap
+
+    import xxhash
+
+    hasher = xxhash.xxh3_128()
+    size = os.fstat(handle.fileno()).st_size
+    if size == 0:
+        return hasher.hexdigest()
+    with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as whole:
+        view = memoryview(whole)
+        try:
+            for start in range(0, size, _PIECE):
+                hasher.update(view[start : start + _PIECE])
+                whole.madvise(mmap.MADV_DONTNEED, start, min(_PIECE, size - start))
+        finally:
+            view.release()
+    return hasher.hexdigest()
 
 
 def _items(
-    source: UrlListSource, parser: LineParser, ledger: Ledger, handle: BinaryIO, key: str
+    source: UrlListSource, policy: URLPolicy, ledger: Ledger, handle: BinaryIO, key: str
 ) -> Iterator[Item]:
+    # Imported on a read: an unchanged list (the common build) needs no chunking, no
+    # parser and no worker.
+    from sitemapd.sources.listchunks import LineParser
+
+    parser = LineParser(source.name, policy)
     try:
         known = ledger.list_chunks(source.name)
         changed = _changed_chunks(source, parser, ledger, handle, known) if known else None
@@ -62,6 +104,8 @@ def _items(
 
 
 def _every_chunk(source: UrlListSource, parser: LineParser, handle: BinaryIO) -> Iterator[Item]:
+    from sitemapd.sources.listworker import parsed_chunks
+
     for chunk in parsed_chunks(parser, handle):
         for reject in chunk.parsed.rejects:
             yield reported(reject)
@@ -85,9 +129,16 @@ def _changed_chunks(
     """Return the items of a re-read that parses only the chunks the ledger does not
     know (and those holding rejected lines, whose line numbers may have moved); None
     when the whole file must be read."""
+    from sitemapd.sources.listchunks import cut
+
     digests = Counter(chunk.digest for chunk in known)
     rejecting = {chunk.digest for chunk in known if chunk.rejects}
-    counts = {chunk.digest: chunk.lines for chunk in known if chunk.lines is not None}
+    # Chunks read again (for their rejects' line numbers) need their bytes.
+    counts = {
+        chunk.digest: chunk.lines
+        for chunk in known
+        if chunk.lines is not None and chunk.digest not in rejecting
+    }
     size = os.fstat(handle.fileno()).st_size
     items: list[Item] = []
     new_locs: list[str] = []

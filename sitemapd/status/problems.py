@@ -1,5 +1,6 @@
 """What the ledger says is wrong with URLs: canonicals pointing elsewhere, crawler
-fetches that failed, hreflang alternates that do not answer each other."""
+fetches that failed, hreflang alternates that do not answer each other, imported URLs
+that no source matched."""
 
 from __future__ import annotations
 
@@ -91,3 +92,9 @@ def hreflang_problems(conn: sqlite3.Connection, site_root: str) -> list[dict[str
                 }
             )
     return problems
+
+
+def seeded_count(conn: sqlite3.Connection) -> int:
+    """Return how many imported URLs no source has matched yet (from a partial index)."""
+    (count,) = conn.execute("SELECT count(*) FROM urls WHERE status = 'seeded'").fetchone()
+    return int(count)

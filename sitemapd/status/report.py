@@ -42,12 +42,6 @@ def url_counts(conn: sqlite3.Connection) -> dict[str, int]:
     return counts
 
 
-def seeded_count(conn: sqlite3.Connection) -> int:
-    """Return how many imported URLs no source has matched yet (from a partial index)."""
-    (count,) = conn.execute("SELECT count(*) FROM urls WHERE status = 'seeded'").fetchone()
-    return int(count)
-
-
 def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dict[str, Any]:
     """Return the status report as plain data (what `status --json` prints)."""
     excluded = [
