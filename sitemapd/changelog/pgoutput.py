@@ -20,6 +20,8 @@ _U32 = struct.Struct(">I")
 _U16 = struct.Struct(">H")
 # Tuple data kinds: text, NULL, an unchanged TOASTed value.
 _TEXT, _NULL, _UNCHANGED = b"tnu"
+# Tuple kinds: the old row (the key, or all of it) and the new one.
+_OLD, _NEW = frozenset(b"KO"), ord("N")
 
 
 class Unchanged:
@@ -54,7 +56,9 @@ class Commit:
 
 class Change(NamedTuple):
     """A row change: `before` is None for an insert, `after` None for a delete (a tuple:
-    one is made per row, and a frozen dataclass costs several times more to make)."""
+    one is made per row, and a frozen dataclass costs several times more to make). An
+    unchanged TOASTed value of `after` is its value in `before` when the message has it,
+    else UNCHANGED."""
 
     relation: int
     before: Tuple | None
@@ -115,39 +119,48 @@ def _change(
     at = 5
     before: Tuple | None = None
     after: Tuple | None = None
-    if kind != b"I" and payload[at : at + 1] in (b"K", b"O"):
-        before, at = _tuple(payload, at + 1, columns, wanted)
+    toasted = False
+    if kind != b"I" and payload[at] in _OLD:
+        before, at, _ = _tuple(payload, at + 1, columns, wanted)
     if kind != b"D":
-        if payload[at : at + 1] != b"N":
+        if payload[at] != _NEW:
             raise ValueError(f"{kind!r} message without its new tuple")
-        after, at = _tuple(payload, at + 1, columns, wanted)
+        after, at, toasted = _tuple(payload, at + 1, columns, wanted)
+        if toasted and before is not None:
+            old = before
+            after = {name: old.get(name) if v is UNCHANGED else v for name, v in after.items()}
     return Change(oid, before, after)
 
 
 def _tuple(
     payload: bytes, at: int, columns: tuple[str, ...], wanted: Collection[str] | None
-) -> tuple[Tuple, int]:
-    (count,) = _U16.unpack_from(payload, at)
+) -> tuple[Tuple, int, bool]:
+    """Return the values of the tuple at `at`, where it ends, and whether a value is
+    UNCHANGED. The loop runs once per column of every row: kept to its bare steps."""
+    count = (payload[at] << 8) | payload[at + 1]
     at += 2
     values: Tuple = {}
+    toasted = False
     length = _U32.unpack_from
     for column in columns[:count]:
         kind = payload[at]
-        at += 1
         if kind == _TEXT:
-            start = at + 4
-            at = start + length(payload, at)[0]
+            start = at + 5
+            at = start + length(payload, at + 1)[0]
             if wanted is None or column in wanted:
                 values[column] = payload[start:at].decode("utf-8")
         elif kind == _NULL:
             values[column] = None
+            at += 1
         elif kind == _UNCHANGED:
             values[column] = UNCHANGED
+            toasted = True
+            at += 1
         else:
             raise ValueError(f"column {column!r}: unknown tuple data kind {bytes([kind])!r}")
     if at > len(payload):
         raise ValueError("tuple past the message's end")
-    return values, at
+    return values, at, toasted
 
 
 def _cstring(payload: bytes, at: int) -> tuple[str, int]:

@@ -68,7 +68,11 @@ class Table:
 
     def is_live(self, row: Row) -> bool:
         """True when `row` matches every `live` condition."""
-        return all(text(row.get(column)) in accepted for column, accepted in self.live)
+        # A loop, not all() over a generator: this runs for every row of a read.
+        for column, accepted in self.live:  # noqa: SIM110
+            if text(row.get(column)) not in accepted:
+                return False
+        return True
 
     def rows(self, changes: list[Change]) -> ChangeRows:
         """Return `changes` as the rows of a read: with a url_template, URLs formatted
@@ -215,6 +219,17 @@ class Folds:
         fold.last_at = when
         if before is None or after is None or table.signature(before) != table.signature(after):
             fold.moved_at = when
+
+    def add_all(self, changes: Iterable[tuple[Row | None, Row | None]], when: float) -> None:
+        """Fold the row changes of one transaction committed at `when`."""
+        folds, key = self._folds, self.table.key
+        for before, after in changes:
+            if before is None and after is not None and (found := after.get(key)) not in folds:
+                # An insert of a key the read has not met (a backlog's every row): as add()
+                # would fold it, without the lookups.
+                folds[found] = _Fold(None, after, when, when)
+            else:
+                self.add(before, after, when)
 
     def changes(self) -> ChangeRows:
         """Return the changes the read makes: the URLs that stopped being pages first (a
