@@ -27,7 +27,6 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
 from sitemapd.changelog.pgoutput import (
-    Change,
     Commit,
     Relation,
     begin_time,
@@ -315,9 +314,10 @@ class LogicalReader:
                     break
                 continue
             found = decode(message.payload, self._relations, wanted)
-            if isinstance(found, Change):
-                if found.relation in followed:
-                    pending.append((found.before, found.after))
+            if isinstance(found, tuple):  # a Change
+                relation, before, after = found
+                if relation in followed:
+                    pending.append((before, after))
             elif isinstance(found, Relation):
                 if (found.schema, found.name) == name:
                     followed.add(found.oid)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import NamedTuple
 
 # PostgreSQL timestamps count microseconds from 2000-01-01 UTC.
 _PG_EPOCH = 946_684_800
@@ -54,15 +53,11 @@ class Commit:
     committed: float  # epoch seconds
 
 
-class Change(NamedTuple):
-    """A row change: `before` is None for an insert, `after` None for a delete (a tuple:
-    one is made per row, and a frozen dataclass costs several times more to make). An
-    unchanged TOASTed value of `after` is its value in `before` when the message has it,
-    else UNCHANGED."""
-
-    relation: int
-    before: Tuple | None
-    after: Tuple | None
+# A row change: the relation's id, the row before (None for an insert) and after (None
+# for a delete). An unchanged TOASTed value of the row after is its value before when the
+# message has that, else UNCHANGED. A plain tuple: one is made per row, and a named one
+# costs twice as much to make.
+Change = tuple[int, Tuple | None, Tuple | None]
 
 
 def decode(
@@ -129,7 +124,7 @@ def _change(
         if toasted and before is not None:
             old = before
             after = {name: old.get(name) if v is UNCHANGED else v for name, v in after.items()}
-    return Change(oid, before, after)
+    return oid, before, after
 
 
 def _tuple(
@@ -148,7 +143,7 @@ def _tuple(
             start = at + 5
             at = start + length(payload, at + 1)[0]
             if wanted is None or column in wanted:
-                values[column] = payload[start:at].decode("utf-8")
+                values[column] = payload[start:at].decode()  # UTF-8
         elif kind == _NULL:
             values[column] = None
             at += 1
