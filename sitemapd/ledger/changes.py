@@ -94,12 +94,19 @@ def _values(changes: Changes, start: int, end: int, live: bool, now: str) -> dic
     language = list(map(itemgetter(1), metas))
     news_title = list(map(itemgetter(2), metas))
     article: list[int | None] = list(map(int, map(itemgetter(3), metas)))
+    # A live row with no fact at all stores none, as the bare insert of `Run` does.
     if live and None in hashes and None in titles:
-        # A live row with no fact at all stores none, as the bare insert of `Run` does.
-        for at, (content_hash, title) in enumerate(zip(hashes, titles, strict=True)):
-            own = content_hash is not None or title is not None
-            if not (own or language[at] or news_title[at] or article[at]):
-                language[at] = news_title[at] = article[at] = None
+        if hashes.count(None) == titles.count(None) == count and metas.count(metas[0]) == count:
+            # Rows alike but for their URL and times (a backlog without a title or hash):
+            # the facts of one are those of all.
+            if not (language[0] or news_title[0] or article[0]):
+                language = news_title = [None] * count
+                article = [None] * count
+        else:
+            for at, (content_hash, title) in enumerate(zip(hashes, titles, strict=True)):
+                own = content_hash is not None or title is not None
+                if not (own or language[at] or news_title[at] or article[at]):
+                    language[at] = news_title[at] = article[at] = None
     published: list[str | None] = [None] * count
     stated: list[int | None] = [None] * count
     if live and 1 in article:
