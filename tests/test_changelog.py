@@ -576,16 +576,22 @@ def test_an_empty_reconcile_is_an_outage_even_when_rows_arrive(tmp_path: Path) -
 
 
 def test_reconcile_waits_for_the_log_to_drain(tmp_path: Path) -> None:
-    _loose_changes(
-        tmp_path / "cms.db",
-        *((f"/n{n}", "upsert", "2024-03-01T00:00:00Z", f"N{n}") for n in range(30)),
-    )
+    _loose_changes(tmp_path / "cms.db", ("/n0", "upsert", "2024-03-01T00:00:00Z", "N0"))
     with sqlite3.connect(tmp_path / "cms.db") as conn:
         conn.execute("CREATE TABLE live (path TEXT)")
-        conn.executemany("INSERT INTO live VALUES (?)", [(f"/n{n}",) for n in range(30)])
+        conn.execute("INSERT INTO live VALUES ('/n0')")
     conn.close()
-    # Two rows a read and ten reads a batch: the build drains in a second batch.
     site = _loose_site(tmp_path, 'reconcile_query = "SELECT path FROM live"\nbatch_size = 2')
+    site.build()
+    # Two rows a read and ten reads a batch once the ledger holds URLs (a first load reads
+    # on): the next build drains in a second batch.
+    _loose_changes(
+        tmp_path / "cms.db",
+        *((f"/n{n}", "upsert", "2024-03-01T00:00:00Z", f"N{n}") for n in range(1, 30)),
+    )
+    with sqlite3.connect(tmp_path / "cms.db") as conn:
+        conn.executemany("INSERT INTO live VALUES (?)", [(f"/n{n}",) for n in range(1, 30)])
+    conn.close()
     site.build()
     urls = published(site.out)
     assert len(urls) == 30
@@ -594,6 +600,31 @@ def test_reconcile_waits_for_the_log_to_drain(tmp_path: Path) -> None:
     (untitled,) = ledger.execute("SELECT count(*) FROM urls WHERE title IS NULL").fetchone()
     ledger.close()
     assert untitled == 0
+
+
+def test_a_first_load_reads_the_whole_backlog_in_one_transaction(tmp_path: Path) -> None:
+    """Two rows a read, 45 rows: a first build loads them all as the site's baseline (no
+    row is news for the feeds and notifications), its cursor after the last."""
+    _loose_changes(
+        tmp_path / "cms.db",
+        *((f"/n{n}", "upsert", "2024-03-01T00:00:00Z", f"N{n}") for n in range(45)),
+    )
+    site = _loose_site(tmp_path, "batch_size = 2")
+    site.build()
+    assert len(published(site.out)) == 45
+    ledger = sqlite3.connect(site.state / "ledger.sqlite3")
+    cursors = dict(ledger.execute("SELECT name, value FROM cursors").fetchall())
+    (journal,) = ledger.execute("SELECT count(*) FROM journal").fetchone()
+    ledger.close()
+    assert journal == 45
+    assert cursors["journal_baseline"] == "45"
+    assert [v for name, v in cursors.items() if name.startswith("changelog:")] == ["45"]
+    # More rows later go as news, from the cursor on: none is applied twice.
+    _loose_changes(tmp_path / "cms.db", ("/n45", "upsert", "2024-03-02T00:00:00Z", "N45"))
+    site.build()
+    ledger = sqlite3.connect(site.state / "ledger.sqlite3")
+    assert ledger.execute("SELECT count(*), max(seq) FROM journal").fetchone() == (46, 46)
+    ledger.close()
 
 
 @pytest.mark.slow

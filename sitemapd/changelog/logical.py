@@ -27,11 +27,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
 from sitemapd.changelog.pgoutput import (
-    UNCHANGED,
-    Change,
     Commit,
     Relation,
-    Tuple,
     begin_time,
     decode,
     lsn_text,
@@ -302,11 +299,14 @@ class LogicalReader:
         stream went quiet between transactions."""
         folds = Folds(table)
         wanted = frozenset(table.wanted(column for _, column in self._spec.meta_columns))
-        pending: list[Change] = []
+        pending: list[tuple[Row | None, Row | None]] = []
+        # The relation ids of the followed table (a Relation message precedes its changes).
+        name = (table.schema, table.name)
+        followed = {oid for oid, r in self._relations.items() if (r.schema, r.name) == name}
         inside = False  # between a transaction's Begin and its Commit
         started = time.monotonic()
         quiet = _IDLE
-        while len(folds) < limit:
+        while True:
             message, self._waiting = self._waiting or stream.read_message(), None
             if message is None:
                 left = _LONGEST - (time.monotonic() - started)
@@ -314,17 +314,24 @@ class LogicalReader:
                     break
                 continue
             found = decode(message.payload, self._relations, wanted)
-            if isinstance(found, Change):
-                relation = self._relations[found.relation]
-                if (relation.schema, relation.name) == (table.schema, table.name):
-                    pending.append(found)
+            if isinstance(found, tuple):  # a Change
+                relation, before, after = found
+                if relation in followed:
+                    pending.append((before, after))
+            elif isinstance(found, Relation):
+                if (found.schema, found.name) == name:
+                    followed.add(found.oid)
+                else:
+                    followed.discard(found.oid)
             elif isinstance(found, Commit):
-                for change in pending:
-                    folds.add(*_rows(change), found.committed)
-                    quiet = _QUIET
-                pending = []
                 at = lsn_text(found.end_lsn)
                 inside = False
+                if pending:
+                    folds.add_all(pending, found.committed)
+                    quiet = _QUIET
+                    pending = []
+                    if len(folds) >= limit:
+                        break
             elif (begun := begin_time(message.payload)) is not None:
                 if math.floor(begun) > self._until:  # lastmods count whole seconds
                     self._waiting = message  # for the next scan
@@ -467,17 +474,6 @@ class LogicalReader:
         except psycopg.Error as exc:
             raise source_error(self._spec.dsn, "cannot find the replication slot", exc) from exc
         return None if found is None else str(found[0])
-
-
-def _rows(change: Change) -> tuple[Row | None, Row | None]:
-    """Return the change's rows; an unchanged TOASTed value takes its old one."""
-    before: Tuple | None = change.before
-    after: Tuple | None = change.after
-    if after is not None and before is not None and UNCHANGED in after.values():
-        after = {
-            name: before.get(name) if value is UNCHANGED else value for name, value in after.items()
-        }
-    return before, after
 
 
 def _is_lsn(text: str) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import NamedTuple
 
 # PostgreSQL timestamps count microseconds from 2000-01-01 UTC.
 _PG_EPOCH = 946_684_800
@@ -20,6 +19,8 @@ _U32 = struct.Struct(">I")
 _U16 = struct.Struct(">H")
 # Tuple data kinds: text, NULL, an unchanged TOASTed value.
 _TEXT, _NULL, _UNCHANGED = b"tnu"
+# Tuple kinds: the old row (the key, or all of it) and the new one.
+_OLD, _NEW = frozenset(b"KO"), ord("N")
 
 
 class Unchanged:
@@ -52,13 +53,11 @@ class Commit:
     committed: float  # epoch seconds
 
 
-class Change(NamedTuple):
-    """A row change: `before` is None for an insert, `after` None for a delete (a tuple:
-    one is made per row, and a frozen dataclass costs several times more to make)."""
-
-    relation: int
-    before: Tuple | None
-    after: Tuple | None
+# A row change: the relation's id, the row before (None for an insert) and after (None
+# for a delete). An unchanged TOASTed value of the row after is its value before when the
+# message has that, else UNCHANGED. A plain tuple: one is made per row, and a named one
+# costs twice as much to make.
+Change = tuple[int, Tuple | None, Tuple | None]
 
 
 def decode(
@@ -115,39 +114,48 @@ def _change(
     at = 5
     before: Tuple | None = None
     after: Tuple | None = None
-    if kind != b"I" and payload[at : at + 1] in (b"K", b"O"):
-        before, at = _tuple(payload, at + 1, columns, wanted)
+    toasted = False
+    if kind != b"I" and payload[at] in _OLD:
+        before, at, _ = _tuple(payload, at + 1, columns, wanted)
     if kind != b"D":
-        if payload[at : at + 1] != b"N":
+        if payload[at] != _NEW:
             raise ValueError(f"{kind!r} message without its new tuple")
-        after, at = _tuple(payload, at + 1, columns, wanted)
-    return Change(oid, before, after)
+        after, at, toasted = _tuple(payload, at + 1, columns, wanted)
+        if toasted and before is not None:
+            old = before
+            after = {name: old.get(name) if v is UNCHANGED else v for name, v in after.items()}
+    return oid, before, after
 
 
 def _tuple(
     payload: bytes, at: int, columns: tuple[str, ...], wanted: Collection[str] | None
-) -> tuple[Tuple, int]:
-    (count,) = _U16.unpack_from(payload, at)
+) -> tuple[Tuple, int, bool]:
+    """Return the values of the tuple at `at`, where it ends, and whether a value is
+    UNCHANGED. The loop runs once per column of every row: kept to its bare steps."""
+    count = (payload[at] << 8) | payload[at + 1]
     at += 2
     values: Tuple = {}
+    toasted = False
     length = _U32.unpack_from
     for column in columns[:count]:
         kind = payload[at]
-        at += 1
         if kind == _TEXT:
-            start = at + 4
-            at = start + length(payload, at)[0]
+            start = at + 5
+            at = start + length(payload, at + 1)[0]
             if wanted is None or column in wanted:
-                values[column] = payload[start:at].decode("utf-8")
+                values[column] = payload[start:at].decode()  # UTF-8
         elif kind == _NULL:
             values[column] = None
+            at += 1
         elif kind == _UNCHANGED:
             values[column] = UNCHANGED
+            toasted = True
+            at += 1
         else:
             raise ValueError(f"column {column!r}: unknown tuple data kind {bytes([kind])!r}")
     if at > len(payload):
         raise ValueError("tuple past the message's end")
-    return values, at
+    return values, at, toasted
 
 
 def _cstring(payload: bytes, at: int) -> tuple[str, int]:

@@ -9,6 +9,7 @@ change to the fingerprinted columns, the URL or whether the row is a page.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import date, datetime
@@ -24,9 +25,10 @@ Row = dict[str, Any]
 Change = tuple[Row, bool, object]
 # Columns of the row a Shape reads that no table has: the change's facts.
 _DELETED, _CHANGED_AT, _HASH, _URL = "\0deleted", "\0changed_at", "\0hash", "\0url"
-_FACTS = {_DELETED: 0, _CHANGED_AT: 1, _HASH: 2, _URL: 3}
 # The values a url_template formats here; a row with another goes the slow way.
 _URL_TYPES = (str, int, date)
+# A fingerprinted value's length, before its bytes.
+_LENGTH = struct.Struct("<Q").pack
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +70,11 @@ class Table:
 
     def is_live(self, row: Row) -> bool:
         """True when `row` matches every `live` condition."""
-        return all(text(row.get(column)) in accepted for column, accepted in self.live)
+        # A loop, not all() over a generator: this runs for every row of a read.
+        for column, accepted in self.live:  # noqa: SIM110
+            if text(row.get(column)) not in accepted:
+                return False
+        return True
 
     def rows(self, changes: list[Change]) -> ChangeRows:
         """Return `changes` as the rows of a read: with a url_template, URLs formatted
@@ -78,24 +84,30 @@ class Table:
         if self.fast is not None and self.template is not None:
             urls = [self._url(row) for row, _, _ in changes]
             if None not in urls:
-                return self.fast.rows(self._values(self.fast, changes, urls))
-        return shape.rows(self._values(shape, changes, [None] * len(changes)))
+                return self.fast.by_column(self._columns(self.fast, changes, urls))
+        return shape.by_column(self._columns(shape, changes, [None] * len(changes)))
 
-    def _values(
+    def _columns(
         self, shape: Shape, changes: list[Change], urls: list[str | None]
-    ) -> list[tuple[Any, ...]]:
-        """Return each row of `changes` as the values `shape` reads, with its change's
-        facts and its URL of `urls`."""
-        # Where each of the shape's columns comes from: a fact (its place in `facts`
-        # below) or the row (-1); planned once per read, not once per value.
-        plan = [(_FACTS.get(name, -1), name) for name in shape.columns]
-        columns = self.fingerprint
-        found = []
-        for (row, deleted, when), url in zip(changes, urls, strict=True):
-            facts = (deleted, when, None if deleted else fingerprint(row, columns), url)
-            get = row.get
-            found.append(tuple([facts[at] if at >= 0 else get(name) for at, name in plan]))
-        return found
+    ) -> list[list[Any]]:
+        """Return the columns `shape` reads of `changes`: their facts, their URLs of
+        `urls`, the rows' values."""
+        rows = [row for row, _, _ in changes]
+        deleted = [gone for _, gone, _ in changes]
+        printed = self.fingerprint
+        facts: dict[str, list[Any]] = {
+            _DELETED: deleted,
+            _CHANGED_AT: [when for _, _, when in changes],
+            _HASH: [
+                None if gone else fingerprint(row, printed)
+                for row, gone in zip(rows, deleted, strict=True)
+            ],
+            _URL: urls,
+        }
+        return [
+            facts[name] if name in facts else [row.get(name) for row in rows]
+            for name in shape.columns
+        ]
 
     def _url(self, row: Row) -> str | None:
         """Return the URL url_template makes of `row`, None when it makes none."""
@@ -216,6 +228,17 @@ class Folds:
         if before is None or after is None or table.signature(before) != table.signature(after):
             fold.moved_at = when
 
+    def add_all(self, changes: Iterable[tuple[Row | None, Row | None]], when: float) -> None:
+        """Fold the row changes of one transaction committed at `when`."""
+        folds, key = self._folds, self.table.key
+        for before, after in changes:
+            if before is None and after is not None and (found := after.get(key)) not in folds:
+                # An insert of a key the read has not met (a backlog's every row): as add()
+                # would fold it, without the lookups.
+                folds[found] = _Fold(None, after, when, when)
+            else:
+                self.add(before, after, when)
+
     def changes(self) -> ChangeRows:
         """Return the changes the read makes: the URLs that stopped being pages first (a
         URL that one row leaves and another takes is not deleted), then the pages."""
@@ -246,13 +269,17 @@ def fingerprint(row: Row, columns: tuple[str, ...]) -> str:
     """Return the hash of `columns` of `row`, alike for a snapshot's and a stream's values."""
     # One call over the joined parts: the same digest as an update per part, less work.
     parts: list[bytes] = []
+    append = parts.append
     for name in columns:
         value = row.get(name)
         if value is None:
             data = b"\0"
+        elif type(value) is str:  # most values: first
+            data = value.encode("utf-8", "surrogateescape")
         else:
-            data = (value if type(value) is str else text(value)).encode("utf-8", "surrogateescape")
-        parts += (len(data).to_bytes(8, "little"), data)
+            data = text(value).encode("utf-8", "surrogateescape")
+        append(_LENGTH(len(data)))
+        append(data)
     return xxhash.xxh3_128_hexdigest(b"".join(parts))
 
 

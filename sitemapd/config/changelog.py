@@ -256,22 +256,28 @@ class Shape:
     def rows(self, fetched: Sequence[Sequence[object]]) -> ChangeRows:
         """Return the rows of a read, each as `row` maps it: a column at a time when
         every row is of the usual kind (its URL text, its op known, its times times)."""
-        try:
-            usual = self._usual_rows(fetched)
-        except (ValueError, TypeError):  # a value that is no time, an unhashable op
-            usual = None
-        return ChangeRows.of([self.row(values) for values in fetched]) if usual is None else usual
-
-    def _usual_rows(self, fetched: Sequence[Sequence[object]]) -> ChangeRows | None:
-        """Return `rows(fetched)` when no row has a problem and none needs a closer look,
-        else None. Raises ValueError or TypeError for a value that needs one too."""
         if self._template is not None or not fetched:
-            return None
+            return ChangeRows.of([self.row(values) for values in fetched])
         # Column by column, not zip(*fetched): that would hold an iterator per row, enough
         # of them to set off the garbage collector's full passes again and again.
-        columns: list[list[Any]] = [
-            list(map(itemgetter(at), fetched)) for at in range(len(self.columns))
-        ]
+        columns = [list(map(itemgetter(at), fetched)) for at in range(len(self.columns))]
+        return self.by_column(columns)
+
+    def by_column(self, columns: list[list[Any]]) -> ChangeRows:
+        """Return `rows()` of the rows given column by column (in `columns` order)."""
+        try:
+            usual = self._usual_rows(columns)
+        except (ValueError, TypeError):  # a value that is no time, an unhashable op
+            usual = None
+        if usual is None:
+            return ChangeRows.of([self.row(values) for values in zip(*columns, strict=True)])
+        return usual
+
+    def _usual_rows(self, columns: list[list[Any]]) -> ChangeRows | None:
+        """Return `by_column(columns)` when no row has a problem and none needs a closer
+        look, else None. Raises ValueError or TypeError for a value that needs one too."""
+        if self._template is not None or not columns[0]:
+            return None
         urls = columns[self._url]
         if set(map(type, urls)) != {str}:
             return None
@@ -287,7 +293,7 @@ class Shape:
         for field, index in self._meta:
             convert = _meta_time if field in TIME_FIELDS else _text
             meta[field] = list(map(convert, columns[index]))
-        nothing: list[None] = [None] * len(fetched)
+        nothing: list[None] = [None] * len(urls)
         return ChangeRows(
             stripped,
             deleted,

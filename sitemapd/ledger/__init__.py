@@ -198,6 +198,10 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
             .fetchall()
         )
 
+    def empty(self) -> bool:
+        """True when the ledger holds no URL: an apply now loads it on the bulk path."""
+        return self.conn.execute("SELECT 1 FROM urls LIMIT 1").fetchone() is None
+
     def live_count(self) -> int:
         """Return how many URLs are published."""
         (count,) = self.conn.execute(

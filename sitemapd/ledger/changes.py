@@ -12,16 +12,13 @@ import json
 import sqlite3
 from itertools import compress, groupby, pairwise
 from operator import itemgetter, ne
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sitemapd.core.observation import Changes
 from sitemapd.ledger.model import ROBOTS_REASON
 from sitemapd.ledger.run import Run
 from sitemapd.ledger.schema import EXCLUDED, LIVE
 from sitemapd.render.sitemap import entry_size_sql, entry_sizes
-
-if TYPE_CHECKING:
-    from sitemapd.core.observation import ArticleMeta
 
 # Below this many rows on average per stretch, rows go one by one (`executemany`).
 _STRETCH = 32
@@ -93,18 +90,23 @@ def _values(changes: Changes, start: int, end: int, live: bool, now: str) -> dic
     lastmods = [when if when < now else now for when in changes.source_times[start:end]]
     metas = changes.metas[start:end]
     count = len(metas)
-    anonymous = hashes.count(None) == titles.count(None) == count
-    named = hashes.count(None) == 0 or titles.count(None) == 0
-    if metas.count(metas[0]) == count and (anonymous or named):
-        # Rows alike but for their URL and times (a backlog without news columns): the
-        # facts of one are those of all.
-        facts = [_facts(metas[0], not anonymous, live)] * count
-    else:
-        facts = [
-            _facts(meta, content_hash is not None or title is not None, live)
-            for meta, content_hash, title in zip(metas, hashes, titles, strict=True)
-        ]
-    language, news_title, article = (list(map(itemgetter(at), facts)) for at in range(3))
+    # The facts column by column (`ArticleMeta` is a tuple: its fields by position).
+    language = list(map(itemgetter(1), metas))
+    news_title = list(map(itemgetter(2), metas))
+    article: list[int | None] = list(map(int, map(itemgetter(3), metas)))
+    # A live row with no fact at all stores none, as the bare insert of `Run` does.
+    if live and None in hashes and None in titles:
+        if hashes.count(None) == titles.count(None) == count and metas.count(metas[0]) == count:
+            # Rows alike but for their URL and times (a backlog without a title or hash):
+            # the facts of one are those of all.
+            if not (language[0] or news_title[0] or article[0]):
+                language = news_title = [None] * count
+                article = [None] * count
+        else:
+            for at, (content_hash, title) in enumerate(zip(hashes, titles, strict=True)):
+                own = content_hash is not None or title is not None
+                if not (own or language[at] or news_title[at] or article[at]):
+                    language[at] = news_title[at] = article[at] = None
     published: list[str | None] = [None] * count
     stated: list[int | None] = [None] * count
     if live and 1 in article:
@@ -125,15 +127,6 @@ def _values(changes: Changes, start: int, end: int, live: bool, now: str) -> dic
         "article": article,
         "published_stated": stated,
     }
-
-
-def _facts(meta: ArticleMeta, own: bool, live: bool) -> tuple[str | None, str | None, int | None]:
-    """Return the `(language, news_title, article)` columns of a row with `meta`; `own`
-    when it has a hash or title. A live row with no fact at all stores none, as the bare
-    insert of `Run` does."""
-    if not (meta.language or meta.news_title or meta.article or own or not live):
-        return None, None, None
-    return meta.language, meta.news_title, int(meta.article)
 
 
 def _write(

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from functools import lru_cache
-from itertools import islice, repeat
+from itertools import count, islice, repeat
 
 from sitemapd.changelog import ChangeRow, ChangeRows, Reader, Snapshot, Stream
 from sitemapd.config.sources import ChangelogSource
@@ -31,8 +31,11 @@ from sitemapd.errors import InvalidURL
 from sitemapd.sources.base import Context, Scan, rejected, with_defaults
 
 # Reads per scan: one scan is one transaction and one publish, so a backlog drains in
-# large steps while a single read stays small enough to hold in memory.
+# large steps while a single read stays small enough to hold in memory. A first load (an
+# empty ledger) reads on: one transaction on the ledger's bulk path, whose indexes are
+# built once, where each further scan would go a row at a time.
 _READS_PER_SCAN = 10
+_FIRST_LOAD_READS = 1000
 _RECONCILE_BATCH = 2000
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")  # RFC 3986 section 3.1
 
@@ -69,18 +72,15 @@ def reconcile(source: ChangelogSource, ctx: Context, reader: Reader) -> Scan:
 def _changes(source: ChangelogSource, ctx: Context, reader: Reader, result: Scan) -> Iterator[Item]:
     name, limit = cursor_name(source), source.batch_size
     cursor = ctx.ledger.cursor(name)
+    reads = _FIRST_LOAD_READS if ctx.ledger.empty() else _READS_PER_SCAN
     rows, after = reader.read(cursor, limit)
     # While the rows of one read are applied, the next read runs (the database works in
     # a process of its own): a backlog drains at the pace of the slower of the two.
     # Leaving the block waits for a read under way: the reader is never used twice at once.
     with ThreadPoolExecutor(1, thread_name_prefix=f"read:{source.name}") as ahead:
-        for reads in range(1, _READS_PER_SCAN + 1):
+        for read in count(1):
             full = len(rows) == limit
-            following = (
-                ahead.submit(reader.read, after, limit)
-                if full and reads < _READS_PER_SCAN
-                else None
-            )
+            following = ahead.submit(reader.read, after, limit) if full and read < reads else None
             yield from _read_items(source, ctx, rows)
             if after is not None and after != cursor:
                 yield Checkpoint(name, after)
@@ -89,8 +89,9 @@ def _changes(source: ChangelogSource, ctx: Context, reader: Reader, result: Scan
                 # A transaction committed after the scan began: the next scan takes it.
                 result.more = isinstance(reader, Stream) and reader.held()
                 return
-            if following is not None:
-                rows, after = following.result()
+            if following is None:
+                break
+            rows, after = following.result()
     result.more = True
 
 
@@ -175,15 +176,8 @@ def _changes_of(
     news_titles = titles
     if "news_title" in meta:
         news_titles = [own or title for own, title in zip(meta["news_title"], titles, strict=True)]
-    return Changes(
-        source.name,
-        locs,
-        rows.deleted,
-        rows.content_hashes,
-        # Every row is a change: one without a time is one happening now.
-        [changed or ctx.now for changed in rows.changed_at],
-        titles,
-        list(
+    if "published" in meta or "language" in meta:
+        metas = list(
             map(
                 _meta,
                 meta.get("published", nothing),
@@ -192,7 +186,26 @@ def _changes_of(
                 repeat(source.articles),
                 repeat(source.language),
             )
-        ),
+        )
+    else:
+        # Rows alike but for their news title (a backlog's usual kind): the source's
+        # defaults worked out once, not once a row.
+        alike = _meta(None, None, None, source.articles, source.language)
+        published, language, _, article, _, _ = alike
+        metas = (
+            [alike] * len(rows)
+            if news_titles.count(None) == len(rows)
+            else [ArticleMeta(published, language, title, article, (), ()) for title in news_titles]
+        )
+    return Changes(
+        source.name,
+        locs,
+        rows.deleted,
+        rows.content_hashes,
+        # Every row is a change: one without a time is one happening now.
+        [changed or ctx.now for changed in rows.changed_at],
+        titles,
+        metas,
     )
 
 
