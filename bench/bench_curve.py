@@ -18,8 +18,8 @@ import argparse
 import os
 import shutil
 import statistics
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from bench_build import WORK, Peer, run_build, site, write_list
 
@@ -29,8 +29,7 @@ DEFAULT_PLOT = HERE.parent / "docs" / "img" / "build-curves.svg"
 ONCE_FROM = 1_000_000  # builds this big and bigger run once: a 10M build is a minute
 
 
-@dataclass(frozen=True)
-class Point:
+class Point(NamedTuple):
     """One size's median cold build for sitemapd and, when it ran, for the peer."""
 
     urls: int
