@@ -278,12 +278,9 @@ class Decisions(Run):
             after = row.update_params()
             if after != before:
                 updates.append(after)
-        insert_rows(self.conn, inserts)
-        for new in inserts:
+        ids = insert_rows(self.conn, inserts)
+        for new, url_id in zip(inserts, ids, strict=True):
             if new.alternates is not None:
-                (url_id,) = self.conn.execute(
-                    "SELECT id FROM urls WHERE loc = ?", (new.loc,)
-                ).fetchone()
                 self.links[url_id] = new.alternates
         self.conn.executemany(UPDATE_URL, updates)
         self.conn.executemany("UPDATE urls SET file_key = ? WHERE id = ?", touched)
@@ -292,14 +289,16 @@ class Decisions(Run):
         self.conn.executemany("DELETE FROM temp.pending WHERE id = ?", seen)
         self.conn.executemany("DELETE FROM temp.seen WHERE id = ?", pending)
         self.conn.executemany("INSERT OR IGNORE INTO temp.pending VALUES (?)", pending)
-        if inserts:
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO temp.seen SELECT id FROM urls WHERE loc = ?",
-                [(new.loc,) for new in inserts],
+        if ids:
+            # The new rows' ids are a range: one statement each, not one a row.
+            span = (ids[0], ids[-1])
+            self.conn.execute(
+                "INSERT OR IGNORE INTO temp.seen SELECT id FROM urls WHERE id BETWEEN ? AND ?", span
             )
-            self.conn.executemany(
-                "INSERT INTO journal (url_id, kind, at) SELECT id, ?, ? FROM urls WHERE loc = ?",
-                [(NEW, self.now, new.loc) for new in inserts if new.status == LIVE],
+            self.conn.execute(
+                "INSERT INTO journal (url_id, kind, at) SELECT id, ?, ? FROM urls "
+                "WHERE id BETWEEN ? AND ? AND status = ? ORDER BY id",
+                (NEW, self.now, *span, LIVE),
             )
 
     def _mark_gone(self, source_id: int, which: str = UNSEEN) -> int:

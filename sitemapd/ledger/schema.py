@@ -92,8 +92,25 @@ UPDATE_URL = f"UPDATE urls SET {', '.join(f'{name} = ?' for name in _COLUMNS[2:]
 _SHARED_FROM = 16
 
 
-def insert_rows(conn: sqlite3.Connection, rows: list[UrlRow]) -> None:
-    """Insert `rows` (ids not yet given), in order.
+def insert_rows(conn: sqlite3.Connection, rows: list[UrlRow]) -> range:
+    """Insert `rows` (ids not yet given), in order; return the ids they were given.
+
+    SQLite gives a row inserted without an id one more than the largest id in the table,
+    so `rows` take the ids after the largest before them, in order; checked afterwards
+    (it picks ids at random only once the largest possible id is taken: raises
+    LedgerError then).
+    """
+    (last,) = conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
+    if rows:
+        _insert(conn, rows)
+    given = range(last + 1, last + 1 + len(rows))
+    if rows and conn.execute("SELECT max(id) FROM urls").fetchone() != (given[-1],):
+        raise LedgerError("the ledger's URL ids are exhausted; rebuild it from its sources")
+    return given
+
+
+def _insert(conn: sqlite3.Connection, rows: list[UrlRow]) -> None:
+    """Insert `rows`, in order.
 
     A value every row has (a status, a source, the run's time, a fact no page states)
     is written into the statement rather than bound for each row: binding a value costs
