@@ -182,8 +182,7 @@ class ListLoad:
         # Applies the rows of a changed chunk, as `Apply` applies any observation.
         self.update_chunk = update_chunk
         self.conn = run.conn
-        # source name -> its chunks in this read
-        self.read: dict[str, list[_ReadChunk]] = {}
+        self.read: dict[str, list[_ReadChunk]] = {}  # source name -> its chunks read
         # Lists applied by `finish`: (read whole, digests known before, digests now).
         self.finished: dict[str, tuple[bool, Counter[bytes], Counter[bytes]]] = {}
 
@@ -193,18 +192,19 @@ class ListLoad:
         return set(self.read)
 
     def start(self) -> None:
-        """Make the staging tables of this run, empty."""
+        """Make the spool of a first load (a re-read stages at its first chunk)."""
         if self.run.bulk:
             self.run.spool = ShardSpool(self.run.ledger.spool_folder)
-            return
-        self.conn.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS list_lines "
-            "(pos INTEGER PRIMARY KEY, source_id INTEGER, chunk INTEGER, loc TEXT, stamp TEXT)"
-        )
-        self.conn.execute("DELETE FROM temp.list_lines")
 
     def take(self, chunk: ListChunk) -> None:
         """Load or stage the lines of `chunk`."""
+        if not self.read and not self.run.bulk:
+            # Made when a list was read: a build of unchanged lists makes no temp table.
+            self.conn.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS list_lines (pos INTEGER PRIMARY KEY, "
+                "source_id INTEGER, chunk INTEGER, loc TEXT, stamp TEXT)"
+            )
+            self.conn.execute("DELETE FROM temp.list_lines")
         source_id = self.run.source_id(chunk.source)
         parsed = chunk.lines is not None
         self.read.setdefault(chunk.source, []).append(
