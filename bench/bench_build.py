@@ -3,8 +3,7 @@
     python bench/bench_build.py [--urls 1000000] [--big 10000000] [--gzip]
 
 sitemapd phases: cold build, no-change rebuild, rebuild after `touch`, one line changed
-in the list (just written, and again once the list is written back to disk), and one URL
-changed through the engine (what the daemon does when one file
+in the list, and one URL changed through the engine (what the daemon does when one file
 changes); then the start-up of `status`, `check-config` and `explain`, and a cold build of
 `--big` URLs (0 skips it). The peer: npm `sitemap` (the
 most used generator), installed into a temporary folder with npm, rebuilding everything
@@ -242,7 +241,6 @@ SECONDS = {
     "no-change rebuild": 0.10,
     "rebuild after touch": 0.10,
     "one line changed in the list": 0.15,
-    "one line changed, list on disk": 0.15,
 }
 RSS_LIMIT = 100.0  # MiB
 BIG_RATIO = 10.5  # the --big cold build's time over the --urls one's
@@ -375,15 +373,6 @@ def main() -> None:
         return run_build(config)
 
     rows.append(("one line changed in the list", repeated(args.repeat, changed), peer_cold))
-
-    def changed_on_disk(n: int) -> Run:
-        urls.append(change_one_line(listing, (args.urls // 3 + 7_919 * n) % args.urls))
-        # Written back first: the build's first fsync then commits its own files alone,
-        # not the 80 MB an export has just written (ext4 orders the list's data first).
-        os.sync()
-        return run_build(config)
-
-    rows.append(("one line changed, list on disk", repeated(args.repeat, changed_on_disk), None))
     rows.append(("one URL changed via the engine", engine_one_change(config, urls[0]), None))
     started = startup(*startup_site(work / "startup"))
     big: Run | None = None

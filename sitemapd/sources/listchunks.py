@@ -5,8 +5,9 @@ gives the same boundaries wherever it sits in the file), moved to the next line 
 An inserted, changed or deleted line therefore changes the one or two chunks around
 it and leaves every other chunk, and its digest, as it was: a re-read parses only the
 chunks whose digest the ledger does not know. FastCDC restarts at each chunk's start, so
-that where a chunk ends depends on its own bytes alone: a re-read that knows where the
-chunks ended hashes them in place and cuts only the stretch that changed (`recut`).
+that where a chunk ends depends on its own bytes (and, within FastCDC's largest chunk of
+the end of the file, on where that is): a re-read that knows where the chunks ended
+hashes them in place and cuts only the stretch that changed (`recut`).
 
 Lines are parsed a chunk at a time: one compiled pattern accepts the canonical lines
 (the site's own URLs in canonical spelling, an optional canonical UTC datetime) that
@@ -106,6 +107,8 @@ def _size(handle: BinaryIO) -> int:
 
 
 class _File(NamedTuple):
+    """A list file mapped for one cut, and the line ends of the chunks known by digest."""
+
     whole: mmap.mmap
     view: memoryview
     size: int
