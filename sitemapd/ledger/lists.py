@@ -192,19 +192,18 @@ class ListLoad:
         return set(self.read)
 
     def start(self) -> None:
-        """Make the spool of a first load (a re-read stages at its first chunk)."""
+        """Make the staging tables of this run, empty."""
         if self.run.bulk:
             self.run.spool = ShardSpool(self.run.ledger.spool_folder)
+            return
+        self.conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS list_lines "
+            "(pos INTEGER PRIMARY KEY, source_id INTEGER, chunk INTEGER, loc TEXT, stamp TEXT)"
+        )
+        self.conn.execute("DELETE FROM temp.list_lines")
 
     def take(self, chunk: ListChunk) -> None:
         """Load or stage the lines of `chunk`."""
-        if not self.read and not self.run.bulk:
-            # Made when a list was read: a build of unchanged lists makes no temp table.
-            self.conn.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS list_lines (pos INTEGER PRIMARY KEY, "
-                "source_id INTEGER, chunk INTEGER, loc TEXT, stamp TEXT)"
-            )
-            self.conn.execute("DELETE FROM temp.list_lines")
         source_id = self.run.source_id(chunk.source)
         parsed = chunk.lines is not None
         self.read.setdefault(chunk.source, []).append(
