@@ -279,3 +279,61 @@ def test_insertions_change_the_chunks_around_them_only(
     assert len(before) >= 25
     assert max(changed) <= 4 * 4096 * 4  # at most four chunks of the largest size
     assert sum(changed) / len(changed) <= total / 10
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    initial=st.lists(st.one_of(LINE, BAD), min_size=0, max_size=300),
+    ops=st.lists(OPS, min_size=1, max_size=3),
+)
+def test_a_recut_from_the_known_chunks_equals_a_whole_cut(
+    tiny_chunks: None, initial: list[str], ops: list[tuple[Any, ...]]
+) -> None:
+    # Edits anywhere (the head, the middle, the last bytes, the whole file, none), the
+    # file growing or shrinking: hashing the known chunks in place and cutting between
+    # them gives the chunks, offsets, line numbers and bytes a cut of the whole file does.
+    lines = list(initial)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "urls.txt"
+        path.write_text("".join(f"{text}\n" for text in lines))
+        with path.open("rb") as handle:
+            known = [listchunks.Place(c.digest, c.end) for c in listchunks.cut(handle)]
+        for op in ops:
+            edit(lines, op)
+        path.write_text("".join(f"{text}\n" for text in lines))
+        with path.open("rb") as handle:
+            whole = list(listchunks.cut(handle))
+            counts = {chunk.digest: chunk.lines for chunk in whole[::2]}
+            assert list(listchunks.recut(handle, known, counts)) == list(
+                listchunks.cut(handle, counts)
+            )
+            assert list(listchunks.recut(handle, known)) == whole
+    event("same chunks" if known == [(c.digest, c.end) for c in whole] else "changed")
+
+
+def test_a_recut_hashes_the_unchanged_chunks_and_cuts_only_the_changed_stretch(
+    tiny_chunks: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = [line(n, n) for n in range(3_000)]
+    path = tmp_path / "urls.txt"
+    path.write_text("".join(f"{text}\n" for text in lines))
+    with path.open("rb") as handle:
+        known = [listchunks.Place(c.digest, c.end) for c in listchunks.cut(handle)]
+    lines[1_500] = line(1_500, 9_999)
+    path.write_text("".join(f"{text}\n" for text in lines))
+    pieces = 0
+    cut_buf = TINY.cut_buf
+
+    class Counting:
+        max_size = TINY.max_size
+
+        def cut_buf(self, buf: memoryview) -> Iterator[Any]:
+            nonlocal pieces
+            pieces += 1
+            return cut_buf(buf)
+
+    monkeypatch.setattr(listchunks, "_CDC", Counting())
+    with path.open("rb") as handle:
+        chunks = list(listchunks.recut(handle, known))
+    assert len(chunks) > 300
+    assert 1 <= pieces <= 3  # the changed chunk, and the one or two after it

@@ -58,7 +58,9 @@ def here(path: Path) -> list[ParsedChunk]:
     """Return the chunks of the list at `path`, all parsed in this process."""
     with path.open("rb") as handle:
         return [
-            ParsedChunk(c.pos, c.first_line, c.digest, PARSER.parse(c.data, c.first_line, c.lines))
+            ParsedChunk(
+                c.pos, c.first_line, c.digest, c.end, PARSER.parse(c.data, c.first_line, c.lines)
+            )
             for c in cut(handle)
         ]
 

@@ -6,12 +6,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from sitemapd.config.changelog import SERVER_ID, ChangelogSpec
 from sitemapd.config.daemon import BACKENDS
 from sitemapd.config.table import Table
+
+if TYPE_CHECKING:
+    from sitemapd.config.changelog import ChangelogSpec
 
 # Pages generators write at the root for the web server's errors, mostly without noindex
 # (not deeper: /news/404.html may well be the 404th article).
@@ -211,6 +213,9 @@ def _urllist(table: Table, base: Path) -> SourceConfig:
 
 
 def _changelog(table: Table, base: Path) -> SourceConfig:
+    # Loaded for a change log only: a site of files and lists starts without it.
+    from sitemapd.config.changelog import SERVER_ID, ChangelogSpec
+
     dsn = table.required_text("dsn")
     if dsn.startswith("sqlite:///") and not dsn.startswith("sqlite:////"):
         # A relative SQLite path resolves against the config file, like every other path.
@@ -285,6 +290,8 @@ CHANGELOG_MODES = ("table", "binlog", "logical")
 
 def _wordpress(table: Table, dsn: str) -> ChangelogSource:
     """Return the source of `preset = "wordpress"`: a WordPress site from its tables."""
+    from sitemapd.config.changelog import SERVER_ID, ChangelogSpec
+
     mode = table.choice("mode", "binlog", ("binlog", "poll"))
     prefix = table.text("table_prefix", "wp_")
     if not re.fullmatch(r"[A-Za-z0-9_]+", prefix):

@@ -98,8 +98,9 @@ class ListChunk(NamedTuple):
     # Position in the file, from 0, and the number of the chunk's first line, from 1.
     pos: int
     first_line: int
-    # xxh3-128 of the chunk's bytes.
+    # xxh3-128 of the chunk's bytes, and the offset after them in the file.
     digest: bytes
+    end: int
     # `(loc, canonical datetime or "")` of each valid line, in order; None when the
     # ledger knows the chunk by its digest and it was not parsed again.
     lines: list[tuple[str, str]] | None

@@ -103,12 +103,17 @@ class _Rows(NamedTuple):
         )
 
 
+# A list's chunk read in this run: pos, digest, first line, rejects, end, parsed.
+_ReadChunk = tuple[int, bytes, int, int, int, bool]
+
+
 class KnownChunk(NamedTuple):
     """A chunk of a list as the ledger recorded it."""
 
     digest: bytes
     rejects: int  # lines refused
     lines: int | None  # line ends it holds; None for the last chunk (not recorded)
+    end: int | None  # offset after its last byte; None when recorded before v8
 
 
 class ListQueries(Transactions):
@@ -125,8 +130,9 @@ class ListQueries(Transactions):
             KnownChunk(*row)
             for row in self._read().execute(
                 "SELECT c.digest, c.rejects, "
-                "lead(c.first_line) OVER (ORDER BY c.pos) - c.first_line FROM list_chunks c "
-                "JOIN sources s ON s.id = c.source_id WHERE s.name = ? ORDER BY c.pos",
+                "lead(c.first_line) OVER (ORDER BY c.pos) - c.first_line, c.end_byte "
+                "FROM list_chunks c JOIN sources s ON s.id = c.source_id "
+                "WHERE s.name = ? ORDER BY c.pos",
                 (source,),
             )
         ]
@@ -176,8 +182,7 @@ class ListLoad:
         # Applies the rows of a changed chunk, as `Apply` applies any observation.
         self.update_chunk = update_chunk
         self.conn = run.conn
-        # source name -> its chunks in this read: (pos, digest, first line, rejects, parsed)
-        self.read: dict[str, list[tuple[int, bytes, int, int, bool]]] = {}
+        self.read: dict[str, list[_ReadChunk]] = {}  # source name -> its chunks read
         # Lists applied by `finish`: (read whole, digests known before, digests now).
         self.finished: dict[str, tuple[bool, Counter[bytes], Counter[bytes]]] = {}
 
@@ -202,7 +207,7 @@ class ListLoad:
         source_id = self.run.source_id(chunk.source)
         parsed = chunk.lines is not None
         self.read.setdefault(chunk.source, []).append(
-            (chunk.pos, chunk.digest, chunk.first_line, chunk.rejects, parsed)
+            (chunk.pos, chunk.digest, chunk.first_line, chunk.rejects, chunk.end, parsed)
         )
         self.run.observed.add(chunk.source)
         if chunk.lines is None:
@@ -284,12 +289,12 @@ class ListLoad:
             return {}
         return spool.keep(self.run.shards.states)
 
-    def _record(self, source_id: int, chunks: list[tuple[int, bytes, int, int, bool]]) -> None:
+    def _record(self, source_id: int, chunks: list[_ReadChunk]) -> None:
         self.conn.execute("DELETE FROM list_chunks WHERE source_id = ?", (source_id,))
         self.conn.executemany(
-            "INSERT INTO list_chunks (source_id, pos, digest, first_line, rejects) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [(source_id, pos, digest, line, rejects) for pos, digest, line, rejects, _ in chunks],
+            "INSERT INTO list_chunks (source_id, pos, digest, first_line, rejects, end_byte) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [(source_id, *chunk) for *chunk, _ in chunks],
         )
 
     # -- a ledger that knows the list -----------------------------------------------------
@@ -309,7 +314,7 @@ class ListLoad:
                 self._record(source_id, self.read[source])
                 self._record_urls(source, source_id, full, known, now_listed)
 
-    def _finish_source(self, source: str, chunks: list[tuple[int, bytes, int, int, bool]]) -> None:
+    def _finish_source(self, source: str, chunks: list[_ReadChunk]) -> None:
         source_id = self.run.source_id(source)
         full = all(parsed for *_, parsed in chunks)
         known = Counter(

@@ -272,6 +272,12 @@ def _migrate_v7(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS journal_url ON journal (url_id)")
 
 
+def _migrate_v8(conn: sqlite3.Connection) -> None:
+    # Where each chunk of a list ends in the file: a re-read hashes the known chunks in
+    # place and cuts only from the first that changed (NULL: recorded before, cut whole).
+    _add_columns(conn, "list_chunks", end_byte="INTEGER")
+
+
 # Append only: a released migration never changes; the list index + 1 is the version.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_v1,
@@ -281,6 +287,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_v5,
     _migrate_v6,
     _migrate_v7,
+    _migrate_v8,
 ]
 
 

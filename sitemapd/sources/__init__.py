@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from sitemapd.changelog import Reader
+from typing import TYPE_CHECKING
+
 from sitemapd.config.sources import ContentSource, DirectorySource, UrlListSource
 from sitemapd.sources.base import Context, Scan
+
+if TYPE_CHECKING:
+    from sitemapd.changelog import Reader
 
 __all__ = ["Context", "Scan", "observe", "scan"]
 

@@ -4,7 +4,10 @@ Chunk boundaries come from FastCDC (a rolling hash over the bytes: the same cont
 gives the same boundaries wherever it sits in the file), moved to the next line end.
 An inserted, changed or deleted line therefore changes the one or two chunks around
 it and leaves every other chunk, and its digest, as it was: a re-read parses only the
-chunks whose digest the ledger does not know.
+chunks whose digest the ledger does not know. FastCDC restarts at each chunk's start, so
+that where a chunk ends depends on its own bytes (and, within FastCDC's largest chunk of
+the end of the file, on where that is): a re-read that knows where the chunks ended
+hashes them in place and cuts only the stretch that changed (`recut`).
 
 Lines are parsed a chunk at a time: one compiled pattern accepts the canonical lines
 (the site's own URLs in canonical spelling, an optional canonical UTC datetime) that
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import mmap
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO, NamedTuple
 
@@ -54,6 +57,14 @@ class Chunk(NamedTuple):
     digest: bytes
     data: bytes  # empty for a chunk known by `cut`'s counts: its lines are not read
     lines: int
+    end: int  # offset after its last byte
+
+
+class Place(NamedTuple):
+    """A chunk of the file's last read: its bytes' digest and the offset after them."""
+
+    digest: bytes
+    end: int
 
 
 def cut(handle: BinaryIO, counts: Mapping[bytes, int] | None = None) -> Iterator[Chunk]:
@@ -67,7 +78,25 @@ def cut(handle: BinaryIO, counts: Mapping[bytes, int] | None = None) -> Iterator
     with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as whole:
         view = memoryview(whole)
         try:
-            yield from _aligned(whole, view, size, counts or {})
+            yield from _cut_from(_File(whole, view, size, counts or {}), 0, 1, 0, ())
+        finally:
+            view.release()
+
+
+def recut(
+    handle: BinaryIO, known: Sequence[Place], counts: Mapping[bytes, int] | None = None
+) -> Iterator[Chunk]:
+    """Yield what `cut(handle, counts)` yields, given the chunks `known` of the file's last
+    read: those whose bytes are unchanged at the head and at the tail of the file are
+    hashed in place, and only the stretch between them is cut."""
+    size = _size(handle)
+    if size == 0 or not known:
+        yield from cut(handle, counts)
+        return
+    with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as whole:
+        view = memoryview(whole)
+        try:
+            yield from _recut(_File(whole, view, size, counts or {}), known)
         finally:
             view.release()
 
@@ -77,31 +106,95 @@ def _size(handle: BinaryIO) -> int:
     return handle.tell()
 
 
-def _aligned(
-    whole: mmap.mmap, view: memoryview, size: int, counts: Mapping[bytes, int]
-) -> Iterator[Chunk]:
-    start, line, pos, released = 0, 1, 0, 0
-    for piece in _CDC.cut_buf(view):
-        cut_at = piece.offset + piece.length
+class _File(NamedTuple):
+    """A list file mapped for one cut, and the line ends of the chunks known by digest."""
+
+    whole: mmap.mmap
+    view: memoryview
+    size: int
+    counts: Mapping[bytes, int]
+
+    def chunk(self, pos: int, start: int, line: int, end: int, digest: bytes) -> Chunk:
+        """Return the chunk of bytes `start` to `end`, its bytes copied out unless its
+        digest is in `counts`."""
+        count = self.counts.get(digest)
+        data = b""
+        if count is None:
+            data = self.whole[start:end]
+            count = data.count(b"\n")
+        return Chunk(pos, start, line, digest, data, count, end)
+
+    def matches(self, start: int, end: int, digest: bytes) -> bool:
+        """True when bytes `start` to `end` have `digest`."""
+        return end <= self.size and xxhash.xxh3_128_digest(self.view[start:end]) == digest
+
+    def release(self, start: int, end: int) -> int:
+        """Hand back the pages of bytes `start` to `end` once they make `_RELEASE`
+        bytes (clean file pages count as resident until then); return the start of
+        those not handed back."""
+        page = start & ~(mmap.PAGESIZE - 1)
+        if end - page < _RELEASE:
+            return page
+        self.whole.madvise(mmap.MADV_DONTNEED, page, end - page & ~(mmap.PAGESIZE - 1))
+        return end & ~(mmap.PAGESIZE - 1)
+
+
+def _cut_from(
+    file: _File, start: int, line: int, pos: int, stop: Container[int]
+) -> Generator[Chunk, None, tuple[int, int, int]]:
+    """Yield the chunks from offset `start` (chunk `pos`, line `line`) until the end of
+    the file or an offset in `stop`; return where it stopped: (pos, line, offset).
+
+    Each chunk is cut from its own start (FastCDC restarted there): where a chunk starts
+    and its bytes decide where it ends, so that a re-read can cut from any known start."""
+    whole, view, size = file.whole, file.view, file.size
+    released = start
+    while start < size and start not in stop:
+        piece = next(iter(_CDC.cut_buf(view[start:])))
+        cut_at = start + piece.length
         if cut_at < size:
             newline = whole.find(b"\n", cut_at - 1)
             cut_at = size if newline < 0 else newline + 1
-        if cut_at <= start:
-            continue  # the boundary fell inside the line the last chunk took whole
-        digest = xxhash.xxh3_128_digest(view[start:cut_at])
-        count = counts.get(digest)
-        data = b""
-        if count is None:
-            data = whole[start:cut_at]
-            count = data.count(b"\n")
-        yield Chunk(pos, start, line, digest, data, count)
-        pos, line, start = pos + 1, line + count, cut_at
-        if start - released >= _RELEASE:
-            # Clean file pages count as resident until handed back.
-            whole.madvise(mmap.MADV_DONTNEED, released, start - released & ~(mmap.PAGESIZE - 1))
-            released = start & ~(mmap.PAGESIZE - 1)
-        if start >= size:
-            return
+        chunk = file.chunk(pos, start, line, cut_at, xxhash.xxh3_128_digest(view[start:cut_at]))
+        yield chunk
+        pos, line, start = pos + 1, line + chunk.lines, cut_at
+        released = file.release(released, start)
+    return pos, line, start
+
+
+def _recut(file: _File, known: Sequence[Place]) -> Iterator[Chunk]:
+    size, old = file.size, known[-1].end
+    starts = [0, *(place.end for place in known[:-1])]
+    # The head: known chunks whose bytes are the same. Where a chunk ends depends on where
+    # the file ends only when that is within FastCDC's largest chunk of its start.
+    pos, line, start, released = 0, 1, 0, 0
+    for place in known:
+        near_end = min(size, old) - start <= _CDC.max_size and size != old
+        if near_end or not file.matches(start, place.end, place.digest):
+            break
+        chunk = file.chunk(pos, start, line, place.end, place.digest)
+        yield chunk
+        pos, line, start = pos + 1, line + chunk.lines, place.end
+        released = file.release(released, start)
+    # The tail: known chunks whose bytes end the file the same way, by their new start.
+    # Cut from one of these starts, the rest of the file cuts as it did.
+    shift = size - old
+    tail: dict[int, int] = {}
+    hashed = size
+    for index in range(len(known) - 1, pos - 1, -1):
+        moved = starts[index] + shift
+        if moved < start or not file.matches(moved, known[index].end + shift, known[index].digest):
+            break
+        tail[moved] = index
+        if hashed - moved >= _RELEASE:
+            file.release(moved, hashed)
+            hashed = moved
+    pos, line, start = yield from _cut_from(file, start, line, pos, tail)
+    for index in range(tail[start], len(known)) if start in tail else ():
+        end = known[index].end + shift
+        chunk = file.chunk(pos, start, line, end, known[index].digest)
+        yield chunk
+        pos, line, start = pos + 1, line + chunk.lines, end
 
 
 @dataclass

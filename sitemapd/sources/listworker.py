@@ -41,6 +41,7 @@ class ParsedChunk(NamedTuple):
     pos: int
     first_line: int
     digest: bytes
+    end: int  # offset after its last byte
     parsed: Parsed
 
 
@@ -78,7 +79,7 @@ def parsed_chunks(parser: LineParser, handle: BinaryIO) -> Iterator[ParsedChunk]
 
 def _parsed(parser: LineParser, chunk: Chunk) -> ParsedChunk:
     parsed = parser.parse(chunk.data, chunk.first_line, chunk.lines)
-    return ParsedChunk(chunk.pos, chunk.first_line, chunk.digest, parsed)
+    return ParsedChunk(chunk.pos, chunk.first_line, chunk.digest, chunk.end, parsed)
 
 
 def _start(parser: LineParser, handle: BinaryIO) -> subprocess.Popen[bytes] | None:
@@ -117,13 +118,13 @@ def _received(worker: subprocess.Popen[bytes]) -> Iterator[ParsedChunk]:
         payload = stream.read(length)
         if len(payload) != length:  # cut short: the worker is gone
             break
-        pos, first_line, digest, count, rejects, locs, stamps = pickle.loads(payload)
+        pos, first_line, digest, end, count, rejects, locs, stamps = pickle.loads(payload)
         lines: list[tuple[str, str]] = (
             list(zip(locs.decode().split("\n"), stamps.decode().split("\n"), strict=True))
             if count
             else []
         )
-        yield ParsedChunk(pos, first_line, digest, Parsed(lines, rejects))
+        yield ParsedChunk(pos, first_line, digest, end, Parsed(lines, rejects))
     if worker.wait() != 0:
         raise _WorkerFailed(f"the worker parsing it exited with status {worker.returncode}")
 
@@ -148,6 +149,7 @@ def _work(fd: int, parser: LineParser, out: IO[bytes]) -> None:
                     chunk.pos,
                     chunk.first_line,
                     chunk.digest,
+                    chunk.end,
                     len(parsed.lines),
                     parsed.rejects,
                     "\n".join([loc for loc, _ in parsed.lines]).encode(),

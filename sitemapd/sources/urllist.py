@@ -114,6 +114,7 @@ def _every_chunk(source: UrlListSource, parser: LineParser, handle: BinaryIO) ->
             chunk.pos,
             chunk.first_line,
             chunk.digest,
+            chunk.end,
             chunk.parsed.lines,
             len(chunk.parsed.rejects),
         )
@@ -129,7 +130,7 @@ def _changed_chunks(
     """Return the items of a re-read that parses only the chunks the ledger does not
     know (and those holding rejected lines, whose line numbers may have moved); None
     when the whole file must be read."""
-    from sitemapd.sources.listchunks import cut
+    from sitemapd.sources.listchunks import Place, cut, recut
 
     digests = Counter(chunk.digest for chunk in known)
     rejecting = {chunk.digest for chunk in known if chunk.rejects}
@@ -144,7 +145,10 @@ def _changed_chunks(
     new_locs: list[str] = []
     present: set[bytes] = set()
     new_bytes = 0
-    for chunk in cut(handle, counts):
+    places = [Place(chunk.digest, chunk.end) for chunk in known if chunk.end is not None]
+    # Chunks recorded before their ends were: the whole file is cut.
+    chunks = recut(handle, places, counts) if len(places) == len(known) else cut(handle, counts)
+    for chunk in chunks:
         present.add(chunk.digest)
         is_new = chunk.digest not in digests
         if is_new:
@@ -153,7 +157,9 @@ def _changed_chunks(
                 log.info("%s: most of the list changed: reading it whole", source.name)
                 return None
         elif chunk.digest not in rejecting:
-            items.append(ListChunk(source.name, chunk.pos, chunk.first_line, chunk.digest, None))
+            items.append(
+                ListChunk(source.name, chunk.pos, chunk.first_line, chunk.digest, chunk.end, None)
+            )
             continue
         parsed = parser.parse(chunk.data, chunk.first_line, chunk.lines)
         items += map(reported, parsed.rejects)
@@ -161,7 +167,13 @@ def _changed_chunks(
         new_locs += [loc for loc, _ in parsed.lines] if is_new else []
         items.append(
             ListChunk(
-                source.name, chunk.pos, chunk.first_line, chunk.digest, lines, len(parsed.rejects)
+                source.name,
+                chunk.pos,
+                chunk.first_line,
+                chunk.digest,
+                chunk.end,
+                lines,
+                len(parsed.rejects),
             )
         )
     removed = [digest for digest in digests if digest not in present]
