@@ -286,14 +286,18 @@ def _drilled(sample: Sample) -> Report:
     return drill([(sample.name, sample.data)], Settings(), TemplateMemory(), sample.oracle)
 
 
-def corpora_truth(tuning_only: bool = False) -> list[tuple[str, list[tuple[str, str, str]]]]:
-    """Drill every page of the public corpora under `bench/work/` (one page a site, no
-    template learned), and return a table per corpus and half: tuning, held out (not
-    when `tuning_only`)."""
+def corpora_truth(
+    tuning_only: bool = False, only: set[str] | None = None
+) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """Drill every page of the public corpora under `bench/work/` (those named in `only`
+    when given; one page a site, no template learned), and return a table per corpus and
+    half: tuning, held out (not when `tuning_only`)."""
     from multiprocessing import Pool
 
     tables = []
     for name, load in CORPORA.items():
+        if only and name not in only:
+            continue
         samples = list(load())
         if not samples or (tuning_only and name in HELD_OUT):
             continue
@@ -382,6 +386,12 @@ def main() -> None:
         action="store_true",
         help="drill the tuning halves alone: the held-out pages stay unread while tuning",
     )
+    parser.add_argument(
+        "--corpus",
+        action="append",
+        choices=sorted(CORPORA),
+        help="drill this public corpus alone (repeatable)",
+    )
     args = parser.parse_args()
     if args.only in (None, "throughput"):
         table(
@@ -392,7 +402,7 @@ def main() -> None:
     if args.only is None:
         quality()
     if args.only in (None, "corpora"):
-        for title, rows in corpora_truth(args.tuning_only):
+        for title, rows in corpora_truth(args.tuning_only, set(args.corpus or ())):
             table(
                 f"lastmod truth by `sitemapd drill`'s changes: {title}",
                 ("change", "pages moved", "expected"),

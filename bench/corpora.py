@@ -16,6 +16,12 @@ the folder named:
   for postlight. The set was added after the rest was tuned, measured once before any
   further change, and none of its pages was looked at. (htmldate's `tests/eval/` is
   left out: most of it is trafilatura's `tests/eval/` again.)
+- `cleaneval/`: 681 pages of every kind from 2007 (blogs, forums, shops, lists,
+  institutional and personal pages, in English), CleanEval's final test set as
+  j-szulc/html-cleaning-dataset-merged mirrors it (`cleaneval-final/`: `input/N.html`,
+  `GoldStandard/N.txt`); truth: the hand-cleaned text, its `<p>`, `<h>`, `<l>` marks and
+  URL line left out. Added, like htmldate, measured once before and once after a round
+  of changes, none of its pages looked at in between.
 
 Each set is split by a hash of the page's name: one half tunes, the other is held out,
 never looked at while tuning; `postlight/` and `htmldate/` are held out whole.
@@ -49,6 +55,8 @@ Oracle = Callable[[Element], list[Element]]
 _SPACE = re.compile(r"\s+")
 # Characters of a block that the ground truth holds for it to be content, prose or not.
 _HELD = 40
+# CleanEval's marks of paragraphs, headings and list items, and its first line.
+_GOLD_MARKS = re.compile(r"<[phl]>|^URL:.*$", re.M)
 _BLOCKS = ("p", "blockquote", "pre", "dd", "li", "td", "div", "h2", "h3", "h4")
 
 
@@ -172,12 +180,28 @@ def htmldate() -> Iterator[Sample]:
         yield Sample(f"htmldate/{path.stem}", path.read_bytes(), page_content)
 
 
+def cleaneval() -> Iterator[Sample]:
+    base = WORK / "cleaneval" / "cleaneval-final"
+    for path in sorted((base / "GoldStandard").glob("*.txt")) if base.exists() else []:
+        page = base / "input" / f"{path.stem}.html"
+        if not page.exists():
+            continue
+        data = path.read_bytes()
+        try:
+            gold = data.decode("utf-8")
+        except UnicodeDecodeError:
+            gold = data.decode("cp1252", "replace")
+        gold = _GOLD_MARKS.sub(" ", gold)
+        yield Sample(f"cleaneval/{path.stem}", page.read_bytes(), Truth(squashed(gold)))
+
+
 CORPORA: dict[str, Callable[[], Iterator[Sample]]] = {
     "aeb": aeb,
     "readability": readability,
     "trafilatura": trafilatura,
     "postlight": postlight,
     "htmldate": htmldate,
+    "cleaneval": cleaneval,
 }
 # Held out whole: never looked at while tuning.
-HELD_OUT = {"postlight", "htmldate"}
+HELD_OUT = {"postlight", "htmldate", "cleaneval"}

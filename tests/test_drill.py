@@ -10,7 +10,9 @@ import lxml.html
 from conftest import Site
 from sitegen import new_site
 
-from sitemapd.drill.structure import page_content, text_of
+from sitemapd.drill.run import drill
+from sitemapd.drill.structure import main_list, page_content, text_of
+from sitemapd.fingerprint import Settings, TemplateMemory
 
 WORDS = [
     "council",
@@ -177,3 +179,81 @@ def test_the_structural_oracle_reads_what_a_reader_reads() -> None:
     (teaser,) = [d for d in tree.iter("div") if d.get("class") == "teaser"]
     assert len(text_of(teaser).split()) == 30
     assert not set(teaser.iter()) & set(content)
+
+
+def short_page(og_type: str | None, wrapper: str = "page") -> str:
+    """Return a page of one short paragraph, a menu of long links, a "more" list, and
+    prose in a sidebar, a footer and a related box that are no landmarks."""
+    rng = random.Random(7)
+
+    def prose(words: int) -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(words)) + "."
+
+    menu = "".join(f"<li><a href='/s/{n}'>Section {n}: {prose(6)}</a></li>" for n in range(12))
+    more = "".join(f"<li><a href='/story-{n}.html'>Story {n} headline</a></li>" for n in range(6))
+    meta = f"<meta property='og:type' content='{og_type}'>" if og_type else ""
+    return (
+        f"<html><head><title>Story | Gazette</title>{meta}</head><body>"
+        f"<div id='menu-mobile'><ul>{menu}</ul></div><div class='{wrapper}'>"
+        f"<div class='story'><h1>Story</h1><p>{prose(20)}</p><ul>{more}</ul></div></div>"
+        f"<div class='col-sidebar'><p>{prose(40)}</p></div>"
+        f"<div class='related-news'><p>{prose(40)}</p></div>"
+        f"<div id='footer-info'><p>{prose(40)}</p></div></body></html>"
+    )
+
+
+def test_the_structural_oracle_leaves_menus_footers_sidebars_and_related_boxes_out() -> None:
+    # Wrappers named after a sidebar that hold the page: by the headline, by a name
+    # that says content too.
+    for wrapper in ("page", "page has-sidebar", "content-with-sidebar"):
+        tree = lxml.html.document_fromstring(short_page(None, wrapper))
+        # Prose only in the story: the page is a list page, and its list is not the menu.
+        (listing,) = page_content(tree)
+        assert listing.getparent().get("class") == "story"
+        assert main_list(tree) is listing
+
+
+def test_a_page_that_declares_itself_an_article_is_no_list_page() -> None:
+    for declared in ("og", "ld"):
+        page = short_page("article" if declared == "og" else None)
+        if declared == "ld":
+            ld = '<script type="application/ld+json">{"@type": "NewsArticle"}</script>'
+            page = page.replace("</head>", ld + "</head>")
+        tree = lxml.html.document_fromstring(page)
+        assert [p.tag for p in page_content(tree)] == ["p"]
+
+
+def test_a_menu_that_browsers_do_not_show_is_no_list() -> None:
+    links = "".join(f"<li><a href='/s/{n}'>Section number {n}</a></li>" for n in range(12))
+    tree = lxml.html.document_fromstring(
+        f"<html><body><noscript><ul>{links}</ul></noscript><p>Hello.</p></body></html>"
+    )
+    assert main_list(tree) is None
+
+
+def test_pages_holding_control_characters_are_drilled() -> None:
+    items = "".join(f"<li><a href='/{n}'>Story\x0b {n}</a>\x01</li>" for n in range(6))
+    page = article(3, f"<ul>{items}</ul>").replace("</body>", f"<ul>{items}</ul></body>")
+    report = drill([("a", page.encode())], Settings(), TemplateMemory())
+    assert report.rows["link lists outside the content rotate"].applied == 1
+    assert not report.skipped
+
+
+def test_banners_menus_and_comments_by_any_name_are_not_content() -> None:
+    rng = random.Random(3)
+
+    def prose() -> str:
+        return "<p>" + " ".join(rng.choice(WORDS) for _ in range(30)) + ".</p>"
+
+    page = (
+        "<html><body><div id='header'><div class='description'>" + prose() * 2 + "</div></div>"
+        "<div class='moove-gdpr-cookie-notice'>" + prose() * 2 + "</div>"
+        "<pp-navigation-desktop-menu>" + prose() * 2 + "</pp-navigation-desktop-menu>"
+        "<div class='story'>" + prose() * 3 + "</div>"
+        "<div class='articleSidebarList'>" + prose() * 2 + "</div>"
+        "<div class='kommentare'>" + prose() * 2 + "</div></body></html>"
+    )
+    # Each block of surroundings holds as much prose as the story: only the rules, not
+    # the cluster of most prose, leave them out.
+    tree = lxml.html.document_fromstring(page)
+    assert {p.getparent().get("class") for p in page_content(tree)} == {"story"}

@@ -7,7 +7,9 @@ here asks what the fingerprint's extractor kept: a drill built on it can fail.
 
 Text is what a reader sees: what a browser never renders (scripts, styles, `<noscript>`,
 templates, `hidden` or `display:none` elements, dialogs that open over the page) is no
-text. Readers' comments (a block named `comment`/`comments`, or schema.org's `Comment`)
+text. A page that declares itself an article (Open Graph type, JSON-LD) is never a list
+page, however short; a menu (a block named or playing a navigation) is never the list a
+page is about. Readers' comments (a block named `comment`/`comments`, or schema.org's `Comment`)
 are not the page's content: an editor does not write them. Nor is a paragraph inside a
 link: it is the teaser of another page.
 """
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from sitemapd.fingerprint.extract import BLOCKS
+from sitemapd.sources.content import ld_articles
 
 Element = etree._Element
 
@@ -40,8 +43,48 @@ _UNSEEN = {"script", "style", "noscript", "template", "dialog"}
 _DIALOGS = {"dialog", "alertdialog"}
 _DISPLAY_NONE = re.compile(r"display\s*:\s*none", re.I)
 # Class and id words of a comment thread, as WordPress, Drupal and Disqus name them.
-_COMMENT_WORDS = {"comment", "comments", "commentlist", "disqus"}
+_COMMENT_WORDS = {
+    "comment",
+    "comments",
+    "commentlist",
+    "disqus",
+    "kommentar",
+    "kommentare",
+    "commentaire",
+    "commentaires",
+    "comentario",
+    "comentarios",
+    "commento",
+    "commenti",
+}
 _WORDS = re.compile(r"[^a-z0-9]+")
+# Class and id words, and roles, of blocks around the content that are no landmark:
+# menus, a site's header and footer, sidebars, "related" boxes, cookie banners.
+_AROUND_WORDS = {
+    "header",
+    "masthead",
+    "cookie",
+    "cookies",
+    "gdpr",
+    "consent",
+    "nav",
+    "navbar",
+    "navigation",
+    "menu",
+    "menubar",
+    "submenu",
+    "footer",
+    "copyright",
+    "sidebar",
+    "aside",
+    "related",
+}
+_AROUND_ROLES = {"navigation", "menu", "menubar", "banner", "contentinfo", "complementary"}
+# Words by which such a name says it holds the content too: "content-with-sidebar",
+# "l-sidebar-fixed l-article-body", "st-sidebar__main".
+_CONTENT_WORDS = {"article", "body", "content", "entry", "main", "post", "story", "text"}
+# Where a camel-cased name starts a word: "asideRight", "relatedNews".
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 # Blocks that hold a paragraph of text.
 PROSE_TAGS = ("p", "blockquote", "pre", "dd", "li", "td", "div")
 _SPACES = re.compile(r"\s+")
@@ -120,15 +163,22 @@ def prose_paragraphs(tree: Element) -> list[Element]:
 
     What a reader calls the page's text, found by structure alone: blocks of enough words
     with few links, not inside `nav`, `header`, `footer`, `aside`, `form` or a link, nor
-    unseen, nor in a comment thread.
+    in a block named or playing a footer, sidebar or "related" box, nor unseen, nor in a
+    comment thread.
     """
     found: list[Element] = []
     chosen: set[Element] = set()
+    around = surroundings(tree)
     for element in tree.iter(*PROSE_TAGS):
         if element.tag in ("div", "li", "td") and any(c.tag in BLOCKS for c in element):
             continue
         if any(
-            a in chosen or a.tag in _STRUCTURAL or a.tag == "a" or unseen(a) or comments(a)
+            a in chosen
+            or a in around
+            or a.tag in _STRUCTURAL
+            or a.tag == "a"
+            or unseen(a)
+            or comments(a)
             for a in (element, *element.iterancestors())
         ):
             continue
@@ -143,18 +193,35 @@ def page_content(tree: Element) -> list[Element]:
     """Return the page's content by structure: its prose paragraphs, or, on a page with
     less prose than a paragraph or two (a home, section or tag page), its main list."""
     prose = prose_paragraphs(tree)
-    if sum(len(text_of(p)) for p in prose) >= LIST_PAGE_PROSE:
+    if sum(len(text_of(p)) for p in prose) >= LIST_PAGE_PROSE or declares_article(tree):
         return prose
     listing = main_list(tree)
     return [listing] if listing is not None else prose
 
 
+def declares_article(tree: Element) -> bool:
+    """True when the page says it is an article: its Open Graph type, or an article
+    object in its JSON-LD."""
+    if _og_article(tree):
+        return True
+    for script in tree.iter("script"):
+        if "ld+json" in (script.get("type") or "") and script.text:
+            block = f'<script type="application/ld+json">{script.text}</script>'
+            if ld_articles(block.encode("utf-8", "surrogatepass")):
+                return True
+    return False
+
+
 def main_list(tree: Element) -> Element | None:
     """Return the page's list of items: the list of links with most link text outside
-    the page's landmarks of template, or None."""
+    the page's landmarks of template and `surroundings`, and unseen blocks, or None."""
     best, most = None, 0
+    around = surroundings(tree)
     for element in tree.iter(etree.Element):
-        if any(a.tag in _STRUCTURAL for a in (element, *element.iterancestors())):
+        if any(
+            a.tag in _STRUCTURAL or a in around or unseen(a)
+            for a in (element, *element.iterancestors())
+        ):
             continue
         items = list_items(element)
         if len(items) < MAIN_LIST_ITEMS:
@@ -163,6 +230,31 @@ def main_list(tree: Element) -> Element | None:
         if size > most:
             best, most = element, size
     return best
+
+
+def surroundings(tree: Element) -> set[Element]:
+    """Return the blocks that are no landmark but play one by their role or name (class,
+    id, a custom element's tag): a menu, the site's header or footer, a sidebar, a
+    "related" box, a cookie banner. Never one whose name also says content ("content-
+    with-sidebar", not "articleSidebarList"), nor one that holds the page's `main`,
+    `article` or `<h1>` or half its text: a wrapper named "has-sidebar" holds the page."""
+    found = set()
+    half = len(text_of(tree)) / 2
+    for element in tree.iter(etree.Element):
+        if element.tag in ("html", "body", "main", "article"):
+            continue
+        role = (element.get("role") or "").strip().lower()
+        tag = str(element.tag) if "-" in str(element.tag) else ""
+        names = f"{element.get('class') or ''} {element.get('id') or ''} {tag}"
+        words = set(_WORDS.split(_CAMEL.sub(" ", names).lower()))
+        if (
+            (role in _AROUND_ROLES or words & _AROUND_WORDS)
+            and not set(_WORDS.split(names.lower())) & _CONTENT_WORDS
+            and next(element.iter("main", "article", "h1"), None) is None
+            and len(text_of(element)) < half
+        ):
+            found.add(element)
+    return found
 
 
 def _main_cluster(paragraphs: list[Element]) -> list[Element]:
@@ -269,3 +361,12 @@ def _prose_item(item: Element) -> bool:
 def _linked(item: Element) -> bool:
     link = item if item.tag == "a" else next(item.iter("a"), None)
     return link is not None and bool(link.get("href")) and bool(text_of(link))
+
+
+def _og_article(tree: Element) -> bool:
+    """True when the document's Open Graph type is an article."""
+    for meta in tree.iter("meta"):
+        key = (meta.get("property") or meta.get("name") or "").strip().lower()
+        if key == "og:type":
+            return (meta.get("content") or "").strip().lower().startswith("article")
+    return False
