@@ -8,26 +8,41 @@ formatting them there costs a fifth of that. A spooled shard stands in for its r
 only when it holds what the ledger then holds: its count of URLs and of entry bytes
 agree with the shard's, and no row was deleted or repeated since. Any doubt, a full
 disk, a crash: the shard is rendered from the ledger, as every later publish does.
+
+The publish that follows has little left to do. A spooled document's sha256 is taken
+as it is written and the file is fsynced (on a thread of the spool's own, as the next
+shard fills): a local publish on the same file system moves it into place instead of
+reading and copying it. The manifest lines are compressed on the same thread as they
+come, into the gzip member that follows the header's in a manifest file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import shutil
-from collections.abc import Mapping, Sequence
+import zlib
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple, TypeVar
 
 from sitemapd.ledger.shards import ShardState
 from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, plain_entries
 
 log = logging.getLogger("sitemapd.ledger")
 
+_T = TypeVar("_T")
+
 # Free space a spool leaves the ledger: a first load's ledger grows by about twice the
 # bytes of the sitemaps it renders, so spooling stops well before it could fill the disk.
 _RESERVE = 1 << 30
 _LEDGER_PER_SPOOLED = 4
 _HEAD, _TAIL = URLSET_HEAD.encode(), URLSET_TAIL.encode()
+# Pieces of work the spool's thread may lag behind by: their bytes are held meanwhile.
+_QUEUE = 16
 
 
 def manifest_lines(
@@ -45,7 +60,8 @@ def manifest_lines(
 
 
 def manifest_path(path: Path) -> Path:
-    """Return the file of the manifest lines spooled beside the document file `path`."""
+    """Return the file of the manifest lines spooled beside the document file `path`: a
+    gzip member, as publish/manifestfile.py's `pack` gives (level 1, no name, mtime 0)."""
     return path.with_name(path.name + ".manifest")
 
 
@@ -57,6 +73,40 @@ class _Spooled(NamedTuple):
     size: int
 
 
+class SpooledShard(NamedTuple):
+    """A shard's document as a first load spooled it, complete and fsynced."""
+
+    path: Path
+    manifest: Path  # the gzip member of its manifest lines
+    digest: str  # sha256 of the document, hex
+    size: int  # bytes of the document
+
+
+class _Manifest:
+    """The manifest lines of one shard, compressed into their file as they come; used on
+    the spool's thread alone, in order."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self.handle = handle
+        # Split anywhere, the lines give the bytes `zlib.compress` gives them whole.
+        self.packer = zlib.compressobj(1, zlib.DEFLATED, 31)
+
+    def write(self, lines: bytes) -> None:
+        self.handle.write(self.packer.compress(lines))
+
+    def close(self, document: Path) -> None:
+        """Finish the member and close it; flush `document` to disk. Raises OSError."""
+        try:
+            self.handle.write(self.packer.flush())
+        finally:
+            self.handle.close()
+        fd = os.open(document, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
 class ShardSpool:
     """The `<urlset>` documents of the shards a first load fills, one file a shard, and
     the manifest lines of the same URLs, one file beside it."""
@@ -64,10 +114,17 @@ class ShardSpool:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.shards: dict[int, _Spooled] = {}
-        # The shard being filled: its document file and its manifest lines file.
-        self._open: tuple[int, BinaryIO, BinaryIO] | None = None
+        # The shard being filled: its document file and its manifest.
+        self._open: tuple[int, BinaryIO, _Manifest] | None = None
         self._total = 0
         self._stopped = False
+        # The sha256 of the document being filled, and of each closed one.
+        self._hash = hashlib.sha256()
+        self._digests: dict[int, str] = {}
+        # Compressing and syncing wait outside the GIL, on a thread of their own.
+        self._thread: ThreadPoolExecutor | None = None
+        self._work: dict[int, list[Future[None]]] = {}
+        self._pending: deque[Future[None]] = deque()
 
     def add(
         self,
@@ -82,23 +139,34 @@ class ShardSpool:
         if self._stopped:
             return
         data = plain_entries(list(zip(locs, lastmods, strict=True))).encode()
-        lines = manifest_lines(locs, fingerprints, lastmods)
+        lines = manifest_lines(locs, fingerprints, lastmods).encode()
         try:
             handles = self._handles(shard)
             if handles is None:
                 return
             handles[0].write(data)
-            handles[1].write(lines.encode())
+            self._hash.update(data)
         except OSError as exc:
             log.debug("%s: shards rendered from the ledger instead (%s)", self.folder, exc)
             self.drop()
             return
+        self._submit(shard, handles[1].write, lines)
         path, spooled, size = self.shards[shard]
         self.shards[shard] = _Spooled(path, spooled + len(locs), size + len(data))
         self._total += len(data)
 
-    def _handles(self, shard: int) -> tuple[BinaryIO, BinaryIO] | None:
-        """Return the open document and manifest files of `shard`, opening them (and
+    def _submit(self, shard: int, job: Callable[[_T], None], arg: _T) -> None:
+        """Run `job(arg)` on the spool's thread, after the work submitted before."""
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="sitemapd-spool")
+        while len(self._pending) >= _QUEUE:
+            self._pending.popleft().exception()  # waits; errors are read by `keep`
+        future = self._thread.submit(job, arg)
+        self._pending.append(future)
+        self._work.setdefault(shard, []).append(future)
+
+    def _handles(self, shard: int) -> tuple[BinaryIO, _Manifest] | None:
+        """Return the open document file and manifest of `shard`, opening them (and
         closing the last) on the first entries of a shard; None when there is no room."""
         if self._open is not None and self._open[0] == shard:
             return self._open[1], self._open[2]
@@ -114,47 +182,68 @@ class ShardSpool:
         path = self.folder / f"shard-{shard}"
         handle = path.open("wb")
         try:
-            # The whole document: the publish reads it as it is stored.
+            # The whole document: the publish moves or reads it as it is stored.
             handle.write(_HEAD)
-            lines = manifest_path(path).open("wb")
+            self._hash = hashlib.sha256(_HEAD)
+            manifest = _Manifest(manifest_path(path).open("wb"))
         except OSError:
             handle.close()
             raise
-        self._open = (shard, handle, lines)
+        self._open = (shard, handle, manifest)
         self.shards[shard] = _Spooled(path, 0, 0)
-        return handle, lines
+        return handle, manifest
 
     def _close(self) -> None:
         if self._open is not None:
-            _, handle, lines = self._open
+            shard, handle, manifest = self._open
             self._open = None
             try:
                 handle.write(_TAIL)
                 handle.close()
             finally:
-                lines.close()
+                self._submit(shard, manifest.close, self.shards[shard].path)
+            self._hash.update(_TAIL)
+            self._digests[shard] = self._hash.hexdigest()
+
+    def _wait(self) -> None:
+        """Wait for the spool's thread to finish its work (its errors: `self._work`)."""
+        if self._thread is not None:
+            self._thread.shutdown()
+            self._thread = None
+        self._pending.clear()
 
     def drop(self) -> None:
         """Forget every spooled shard and delete its file; spooling stops for the load."""
         self._stopped = True
-        self._close()
-        self.shards = {}
-        shutil.rmtree(self.folder, ignore_errors=True)
+        try:
+            self._close()
+        finally:
+            self._wait()
+            self.shards = {}
+            shutil.rmtree(self.folder, ignore_errors=True)
 
-    def keep(self, states: Mapping[int, ShardState]) -> dict[int, Path]:
-        """Close the spool; return the document files of the shards whose URL and byte
-        counts are those of `states` (the ledger's shards), deleting the others."""
+    def keep(self, states: Mapping[int, ShardState]) -> dict[int, SpooledShard]:
+        """Close the spool once its files are written and its documents on disk; return
+        the shards whose URL and byte counts are those of `states` (the ledger's shards),
+        deleting the others."""
         try:
             self._close()
         except OSError as exc:
             log.debug("%s: shards rendered from the ledger instead (%s)", self.folder, exc)
             self.drop()
-        kept: dict[int, Path] = {}
+        self._wait()
+        kept: dict[int, SpooledShard] = {}
         for shard, (path, count, size) in self.shards.items():
             state = states.get(shard)
-            if state is not None and (state.url_count, state.bytes) == (count, size):
-                kept[shard] = path
-            else:
-                path.unlink(missing_ok=True)
-                manifest_path(path).unlink(missing_ok=True)
+            failed = [f.exception() for f in self._work[shard] if f.exception() is not None]
+            if failed:
+                log.debug("%s: rendered from the ledger instead (%s)", path, failed[0])
+            elif state is not None and (state.url_count, state.bytes) == (count, size):
+                document = len(_HEAD) + size + len(_TAIL)
+                kept[shard] = SpooledShard(
+                    path, manifest_path(path), self._digests[shard], document
+                )
+                continue
+            path.unlink(missing_ok=True)
+            manifest_path(path).unlink(missing_ok=True)
         return kept
