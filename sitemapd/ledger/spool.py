@@ -42,7 +42,7 @@ _RESERVE = 1 << 30
 _LEDGER_PER_SPOOLED = 4
 _HEAD, _TAIL = URLSET_HEAD.encode(), URLSET_TAIL.encode()
 # Pieces of work the spool's thread may lag behind by: their bytes are held meanwhile.
-_QUEUE = 16
+_QUEUE = 64
 
 
 def manifest_lines(
