@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import BinaryIO, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 from sitemapd.ledger.shards import ShardState
 from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, plain_entries
@@ -41,8 +41,9 @@ _T = TypeVar("_T")
 _RESERVE = 1 << 30
 _LEDGER_PER_SPOOLED = 4
 _HEAD, _TAIL = URLSET_HEAD.encode(), URLSET_TAIL.encode()
-# Pieces of work the spool's thread may lag behind by: their bytes are held meanwhile.
-_QUEUE = 64
+# Pieces of work the spool's thread may lag behind by (a list chunk's entries and lines:
+# a few hundred KB each): their bytes are held meanwhile.
+_QUEUE = 32
 
 
 def manifest_lines(
@@ -82,29 +83,45 @@ class SpooledShard(NamedTuple):
     size: int  # bytes of the document
 
 
-class _Manifest:
-    """The manifest lines of one shard, compressed into their file as they come; used on
-    the spool's thread alone, in order."""
+class _Files:
+    """The files of one spooled shard: its document, hashed as it is written, and its
+    manifest lines, compressed as they come. Written on the spool's thread alone, in
+    order; the document is complete and on disk once closed."""
 
-    def __init__(self, handle: BinaryIO) -> None:
-        self.handle = handle
+    def __init__(self, path: Path) -> None:
+        """Open the files of the document `path`; raises OSError."""
+        self.document = path.open("wb")
+        try:
+            self.manifest = manifest_path(path).open("wb")
+            # The whole document: the publish moves or reads it as it is stored.
+            self.document.write(_HEAD)
+        except OSError:
+            self.document.close()
+            raise
+        self.hash = hashlib.sha256(_HEAD)
         # Split anywhere, the lines give the bytes `zlib.compress` gives them whole.
         self.packer = zlib.compressobj(1, zlib.DEFLATED, 31)
+        self.digest = ""
 
-    def write(self, lines: bytes) -> None:
-        self.handle.write(self.packer.compress(lines))
+    def write(self, pieces: tuple[bytes, bytes]) -> None:
+        """Append entries and their manifest lines; raises OSError."""
+        entries, lines = pieces
+        self.document.write(entries)
+        self.hash.update(entries)
+        self.manifest.write(self.packer.compress(lines))
 
-    def close(self, document: Path) -> None:
-        """Finish the member and close it; flush `document` to disk. Raises OSError."""
+    def close(self) -> None:
+        """Finish both files and flush the document to disk; raises OSError."""
         try:
-            self.handle.write(self.packer.flush())
+            self.document.write(_TAIL)
+            self.hash.update(_TAIL)
+            self.manifest.write(self.packer.flush())
+            self.document.flush()
+            os.fsync(self.document.fileno())
+            self.digest = self.hash.hexdigest()
         finally:
-            self.handle.close()
-        fd = os.open(document, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            self.document.close()
+            self.manifest.close()
 
 
 class ShardSpool:
@@ -114,14 +131,14 @@ class ShardSpool:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.shards: dict[int, _Spooled] = {}
-        # The shard being filled: its document file and its manifest.
-        self._open: tuple[int, BinaryIO, _Manifest] | None = None
+        # The shard being filled, and its files.
+        self._open: tuple[int, _Files] | None = None
         self._total = 0
         self._stopped = False
-        # The sha256 of the document being filled, and of each closed one.
-        self._hash = hashlib.sha256()
-        self._digests: dict[int, str] = {}
-        # Compressing and syncing wait outside the GIL, on a thread of their own.
+        # Each shard's files, for their digests once closed.
+        self._files_of: dict[int, _Files] = {}
+        # Writing, hashing, compressing and syncing wait outside the GIL, on a thread of
+        # their own.
         self._thread: ThreadPoolExecutor | None = None
         self._work: dict[int, list[Future[None]]] = {}
         self._pending: deque[Future[None]] = deque()
@@ -141,16 +158,14 @@ class ShardSpool:
         data = plain_entries(list(zip(locs, lastmods, strict=True))).encode()
         lines = manifest_lines(locs, fingerprints, lastmods).encode()
         try:
-            handles = self._handles(shard)
-            if handles is None:
-                return
-            handles[0].write(data)
-            self._hash.update(data)
+            files = self._files(shard)
         except OSError as exc:
             log.debug("%s: shards rendered from the ledger instead (%s)", self.folder, exc)
             self.drop()
             return
-        self._submit(shard, handles[1].write, lines)
+        if files is None:
+            return
+        self._submit(shard, files.write, (data, lines))
         path, spooled, size = self.shards[shard]
         self.shards[shard] = _Spooled(path, spooled + len(locs), size + len(data))
         self._total += len(data)
@@ -165,11 +180,11 @@ class ShardSpool:
         self._pending.append(future)
         self._work.setdefault(shard, []).append(future)
 
-    def _handles(self, shard: int) -> tuple[BinaryIO, _Manifest] | None:
-        """Return the open document file and manifest of `shard`, opening them (and
-        closing the last) on the first entries of a shard; None when there is no room."""
+    def _files(self, shard: int) -> _Files | None:
+        """Return the open files of `shard`, opening them (and closing the last) on the
+        first entries of a shard; None when there is no room."""
         if self._open is not None and self._open[0] == shard:
-            return self._open[1], self._open[2]
+            return self._open[1]
         self._close()
         if shard in self.shards:
             # Shards fill in turn: entries coming back to a closed one mean other writes.
@@ -180,30 +195,17 @@ class ShardSpool:
             self._stopped = True
             return None
         path = self.folder / f"shard-{shard}"
-        handle = path.open("wb")
-        try:
-            # The whole document: the publish moves or reads it as it is stored.
-            handle.write(_HEAD)
-            self._hash = hashlib.sha256(_HEAD)
-            manifest = _Manifest(manifest_path(path).open("wb"))
-        except OSError:
-            handle.close()
-            raise
-        self._open = (shard, handle, manifest)
+        files = _Files(path)
+        self._open = (shard, files)
+        self._files_of[shard] = files
         self.shards[shard] = _Spooled(path, 0, 0)
-        return handle, manifest
+        return files
 
     def _close(self) -> None:
         if self._open is not None:
-            shard, handle, manifest = self._open
+            shard, files = self._open
             self._open = None
-            try:
-                handle.write(_TAIL)
-                handle.close()
-            finally:
-                self._submit(shard, manifest.close, self.shards[shard].path)
-            self._hash.update(_TAIL)
-            self._digests[shard] = self._hash.hexdigest()
+            self._submit(shard, _Files.close, files)
 
     def _wait(self) -> None:
         """Wait for the spool's thread to finish its work (its errors: `self._work`)."""
@@ -215,22 +217,16 @@ class ShardSpool:
     def drop(self) -> None:
         """Forget every spooled shard and delete its file; spooling stops for the load."""
         self._stopped = True
-        try:
-            self._close()
-        finally:
-            self._wait()
-            self.shards = {}
-            shutil.rmtree(self.folder, ignore_errors=True)
+        self._close()
+        self._wait()
+        self.shards = {}
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     def keep(self, states: Mapping[int, ShardState]) -> dict[int, SpooledShard]:
         """Close the spool once its files are written and its documents on disk; return
         the shards whose URL and byte counts are those of `states` (the ledger's shards),
         deleting the others."""
-        try:
-            self._close()
-        except OSError as exc:
-            log.debug("%s: shards rendered from the ledger instead (%s)", self.folder, exc)
-            self.drop()
+        self._close()
         self._wait()
         kept: dict[int, SpooledShard] = {}
         for shard, (path, count, size) in self.shards.items():
@@ -240,9 +236,8 @@ class ShardSpool:
                 log.debug("%s: rendered from the ledger instead (%s)", path, failed[0])
             elif state is not None and (state.url_count, state.bytes) == (count, size):
                 document = len(_HEAD) + size + len(_TAIL)
-                kept[shard] = SpooledShard(
-                    path, manifest_path(path), self._digests[shard], document
-                )
+                digest = self._files_of[shard].digest
+                kept[shard] = SpooledShard(path, manifest_path(path), digest, document)
                 continue
             path.unlink(missing_ok=True)
             manifest_path(path).unlink(missing_ok=True)
