@@ -43,7 +43,7 @@ _LEDGER_PER_SPOOLED = 4
 _HEAD, _TAIL = URLSET_HEAD.encode(), URLSET_TAIL.encode()
 # Pieces of work the spool's thread may lag behind by (a list chunk's entries and lines:
 # a few hundred KB each): their bytes are held meanwhile.
-_QUEUE = 32
+_QUEUE = 16
 
 
 def manifest_lines(
