@@ -227,3 +227,29 @@ def test_a_spool_on_another_file_system_is_copied(site: Site) -> None:
         assert first == rendered_by_the_ledger(site)
     finally:
         shutil.rmtree(state, ignore_errors=True)
+
+
+def test_a_spool_write_that_fails_on_its_thread_is_left_to_the_ledger(
+    site: Site, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    listed(site, varied(700))
+    written = spool._Files.write
+
+    def failing(files: spool._Files, pieces: tuple[bytes, bytes]) -> None:
+        if files.shard == 2:
+            raise OSError(28, "No space left on device")
+        written(files, pieces)
+
+    monkeypatch.setattr(spool._Files, "write", failing)
+    engine = Engine(load(site.config))
+    try:
+        with caplog.at_level(logging.DEBUG, logger="sitemapd"):
+            engine.build()
+    finally:
+        engine.close()
+    # Shards 1 and 3 came from the spool, shard 2 from the ledger.
+    assert caplog.text.count(SPOOLED) == 2
+    assert "No space left on device" in caplog.text
+    assert not (site.state / "ledger.sqlite3.spool").exists()
+    first = published_bytes(site.out)
+    assert first == rendered_by_the_ledger(site)

@@ -88,8 +88,9 @@ class _Files:
     manifest lines, compressed as they come. Written on the spool's thread alone, in
     order; the document is complete and on disk once closed."""
 
-    def __init__(self, path: Path) -> None:
-        """Open the files of the document `path`; raises OSError."""
+    def __init__(self, shard: int, path: Path) -> None:
+        """Open the files of the document `path` of `shard`; raises OSError."""
+        self.shard = shard
         self.document = path.open("wb")
         try:
             self.manifest = manifest_path(path).open("wb")
@@ -101,7 +102,6 @@ class _Files:
         self.hash = hashlib.sha256(_HEAD)
         # Split anywhere, the lines give the bytes `zlib.compress` gives them whole.
         self.packer = zlib.compressobj(1, zlib.DEFLATED, 31)
-        self.digest = ""
 
     def write(self, pieces: tuple[bytes, bytes]) -> None:
         """Append entries and their manifest lines; raises OSError."""
@@ -110,15 +110,16 @@ class _Files:
         self.hash.update(entries)
         self.manifest.write(self.packer.compress(lines))
 
-    def close(self) -> None:
-        """Finish both files and flush the document to disk; raises OSError."""
+    def close(self) -> str:
+        """Finish both files and flush the document to disk; return the document's sha256
+        (hex). Raises OSError."""
         try:
             self.document.write(_TAIL)
             self.hash.update(_TAIL)
             self.manifest.write(self.packer.flush())
             self.document.flush()
             os.fsync(self.document.fileno())
-            self.digest = self.hash.hexdigest()
+            return self.hash.hexdigest()
         finally:
             self.document.close()
             self.manifest.close()
@@ -135,13 +136,15 @@ class ShardSpool:
         self._open: tuple[int, _Files] | None = None
         self._total = 0
         self._stopped = False
-        # Each shard's files, for their digests once closed.
-        self._files_of: dict[int, _Files] = {}
+        # The sha256 of each closed shard's document.
+        self._digests: dict[int, str] = {}
         # Writing, hashing, compressing and syncing wait outside the GIL, on a thread of
         # their own.
         self._thread: ThreadPoolExecutor | None = None
-        self._work: dict[int, list[Future[None]]] = {}
         self._pending: deque[Future[None]] = deque()
+        # Why the work of a shard failed (not kept as futures: a 10M-URL list loads in
+        # 10,000 pieces of work, 16 MB of futures).
+        self._failed: dict[int, Exception] = {}
 
     def add(
         self,
@@ -175,10 +178,15 @@ class ShardSpool:
         if self._thread is None:
             self._thread = ThreadPoolExecutor(1, thread_name_prefix="sitemapd-spool")
         while len(self._pending) >= _QUEUE:
-            self._pending.popleft().exception()  # waits; errors are read by `keep`
-        future = self._thread.submit(job, arg)
-        self._pending.append(future)
-        self._work.setdefault(shard, []).append(future)
+            self._pending.popleft().result()  # waits (errors: see _run)
+        self._pending.append(self._thread.submit(self._run, shard, job, arg))
+
+    def _run(self, shard: int, job: Callable[[_T], None], arg: _T) -> None:
+        """Run `job(arg)` for `shard`, noting why it failed."""
+        try:
+            job(arg)
+        except Exception as exc:  # whatever it was, the shard's files are not to be trusted
+            self._failed.setdefault(shard, exc)
 
     def _files(self, shard: int) -> _Files | None:
         """Return the open files of `shard`, opening them (and closing the last) on the
@@ -195,9 +203,8 @@ class ShardSpool:
             self._stopped = True
             return None
         path = self.folder / f"shard-{shard}"
-        files = _Files(path)
+        files = _Files(shard, path)
         self._open = (shard, files)
-        self._files_of[shard] = files
         self.shards[shard] = _Spooled(path, 0, 0)
         return files
 
@@ -205,10 +212,14 @@ class ShardSpool:
         if self._open is not None:
             shard, files = self._open
             self._open = None
-            self._submit(shard, _Files.close, files)
+            self._submit(shard, self._seal, files)
+
+    def _seal(self, files: _Files) -> None:
+        """Close `files`, keeping their document's digest (on the spool's thread)."""
+        self._digests[files.shard] = files.close()
 
     def _wait(self) -> None:
-        """Wait for the spool's thread to finish its work (its errors: `self._work`)."""
+        """Wait for the spool's thread to finish its work (its errors: `self._failed`)."""
         if self._thread is not None:
             self._thread.shutdown()
             self._thread = None
@@ -231,12 +242,12 @@ class ShardSpool:
         kept: dict[int, SpooledShard] = {}
         for shard, (path, count, size) in self.shards.items():
             state = states.get(shard)
-            failed = [f.exception() for f in self._work[shard] if f.exception() is not None]
-            if failed:
-                log.debug("%s: rendered from the ledger instead (%s)", path, failed[0])
+            failed = self._failed.get(shard)
+            if failed is not None:
+                log.debug("%s: rendered from the ledger instead (%s)", path, failed)
             elif state is not None and (state.url_count, state.bytes) == (count, size):
                 document = len(_HEAD) + size + len(_TAIL)
-                digest = self._files_of[shard].digest
+                digest = self._digests[shard]
                 kept[shard] = SpooledShard(path, manifest_path(path), digest, document)
                 continue
             path.unlink(missing_ok=True)
