@@ -273,8 +273,8 @@ class ListLoad:
             self._record(self.run.source_id(source), chunks)
 
     def spooled(self, trusted: bool) -> dict[int, SpooledShard]:
-        """Return the spooled documents of the shards the load rendered that hold what the ledger
-        now does; none unless `trusted` (no row deleted or repeated since it was loaded)."""
+        """Return the shards the load spooled that hold what the ledger now does; none
+        unless `trusted` (no row deleted or repeated since it was loaded)."""
         spool = self.run.spool
         if spool is None:
             return {}

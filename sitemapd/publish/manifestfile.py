@@ -3,9 +3,9 @@
 sidecar).
 
 Version 1: gzip of UTF-8 text (written as two members, the first line's and the rows',
-which any gzip reader reads as one text); a first line `sitemapd-manifest 1`, then one
-line per live URL of the shard: `loc <TAB> fingerprint <TAB> lastmod <TAB> bytes`, where bytes is
-the hash of the page's file as read (empty for a source that reads no file). Files
+which gzip readers read as one text); a first line `sitemapd-manifest 1`, then one line
+per live URL of the shard: `loc <TAB> fingerprint <TAB> lastmod <TAB> bytes`, where
+bytes is the hash of the page's file as read (empty for a source that reads no file). Files
 without the first line (version 0, sitemapd 0.x on S3) hold the first three fields. A
 file of a later version is skipped: its lines may mean something else.
 """

@@ -25,9 +25,9 @@ from sitemapd.core import w3c
 from sitemapd.errors import PublishError
 from sitemapd.ledger import Ledger, SpooledShard
 from sitemapd.publish import manifest, robots
-from sitemapd.publish.manifestfile import VERSION, encode
+from sitemapd.publish.manifestfile import VERSION
 from sitemapd.publish.names import OutputNames, partition_index_urls
-from sitemapd.publish.shardtext import extended_shard, plain_shard
+from sitemapd.publish.shardtext import shard_document
 from sitemapd.publish.store import LocalStore, Record, Store
 from sitemapd.render.keyfile import key_file
 from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
@@ -208,35 +208,13 @@ class Publisher:
             and self.store.movable(name, spooled.path)
         ):
             return partial(self._move_in, name, spooled, reader, shard_id)
-        data, file_of = self._rendered(shard_id, spooled, reader)
-        return partial(self._store, name, data, record, file_of)
-
-    def _rendered(
-        self, shard_id: int, spooled: SpooledShard | None, reader: manifest.Reader
-    ) -> tuple[bytes, Callable[[], bytes] | None]:
-        """Return a shard's document and what gives its manifest (None in a dry run)."""
-        if spooled is not None:
-            try:
-                document = spooled.path.read_bytes()
-                spooled.path.unlink()
-            except OSError as exc:
-                log.debug("%s: rendered from the ledger instead (%s)", spooled.path, exc)
-            else:
-                packed = spooled.manifest
-                return document, None if self.dry_run else partial(reader.spooled, packed, shard_id)
-        if not self.ledger.shard_has_extras(shard_id):
-            document, text = plain_shard(self.ledger.conn, shard_id, not self.dry_run)
-            # The manifest is compressed by the thread that stores the shard.
-            return document, None if text is None else partial(encode, text)
-        file_of = None if self.dry_run else reader.ahead(shard_id)  # read as this renders
-        return extended_shard(self.ledger, shard_id), file_of
+        document, manifest_of = shard_document(
+            self.ledger, shard_id, spooled, reader, not self.dry_run
+        )
+        return partial(self._store, name, document, record, manifest_of)
 
     def _move_in(
-        self,
-        name: str,
-        spooled: SpooledShard,
-        reader: manifest.Reader,
-        shard_id: int,
+        self, name: str, spooled: SpooledShard, reader: manifest.Reader, shard_id: int
     ) -> _Stored:
         """Store a spooled shard by moving its file into the local folder (where nothing
         has its name), after its manifest."""
