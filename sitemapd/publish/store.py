@@ -177,13 +177,17 @@ class LocalStore:
         return atomic_write(path, data).st_mtime_ns, True
 
     def movable(self, name: str, path: Path) -> bool:
-        """True when the file `path` can become `name` by a rename: it is on the folder's
-        file system and nothing is stored as `name` (a file there may hold these very
-        bytes, whose mtime should stay)."""
+        """True when the file `path` can become `name` by a rename: it is on the file
+        system of the folder `name` goes in, and nothing is stored as `name` (a file there
+        may hold these very bytes, whose mtime should stay)."""
+        target = self.folder / name
         try:
-            if os.lstat(path).st_dev != self.folder.stat().st_dev:
+            if os.lstat(path).st_dev != target.parent.stat().st_dev:
                 return False
-            (self.folder / name).lstat()
+        except OSError:
+            return False
+        try:
+            target.lstat()
         except FileNotFoundError:
             return True
         except OSError:
@@ -196,7 +200,7 @@ class LocalStore:
         target = self.folder / name
         try:
             os.rename(path, target)
-            fsync_dir(self.folder)
+            fsync_dir(target.parent)
             return target.lstat().st_mtime_ns
         except OSError as exc:
             raise PublishError(f"cannot write {target} ({exc.strerror})") from exc
