@@ -252,11 +252,17 @@ def test_repeated_kills_of_the_resumed_build_converge(
     changed: tuple[ListSite, Path, Model, Model],
 ) -> None:
     """Each kill interrupts the build that recovers from the previous one."""
-    site, _, old, new = changed
+    site, saved, old, new = changed
+    # Kills at instants within the build's own duration: a fixed span of seconds lets a
+    # fast build finish before any kill lands.
+    started = time.perf_counter()
+    site.build()
+    duration = time.perf_counter() - started
+    site.restore(saved)
     rng = random.Random()
     killed = 0
     for _ in range(4):
-        status = kill_after(site, rng.uniform(0.1, 0.9))
+        status = kill_after(site, duration * rng.uniform(0.1, 0.9))
         assert status in (0, -signal.SIGKILL), (site.base / "build.err").read_text()
         killed += status == -signal.SIGKILL
         assert check_documents(site.out) is not None
