@@ -4,9 +4,11 @@ and nothing of the spool may stay behind."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -185,4 +187,69 @@ def test_a_change_log_first_load_spools_what_the_ledger_renders(site: Site) -> N
     assert len(shards) == 3
     assert spooled == len(shards)
     assert b"q&amp;a" in first["sitemap-1.xml"]
+    assert first == rendered_by_the_ledger(site)
+
+
+def test_moved_shards_are_recorded_as_published(site: Site) -> None:
+    listed(site, varied(1000))
+    first, spooled = first_build(site)
+    assert spooled == 4
+    stamps = {p.name: p.stat().st_mtime_ns for p in site.out.glob("sitemap-*.xml")}
+    with sqlite3.connect(site.state / "ledger.sqlite3") as conn:
+        recorded = dict(conn.execute("SELECT name, sha256 FROM published").fetchall())
+    conn.close()
+    for name in stamps:
+        assert recorded[name] == hashlib.sha256(first[name]).hexdigest()
+    # The digests, sizes and stamps recorded are those of the files moved into place:
+    # nothing looks changed, edited or lost to the next build.
+    assert "wrote 0 files" in site.build().stdout
+    assert site.cli("verify").returncode == 0
+    assert {p.name: p.stat().st_mtime_ns for p in site.out.glob("sitemap-*.xml")} == stamps
+    assert published_bytes(site.out) == first
+
+
+def test_a_spool_on_another_file_system_is_copied(site: Site) -> None:
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == site.base.stat().st_dev:
+        pytest.skip("no second file system at /dev/shm")
+    listed(site, varied(700))
+    state = Path(tempfile.mkdtemp(dir=shm))
+    try:
+        site.config.write_text(
+            site.config.read_text().replace('state_dir = "state"', f'state_dir = "{state}"')
+        )
+        result = site.cli("--log-level", "debug", "build")
+        assert result.stderr.count(SPOOLED) == 3
+        assert not (state / "ledger.sqlite3.spool").exists()
+        assert_valid(site.out)
+        first = published_bytes(site.out)
+        assert "wrote 0 files" in site.build().stdout
+        assert first == rendered_by_the_ledger(site)
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def test_a_spool_write_that_fails_on_its_thread_is_left_to_the_ledger(
+    site: Site, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    listed(site, varied(700))
+    written = spool._Files.write
+
+    def failing(files: spool._Files, pieces: tuple[bytes, bytes]) -> None:
+        if files.shard == 2:
+            raise OSError(28, "No space left on device")
+        written(files, pieces)
+
+    monkeypatch.setattr(spool._Files, "write", failing)
+    engine = Engine(load(site.config))
+    try:
+        with caplog.at_level(logging.DEBUG, logger="sitemapd"):
+            engine.build()
+    finally:
+        engine.close()
+    # Shards 1 and 3 came from the spool, shard 2 from the ledger.
+    assert caplog.text.count(SPOOLED) == 2
+    assert "No space left on device" in caplog.text
+    assert not (site.state / "ledger.sqlite3.spool").exists()
+    first = published_bytes(site.out)
     assert first == rendered_by_the_ledger(site)

@@ -43,7 +43,7 @@ from sitemapd.ledger.removals import Hold, RemovalGuard, holds
 from sitemapd.ledger.rendering import RenderQueries
 from sitemapd.ledger.schema import EXCLUDED, GONE, LIVE, SEEDED, URL_COLUMNS, migrate
 from sitemapd.ledger.shards import Limits
-from sitemapd.ledger.spool import manifest_path
+from sitemapd.ledger.spool import SpooledShard
 from sitemapd.ledger.transaction import Transaction
 from sitemapd.ledger.writeback import early_writeback
 from sitemapd.render.sitemap import entry_size
@@ -75,6 +75,7 @@ __all__ = [
     "KnownFile",
     "Ledger",
     "RobotsRules",
+    "SpooledShard",
     "is_published",
 ]
 
@@ -100,7 +101,7 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         self.alone = alone
         # Shards a first load rendered as it filled them (spool.py), until the next write.
         self.spool_folder = path.with_name(path.name + ".spool")
-        self._spooled: dict[int, Path] = {}
+        self._spooled: dict[int, SpooledShard] = {}
         if path.is_file() and path.stat().st_size == 0:
             # SQLite would take it for a new database: every lastmod would start over.
             raise LedgerError(
@@ -145,21 +146,14 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
             self._spooled = {}
             shutil.rmtree(self.spool_folder, ignore_errors=True)
 
-    def spooled_shard(self, shard_id: int) -> tuple[bytes, Path] | None:
-        """Return the document of shard `shard_id` as the first load that committed last
-        rendered it, and the file of its manifest lines (there until the next write), or
-        None: render it from the ledger."""
-        path = self._spooled.pop(shard_id, None)
-        if path is None:
-            return None
-        try:
-            document = path.read_bytes()
-            path.unlink()
-        except OSError as exc:
-            log.debug("%s: rendered from the ledger instead (%s)", path, exc)
-            return None
-        log.debug("shard %d: entries as the first load rendered them", shard_id)
-        return document, manifest_path(path)
+    def spooled_shard(self, shard_id: int) -> SpooledShard | None:
+        """Return shard `shard_id` as the first load that committed last spooled it (its
+        files there until the next write, or until moved away), or None: render it from
+        the ledger."""
+        spooled = self._spooled.pop(shard_id, None)
+        if spooled is not None:
+            log.debug("shard %d: entries as the first load rendered them", shard_id)
+        return spooled
 
     # -- reads ---------------------------------------------------------------------
 
@@ -278,7 +272,7 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         cursors of a held source, so that it is read again in full.
         """
         guard = guard or RemovalGuard()
-        spooled: dict[int, Path] = {}
+        spooled: dict[int, SpooledShard] = {}
         try:
             with self._first_load_journal() as through_wal, self.transaction():
                 run = Apply(self, robots, now or w3c.now(), guard)

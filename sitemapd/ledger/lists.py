@@ -22,7 +22,6 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from itertools import islice
 from operator import itemgetter
-from pathlib import Path
 from typing import NamedTuple, TypeVar
 
 from sitemapd.core.observation import Gone, ListChunk, Observation, Seen
@@ -30,7 +29,7 @@ from sitemapd.ledger.bulk import insert_values
 from sitemapd.ledger.model import ROBOTS_REASON
 from sitemapd.ledger.run import Run
 from sitemapd.ledger.schema import EXCLUDED, LIVE
-from sitemapd.ledger.spool import ShardSpool
+from sitemapd.ledger.spool import ShardSpool, SpooledShard
 from sitemapd.ledger.transaction import Transactions
 from sitemapd.render.sitemap import entry_sizes
 
@@ -278,9 +277,9 @@ class ListLoad:
         for source, chunks in self.read.items():
             self._record(self.run.source_id(source), chunks)
 
-    def spooled(self, trusted: bool) -> dict[int, Path]:
-        """Return the files of the shards the load rendered that hold what the ledger
-        now does; none unless `trusted` (no row deleted or repeated since it was loaded)."""
+    def spooled(self, trusted: bool) -> dict[int, SpooledShard]:
+        """Return the shards the load spooled that hold what the ledger now does; none
+        unless `trusted` (no row deleted or repeated since it was loaded)."""
         spool = self.run.spool
         if spool is None:
             return {}

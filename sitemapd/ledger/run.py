@@ -11,7 +11,7 @@ from sitemapd.ledger.model import UPDATED, ChangeSet, RobotsRules
 from sitemapd.ledger.removals import RemovalGuard
 from sitemapd.ledger.schema import EXCLUDED, LIVE
 from sitemapd.ledger.shards import Limits, Shards
-from sitemapd.ledger.spool import ShardSpool
+from sitemapd.ledger.spool import ShardSpool, SpooledShard
 
 
 class LedgerFile(Protocol):
@@ -60,7 +60,7 @@ class Run:
         # Bulk runs: the shards the loads of URL lists and change logs fill, rendered as
         # they fill (spool.py), then shard id -> the file of those the ledger holds as is.
         self.spool: ShardSpool | None = None
-        self.spooled: dict[int, Path] = {}
+        self.spooled: dict[int, SpooledShard] = {}
 
     def source_id(self, name: str) -> int:
         """Return the id of source `name`, registering it on first use."""

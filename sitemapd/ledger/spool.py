@@ -8,26 +8,42 @@ formatting them there costs a fifth of that. A spooled shard stands in for its r
 only when it holds what the ledger then holds: its count of URLs and of entry bytes
 agree with the shard's, and no row was deleted or repeated since. Any doubt, a full
 disk, a crash: the shard is rendered from the ledger, as every later publish does.
+
+The publish that follows has little left to do. A spooled document's sha256 is taken
+as it is written and the file is fsynced (on a thread of the spool's own, as the next
+shard fills): a local publish on the same file system moves it into place instead of
+reading and copying it. The manifest lines are compressed on the same thread as they
+come, into the gzip member that follows the header's in a manifest file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import shutil
-from collections.abc import Mapping, Sequence
+import zlib
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import NamedTuple, TypeVar
 
 from sitemapd.ledger.shards import ShardState
 from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, plain_entries
 
 log = logging.getLogger("sitemapd.ledger")
 
+_T = TypeVar("_T")
+
 # Free space a spool leaves the ledger: a first load's ledger grows by about twice the
 # bytes of the sitemaps it renders, so spooling stops well before it could fill the disk.
 _RESERVE = 1 << 30
 _LEDGER_PER_SPOOLED = 4
 _HEAD, _TAIL = URLSET_HEAD.encode(), URLSET_TAIL.encode()
+# Pieces of work the spool's thread may lag behind by (a list chunk's entries and lines:
+# a few hundred KB each): their bytes are held meanwhile.
+_QUEUE = 16
 
 
 def manifest_lines(
@@ -45,7 +61,8 @@ def manifest_lines(
 
 
 def manifest_path(path: Path) -> Path:
-    """Return the file of the manifest lines spooled beside the document file `path`."""
+    """Return the file of the manifest lines spooled beside the document file `path`: a
+    gzip member, as publish/manifestfile.py's `pack` gives (level 1, no name, mtime 0)."""
     return path.with_name(path.name + ".manifest")
 
 
@@ -57,6 +74,57 @@ class _Spooled(NamedTuple):
     size: int
 
 
+class SpooledShard(NamedTuple):
+    """A shard's document as a first load spooled it, complete and fsynced."""
+
+    path: Path
+    manifest: Path  # the gzip member of its manifest lines
+    digest: str  # sha256 of the document, hex
+    size: int  # bytes of the document
+
+
+class _Files:
+    """The files of one spooled shard: its document, hashed as it is written, and its
+    manifest lines, compressed as they come. Written on the spool's thread alone, in
+    order; the document is complete and on disk once closed."""
+
+    def __init__(self, shard: int, path: Path) -> None:
+        """Open the files of the document `path` of `shard`; raises OSError."""
+        self.shard = shard
+        self.document = path.open("wb")
+        try:
+            self.manifest = manifest_path(path).open("wb")
+            # The whole document: the publish moves or reads it as it is stored.
+            self.document.write(_HEAD)
+        except OSError:
+            self.document.close()
+            raise
+        self.hash = hashlib.sha256(_HEAD)
+        # Split anywhere, the lines give the bytes `zlib.compress` gives them whole.
+        self.packer = zlib.compressobj(1, zlib.DEFLATED, 31)
+
+    def write(self, pieces: tuple[bytes, bytes]) -> None:
+        """Append entries and their manifest lines; raises OSError."""
+        entries, lines = pieces
+        self.document.write(entries)
+        self.hash.update(entries)
+        self.manifest.write(self.packer.compress(lines))
+
+    def close(self) -> str:
+        """Finish both files and flush the document to disk; return the document's sha256
+        (hex). Raises OSError."""
+        try:
+            self.document.write(_TAIL)
+            self.hash.update(_TAIL)
+            self.manifest.write(self.packer.flush())
+            self.document.flush()
+            os.fsync(self.document.fileno())
+            return self.hash.hexdigest()
+        finally:
+            self.document.close()
+            self.manifest.close()
+
+
 class ShardSpool:
     """The `<urlset>` documents of the shards a first load fills, one file a shard, and
     the manifest lines of the same URLs, one file beside it."""
@@ -64,10 +132,19 @@ class ShardSpool:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.shards: dict[int, _Spooled] = {}
-        # The shard being filled: its document file and its manifest lines file.
-        self._open: tuple[int, BinaryIO, BinaryIO] | None = None
+        # The shard being filled, and its files.
+        self._open: tuple[int, _Files] | None = None
         self._total = 0
         self._stopped = False
+        # The sha256 of each closed shard's document.
+        self._digests: dict[int, str] = {}
+        # Writing, hashing, compressing and syncing wait outside the GIL, on a thread of
+        # their own.
+        self._thread: ThreadPoolExecutor | None = None
+        self._pending: deque[Future[None]] = deque()
+        # Why the work of a shard failed (not kept as futures: a 10M-URL list loads in
+        # 10,000 pieces of work, 16 MB of futures).
+        self._failed: dict[int, Exception] = {}
 
     def add(
         self,
@@ -82,26 +159,40 @@ class ShardSpool:
         if self._stopped:
             return
         data = plain_entries(list(zip(locs, lastmods, strict=True))).encode()
-        lines = manifest_lines(locs, fingerprints, lastmods)
+        lines = manifest_lines(locs, fingerprints, lastmods).encode()
         try:
-            handles = self._handles(shard)
-            if handles is None:
-                return
-            handles[0].write(data)
-            handles[1].write(lines.encode())
+            files = self._files(shard)
         except OSError as exc:
             log.debug("%s: shards rendered from the ledger instead (%s)", self.folder, exc)
             self.drop()
             return
+        if files is None:
+            return
+        self._submit(shard, files.write, (data, lines))
         path, spooled, size = self.shards[shard]
         self.shards[shard] = _Spooled(path, spooled + len(locs), size + len(data))
         self._total += len(data)
 
-    def _handles(self, shard: int) -> tuple[BinaryIO, BinaryIO] | None:
-        """Return the open document and manifest files of `shard`, opening them (and
-        closing the last) on the first entries of a shard; None when there is no room."""
+    def _submit(self, shard: int, job: Callable[[_T], None], arg: _T) -> None:
+        """Run `job(arg)` on the spool's thread, after the work submitted before."""
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="sitemapd-spool")
+        while len(self._pending) >= _QUEUE:
+            self._pending.popleft().result()  # waits (errors: see _run)
+        self._pending.append(self._thread.submit(self._run, shard, job, arg))
+
+    def _run(self, shard: int, job: Callable[[_T], None], arg: _T) -> None:
+        """Run `job(arg)` for `shard`, noting why it failed."""
+        try:
+            job(arg)
+        except Exception as exc:  # whatever it was, the shard's files are not to be trusted
+            self._failed.setdefault(shard, exc)
+
+    def _files(self, shard: int) -> _Files | None:
+        """Return the open files of `shard`, opening them (and closing the last) on the
+        first entries of a shard; None when there is no room."""
         if self._open is not None and self._open[0] == shard:
-            return self._open[1], self._open[2]
+            return self._open[1]
         self._close()
         if shard in self.shards:
             # Shards fill in turn: entries coming back to a closed one mean other writes.
@@ -112,49 +203,53 @@ class ShardSpool:
             self._stopped = True
             return None
         path = self.folder / f"shard-{shard}"
-        handle = path.open("wb")
-        try:
-            # The whole document: the publish reads it as it is stored.
-            handle.write(_HEAD)
-            lines = manifest_path(path).open("wb")
-        except OSError:
-            handle.close()
-            raise
-        self._open = (shard, handle, lines)
+        files = _Files(shard, path)
+        self._open = (shard, files)
         self.shards[shard] = _Spooled(path, 0, 0)
-        return handle, lines
+        return files
 
     def _close(self) -> None:
         if self._open is not None:
-            _, handle, lines = self._open
+            shard, files = self._open
             self._open = None
-            try:
-                handle.write(_TAIL)
-                handle.close()
-            finally:
-                lines.close()
+            self._submit(shard, self._seal, files)
+
+    def _seal(self, files: _Files) -> None:
+        """Close `files`, keeping their document's digest (on the spool's thread)."""
+        self._digests[files.shard] = files.close()
+
+    def _wait(self) -> None:
+        """Wait for the spool's thread to finish its work (its errors: `self._failed`)."""
+        if self._thread is not None:
+            self._thread.shutdown()
+            self._thread = None
+        self._pending.clear()
 
     def drop(self) -> None:
         """Forget every spooled shard and delete its file; spooling stops for the load."""
         self._stopped = True
         self._close()
+        self._wait()
         self.shards = {}
         shutil.rmtree(self.folder, ignore_errors=True)
 
-    def keep(self, states: Mapping[int, ShardState]) -> dict[int, Path]:
-        """Close the spool; return the document files of the shards whose URL and byte
-        counts are those of `states` (the ledger's shards), deleting the others."""
-        try:
-            self._close()
-        except OSError as exc:
-            log.debug("%s: shards rendered from the ledger instead (%s)", self.folder, exc)
-            self.drop()
-        kept: dict[int, Path] = {}
+    def keep(self, states: Mapping[int, ShardState]) -> dict[int, SpooledShard]:
+        """Close the spool once its files are written and its documents on disk; return
+        the shards whose URL and byte counts are those of `states` (the ledger's shards),
+        deleting the others."""
+        self._close()
+        self._wait()
+        kept: dict[int, SpooledShard] = {}
         for shard, (path, count, size) in self.shards.items():
             state = states.get(shard)
-            if state is not None and (state.url_count, state.bytes) == (count, size):
-                kept[shard] = path
-            else:
-                path.unlink(missing_ok=True)
-                manifest_path(path).unlink(missing_ok=True)
+            failed = self._failed.get(shard)
+            if failed is not None:
+                log.debug("%s: rendered from the ledger instead (%s)", path, failed)
+            elif state is not None and (state.url_count, state.bytes) == (count, size):
+                document = len(_HEAD) + size + len(_TAIL)
+                digest = self._digests[shard]
+                kept[shard] = SpooledShard(path, manifest_path(path), digest, document)
+                continue
+            path.unlink(missing_ok=True)
+            manifest_path(path).unlink(missing_ok=True)
         return kept

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sitemapd.errors import LedgerError
 from sitemapd.ledger import LIVE, Ledger
-from sitemapd.publish.manifestfile import Row, encode, encode_lines
+from sitemapd.publish.manifestfile import Row, encode, with_header
 
 # The cursor naming the manifest format every published shard has a manifest in.
 WRITTEN = "manifests_written"
@@ -114,16 +114,16 @@ class Reader:
                 f"{self._uri}: cannot read the manifest of shard {shard_id} ({exc})"
             ) from exc
 
-    def spooled(self, lines: Path, shard_id: int) -> bytes:
+    def spooled(self, member: Path, shard_id: int) -> bytes:
         """Return the manifest file of the lines a first load spooled for shard `shard_id`
-        in `lines` (read here, on the storing thread, then deleted), or the ledger's when
-        they cannot be read. Raises LedgerError."""
+        packed in `member` (read here, on the storing thread, then deleted), or the
+        ledger's when it cannot be read. Raises LedgerError."""
         try:
-            data = lines.read_bytes()
+            data = member.read_bytes()
         except OSError:
             return self.file(shard_id)
-        lines.unlink(missing_ok=True)
-        return encode_lines(data)
+        member.unlink(missing_ok=True)
+        return with_header(data)
 
     def close(self) -> None:
         """Wait for the reads started, then close every connection (once the threads that

@@ -2,9 +2,10 @@
 `.sitemapd/manifest/<shard>.tsv.gz` (never named in an index, never served by the
 sidecar).
 
-Version 1: gzip of UTF-8 text; a first line `sitemapd-manifest 1`, then one line per
-live URL of the shard: `loc <TAB> fingerprint <TAB> lastmod <TAB> bytes`, where bytes is
-the hash of the page's file as read (empty for a source that reads no file). Files
+Version 1: gzip of UTF-8 text (written as two members, the first line's and the rows',
+which gzip readers read as one text); a first line `sitemapd-manifest 1`, then one line
+per live URL of the shard: `loc <TAB> fingerprint <TAB> lastmod <TAB> bytes`, where
+bytes is the hash of the page's file as read (empty for a source that reads no file). Files
 without the first line (version 0, sitemapd 0.x on S3) hold the first three fields. A
 file of a later version is skipped: its lines may mean something else.
 """
@@ -12,7 +13,6 @@ file of a later version is skipped: its lines may mean something else.
 from __future__ import annotations
 
 import gzip
-import io
 import logging
 import zlib
 from collections.abc import Iterator
@@ -23,7 +23,7 @@ log = logging.getLogger("sitemapd.manifestfile")
 PRIVATE = ".sitemapd/"
 VERSION = 1
 _HEADER = f"sitemapd-manifest {VERSION}"
-_HEADER_LINE = f"{_HEADER}\n".encode()
+_HEADER_MEMBER = gzip.compress(f"{_HEADER}\n".encode(), 1, mtime=0)
 _PREFIX = "sitemapd-manifest "
 
 # (loc, fingerprint, lastmod, bytes hash or "")
@@ -42,13 +42,20 @@ def encode(lines: str) -> bytes:
 
 def encode_lines(lines: bytes) -> bytes:
     """Return the manifest file of `lines` (UTF-8 rows, each ended by a newline)."""
-    out = io.BytesIO()
-    # mtime=0: the same rows give the same bytes. Level 1: read by sitemapd alone. Written
-    # in pieces: the rows of a shard (5 MB) are not copied behind the first line.
-    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=1, mtime=0) as stream:
-        stream.write(_HEADER_LINE)
-        stream.write(lines)
-    return out.getvalue()
+    return with_header(pack(lines))
+
+
+def pack(lines: bytes) -> bytes:
+    """Return the gzip member of the rows `lines` that follows the header's in a manifest
+    file: level 1 (read by sitemapd alone), mtime 0 and no name (the same rows give the
+    same bytes). A first load's spool (ledger/spool.py) compresses them as they come, to
+    the same bytes."""
+    return zlib.compress(lines, 1, 31)
+
+
+def with_header(member: bytes) -> bytes:
+    """Return the manifest file of the rows packed in `member` (see `pack`)."""
+    return _HEADER_MEMBER + member
 
 
 def decode(data: bytes, where: str) -> Iterator[Row]:

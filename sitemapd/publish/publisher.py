@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from sitemapd.config import Config
 from sitemapd.core import w3c
 from sitemapd.errors import PublishError
-from sitemapd.ledger import Ledger
+from sitemapd.ledger import Ledger, SpooledShard
 from sitemapd.publish import manifest, robots
-from sitemapd.publish.manifestfile import VERSION, encode
+from sitemapd.publish.manifestfile import VERSION
 from sitemapd.publish.names import OutputNames, partition_index_urls
-from sitemapd.publish.shardtext import extended_shard, plain_shard
+from sitemapd.publish.shardtext import shard_document
 from sitemapd.publish.store import LocalStore, Record, Store
 from sitemapd.render.keyfile import key_file
 from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
@@ -184,11 +184,10 @@ class Publisher:
                         data = manifest.shard_manifest(self.ledger.conn, shard_id)
                         self.store.put_manifest(name, data)
                     elif shard_id in dirty or not self._intact(name, record):
-                        # Manifest first: a successor adopts the lastmods it holds.
-                        data, file_of = self._rendered(shard_id, reader)
+                        job = self._shard_job(shard_id, name, record, reader)
                         if len(stored) == _STORERS:
                             self._note(stored.popleft().result(), written, report)
-                        stored.append(storing.submit(self._store, name, data, record, file_of))
+                        stored.append(storing.submit(job))
                 while stored:
                     self._note(stored.popleft().result(), written, report)
         finally:
@@ -196,20 +195,35 @@ class Publisher:
         if backfill:
             self.ledger.set_cursor(manifest.WRITTEN, MANIFEST_VERSION)
 
-    def _rendered(
-        self, shard_id: int, reader: manifest.Reader
-    ) -> tuple[bytes, Callable[[], bytes] | None]:
-        """Return a shard's document and what gives its manifest (None in a dry run)."""
-        spooled = self.ledger.spooled_shard(shard_id)  # as the first load rendered them
-        if spooled is not None:
-            document, lines = spooled
-            return document, None if self.dry_run else partial(reader.spooled, lines, shard_id)
-        if not self.ledger.shard_has_extras(shard_id):
-            document, text = plain_shard(self.ledger.conn, shard_id, not self.dry_run)
-            # The manifest is compressed by the thread that stores the shard.
-            return document, None if text is None else partial(encode, text)
-        file_of = None if self.dry_run else reader.ahead(shard_id)  # read as this renders
-        return extended_shard(self.ledger, shard_id), file_of
+    def _shard_job(
+        self, shard_id: int, name: str, record: Record | None, reader: manifest.Reader
+    ) -> Callable[[], _Stored | None]:
+        """Return what stores shard `shard_id` as `name` (on a storing thread), its
+        manifest first: a successor adopts the lastmods it holds."""
+        spooled = self.ledger.spooled_shard(shard_id)  # as the first load rendered it
+        if (
+            spooled is not None
+            and not (self.dry_run or name.endswith(".gz"))
+            and isinstance(self.store, LocalStore)
+            and self.store.movable(name, spooled.path)
+        ):
+            return partial(self._move_in, name, spooled, reader, shard_id)
+        document, manifest_of = shard_document(
+            self.ledger, shard_id, spooled, reader, not self.dry_run
+        )
+        return partial(self._store, name, document, record, manifest_of)
+
+    def _move_in(
+        self, name: str, spooled: SpooledShard, reader: manifest.Reader, shard_id: int
+    ) -> _Stored:
+        """Store a spooled shard by moving its file into the local folder (where nothing
+        has its name), after its manifest."""
+        assert isinstance(self.store, LocalStore)
+        self._check_lease()
+        self.store.put_manifest(name, reader.spooled(spooled.manifest, shard_id))
+        self._check_lease()
+        stamp = self.store.move_in(name, spooled.path)
+        return _Stored(name, spooled.digest, spooled.size, stamp, True)
 
     def _publish_news(
         self, now: str, written: dict[str, tuple[str, int, int]], report: PublishReport

@@ -1,16 +1,44 @@
-"""A shard's document rendered from the ledger, for a shard the first load did not spool,
-and the lines of its manifest."""
+"""A shard's document to store, and what gives its manifest: as the first load spooled
+it, or rendered from the ledger."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from itertools import islice
 
-from sitemapd.ledger import Ledger
-from sitemapd.publish.manifest import lines_of, shard_rows
+from sitemapd.ledger import Ledger, SpooledShard
+from sitemapd.publish.manifest import Reader, lines_of, shard_rows
+from sitemapd.publish.manifestfile import encode
 from sitemapd.render.extensions import without_alternates
 from sitemapd.render.sitemap import plain_entries, plain_urlset, urlset
+
+log = logging.getLogger("sitemapd.publish")
+
+
+def shard_document(
+    ledger: Ledger, shard_id: int, spooled: SpooledShard | None, reader: Reader, manifest: bool
+) -> tuple[bytes, Callable[[], bytes] | None]:
+    """Return the document of shard `shard_id`, as `spooled` (read, then deleted) or else
+    rendered from the ledger, and, with `manifest`, what gives its manifest file."""
+    if spooled is not None:
+        try:
+            document = spooled.path.read_bytes()
+            spooled.path.unlink()
+        except OSError as exc:
+            log.debug("%s: rendered from the ledger instead (%s)", spooled.path, exc)
+        else:
+            return document, partial(
+                reader.spooled, spooled.manifest, shard_id
+            ) if manifest else None
+    if not ledger.shard_has_extras(shard_id):
+        document, text = plain_shard(ledger.conn, shard_id, manifest)
+        # The manifest is compressed by the thread that stores the shard.
+        return document, None if text is None else partial(encode, text)
+    file_of = reader.ahead(shard_id) if manifest else None  # read as this renders
+    return extended_shard(ledger, shard_id), file_of
 
 
 def plain_shard(

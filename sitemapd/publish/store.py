@@ -176,6 +176,35 @@ class LocalStore:
             pass  # missing or unreadable: written
         return atomic_write(path, data).st_mtime_ns, True
 
+    def movable(self, name: str, path: Path) -> bool:
+        """True when the file `path` can become `name` by a rename: it is on the file
+        system of the folder `name` goes in, and nothing is stored as `name` (a file there
+        may hold these very bytes, whose mtime should stay)."""
+        target = self.folder / name
+        try:
+            if os.lstat(path).st_dev != target.parent.stat().st_dev:
+                return False
+        except OSError:
+            return False
+        try:
+            target.lstat()
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return False
+
+    def move_in(self, name: str, path: Path) -> int:
+        """Make the complete, fsynced file `path` (`movable`) the file `name`, as
+        atomic_write does its temp file; return its stamp. Raises PublishError."""
+        target = self.folder / name
+        try:
+            os.rename(path, target)
+            fsync_dir(target.parent)
+            return target.lstat().st_mtime_ns
+        except OSError as exc:
+            raise PublishError(f"cannot write {target} ({exc.strerror})") from exc
+
     def put_manifest(self, shard: str, data: bytes) -> None:
         path = self.folder / manifest_name(shard)
         try:
