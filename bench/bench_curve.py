@@ -51,12 +51,12 @@ def measure(urls: int, repeat: int, peer: Peer | None) -> Point:
     theirs: list[tuple[float, float]] = []
     for _ in range(1 if urls >= ONCE_FROM else repeat):
         if peer is not None:
-            seconds, _, _, rss = peer.build(listing, False, "datetimes")
-            theirs.append((seconds, rss))
+            run = peer.build(listing, False, "datetimes")
+            theirs.append((run[0], run[3]))
         for folder in ("out", "state"):
             shutil.rmtree(config.parent / folder, ignore_errors=True)
-        seconds, _, _, rss = run_build(config)
-        ours.append((seconds, rss))
+        run = run_build(config)
+        ours.append((run[0], run[3]))
     shutil.rmtree(work, ignore_errors=True)
     seconds, rss = median(ours)
     if not theirs:
