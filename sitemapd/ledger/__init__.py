@@ -302,7 +302,7 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         go straight into the database file, where WAL would write them twice (the WAL,
         then the checkpoint) and look each page up in a WAL-index as large as the site.
         Yields whether the rows go through the WAL all the same (a checkpoint follows)."""
-        if not self.alone or self.conn.execute("SELECT 1 FROM urls LIMIT 1").fetchone():
+        if not self.alone or not self.empty():
             yield True
             return
         (pages,) = self.conn.execute("PRAGMA page_count").fetchone()

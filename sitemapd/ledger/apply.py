@@ -54,7 +54,7 @@ class Apply(Decisions):
 
     def start(self, complete: Collection[str]) -> None:
         # An empty ledger takes a bulk path: no lookups, indexes built once at the end.
-        self.bulk = self.conn.execute("SELECT 1 FROM urls LIMIT 1").fetchone() is None
+        self.bulk = self.ledger.empty()
         if self.bulk:
             drop_loc_index(self.conn)
             # The commit leaves the WAL to `Ledger._checkpoint_behind`.
