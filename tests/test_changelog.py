@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from pg import Postgres
 
 from sitemapd.core.observation import Changes
-from sitemapd.ledger import ALLOW_ALL, Ledger
+from sitemapd.ledger.ledger import Ledger
+from sitemapd.ledger.model import ALLOW_ALL
 from sitemapd.ledger.shards import Limits
 from sitemapd.publish.robots import rules
 from sitemapd.sources.content import ArticleMeta

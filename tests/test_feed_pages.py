@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from sitemapd.config.feeds import FeedConfig
 from sitemapd.core import w3c
 from sitemapd.core.observation import Gone, Observation
-from sitemapd.ledger import Ledger
+from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.shards import Limits
 from sitemapd.publish.feedwindow import feed_pages
 

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from sitemapd.config import Config, load, parse
 from sitemapd.engine.engine import Engine
-from sitemapd.ledger import Ledger
+from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.shards import Limits
 from sitemapd.publish.publisher import Publisher
 

@@ -6,9 +6,14 @@ one) reads the URL anew.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sitemapd.errors import SitemapdError
-from sitemapd.ledger import EXCLUDED, LIVE, Ledger
+from sitemapd.ledger.schema import EXCLUDED, LIVE
 from sitemapd.ledger.shards import Shards
+
+if TYPE_CHECKING:
+    from sitemapd.ledger.ledger import Ledger
 
 
 def forget(ledger: Ledger, loc: str) -> None:

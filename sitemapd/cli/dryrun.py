@@ -16,7 +16,8 @@ from typing import Any
 from sitemapd.config import Config
 from sitemapd.engine.engine import Engine
 from sitemapd.errors import LedgerError
-from sitemapd.ledger import EXCLUDED, GONE, NEW, UPDATED
+from sitemapd.ledger.model import NEW, UPDATED
+from sitemapd.ledger.schema import EXCLUDED, GONE
 from sitemapd.notify.outbox import INDEXNOW, pending
 
 

@@ -42,7 +42,7 @@ from sitemapd.config.daemon import parse_listen
 from sitemapd.daemon.metrics import Metrics
 from sitemapd.daemon.statuspage import PATHS as STATUS_PATHS
 from sitemapd.daemon.statuspage import StatusPage
-from sitemapd.ledger import is_published
+from sitemapd.ledger.ledger import is_published
 
 log = logging.getLogger("sitemapd.sidecar")
 

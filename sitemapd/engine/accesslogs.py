@@ -6,12 +6,15 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from sitemapd.config import Config
 from sitemapd.config.sources import AccessLogSource
 from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import InvalidURL, SourceError
-from sitemapd.ledger import Ledger
+
+if TYPE_CHECKING:
+    from sitemapd.ledger.ledger import Ledger
 
 log = logging.getLogger("sitemapd.engine")
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sitemapd import sources
-from sitemapd.changelog import Reader, open_reader
 from sitemapd.config import Config
 from sitemapd.config.sources import ChangelogSource, ContentSource, DirectorySource
 from sitemapd.core import w3c
@@ -21,13 +20,15 @@ from sitemapd.engine.progress import Progress, log_report
 from sitemapd.engine.target import Target
 from sitemapd.engine.transaction import apply_scans, removal_guard, set_aside
 from sitemapd.errors import SourceError
-from sitemapd.ledger import ALLOW_ALL, ChangeSet, Ledger, RobotsRules
+from sitemapd.ledger.ledger import Ledger
+from sitemapd.ledger.model import ALLOW_ALL, ChangeSet, RobotsRules
 from sitemapd.ledger.shards import Limits
 from sitemapd.publish import robots
 from sitemapd.publish.partition import owned
 from sitemapd.publish.publisher import Publisher, PublishReport
 
 if TYPE_CHECKING:
+    from sitemapd.changelog import Reader
     from sitemapd.publish.lease import Lease
 
 log = logging.getLogger("sitemapd.engine")
@@ -145,6 +146,10 @@ class Engine:
                 raise SourceError(f"{source.name}: the engine was closed")
             found = self.readers.get(source.name)
             if found is None:
+                # The change-log readers load for a site with a change log only: a build
+                # of files and URL lists starts faster without them.
+                from sitemapd.changelog import open_reader
+
                 found = self.readers[source.name] = open_reader(source.spec)
             return found
 

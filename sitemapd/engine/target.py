@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 from sitemapd.config import Config
 from sitemapd.core import w3c
 from sitemapd.errors import PublishError
-from sitemapd.ledger import Ledger
 from sitemapd.publish import manifest
 from sitemapd.publish.publisher import Publisher
 
 if TYPE_CHECKING:
+    from sitemapd.ledger.ledger import Ledger
     from sitemapd.publish.lease import Lease
 
 log = logging.getLogger("sitemapd.engine")

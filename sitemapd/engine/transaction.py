@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from itertools import chain
+from typing import TYPE_CHECKING
 
 from sitemapd import sources
 from sitemapd.config import Config
@@ -13,8 +14,11 @@ from sitemapd.config.sources import ChangelogSource
 from sitemapd.core.observation import Item, Unreadable
 from sitemapd.engine.progress import Progress
 from sitemapd.errors import SourceError
-from sitemapd.ledger import ChangeSet, Ledger, RobotsRules
+from sitemapd.ledger.model import ChangeSet, RobotsRules
 from sitemapd.ledger.removals import RemovalGuard
+
+if TYPE_CHECKING:
+    from sitemapd.ledger.ledger import Ledger
 
 log = logging.getLogger("sitemapd.engine")
 

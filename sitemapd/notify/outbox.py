@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING
 
 from sitemapd.config import Config
 from sitemapd.core import w3c
-from sitemapd.ledger import BASELINE_CURSOR, PUBLISHED_CURSOR, Ledger
+from sitemapd.ledger.model import BASELINE_CURSOR, PUBLISHED_CURSOR
 
 if TYPE_CHECKING:
+    from sitemapd.ledger.ledger import Ledger
     from sitemapd.notify import Outcome
 
 log = logging.getLogger("sitemapd.outbox")

@@ -16,10 +16,14 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sitemapd.errors import LedgerError
-from sitemapd.ledger import LIVE, Ledger
+from sitemapd.ledger.schema import LIVE
 from sitemapd.publish.manifestfile import Row, encode, with_header
+
+if TYPE_CHECKING:
+    from sitemapd.ledger.ledger import Ledger
 
 # The cursor naming the manifest format every published shard has a manifest in.
 WRITTEN = "manifests_written"

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from sitemapd.config import Config
 from sitemapd.core import w3c
 from sitemapd.errors import PublishError
-from sitemapd.ledger import Ledger, SpooledShard
+from sitemapd.ledger.ledger import Ledger
+from sitemapd.ledger.spool import SpooledShard
 from sitemapd.publish import manifest, robots
 from sitemapd.publish.manifestfile import VERSION
 from sitemapd.publish.names import OutputNames, partition_index_urls

@@ -12,7 +12,7 @@ import re
 from collections.abc import Collection
 from urllib.parse import urlsplit
 
-from sitemapd.ledger import RobotsRules
+from sitemapd.ledger.model import RobotsRules
 
 _SITEMAP_LINE = re.compile(rb"^[ \t]*sitemap[ \t]*:[ \t]*(\S*)[ \t]*(?:#.*)?$", re.IGNORECASE)
 _AGENTS = ("Googlebot", "*")

@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from itertools import islice
 
-from sitemapd.ledger import Ledger, SpooledShard
+from sitemapd.ledger.ledger import Ledger
+from sitemapd.ledger.spool import SpooledShard
 from sitemapd.publish.manifest import Reader, lines_of, shard_rows
 from sitemapd.publish.manifestfile import encode
 from sitemapd.render.extensions import without_alternates

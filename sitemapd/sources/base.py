@@ -7,11 +7,14 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sitemapd.core.observation import ArticleMeta, Item, Rejected
 from sitemapd.core.urls import URLPolicy
-from sitemapd.ledger import Ledger
 from sitemapd.render.extensions import url_extras
+
+if TYPE_CHECKING:
+    from sitemapd.ledger.ledger import Ledger
 
 log = logging.getLogger("sitemapd.sources")
 

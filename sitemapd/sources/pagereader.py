@@ -29,7 +29,7 @@ from sitemapd.core.observation import (
 from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import InvalidURL
 from sitemapd.fingerprint import FINGERPRINT_VERSION, Material, Settings, TemplateMemory
-from sitemapd.ledger import KnownFile
+from sitemapd.ledger.model import KnownFile
 from sitemapd.sources.base import (
     Context,
     entry_extras,

@@ -24,7 +24,7 @@ from sitemapd.fingerprint import (
     read_html,
     without_ignored,
 )
-from sitemapd.ledger import KnownFile
+from sitemapd.ledger.model import KnownFile
 from sitemapd.sources.content import PageFacts, ld_articles, read_page
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")

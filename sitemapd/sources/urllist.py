@@ -20,7 +20,8 @@ from sitemapd.config.sources import UrlListSource
 from sitemapd.core.observation import Item, ListChunk, file_key
 from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import SourceError
-from sitemapd.ledger import KnownChunk, Ledger
+from sitemapd.ledger.ledger import Ledger
+from sitemapd.ledger.lists import KnownChunk
 from sitemapd.sources.base import Scan, log, reported
 
 if TYPE_CHECKING:
