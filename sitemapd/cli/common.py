@@ -61,16 +61,27 @@ def errors_exit(command: F) -> F:
 @contextlib.contextmanager
 def locked_engine(cfg: config.Config) -> Iterator[Engine]:
     """Yield the site's Engine while holding the state-directory lock."""
-    from sitemapd.engine.engine import Engine
     from sitemapd.ledger.lock import StateLock
 
-    with StateLock(cfg.site.state_dir):
-        # No sidecar or metrics endpoint reads the ledger of a command meanwhile.
-        engine = Engine(cfg, alone=True)
-        try:
-            yield engine
-        finally:
-            engine.close()
+    with StateLock(cfg.site.state_dir), opened_engine(cfg) as engine:
+        yield engine
+
+
+@contextlib.contextmanager
+def opened_engine(cfg: config.Config) -> Iterator[Engine]:
+    """Yield the site's Engine, closed after; the caller holds the state-directory lock.
+
+    What the last quiet build noted no longer holds once the engine may write."""
+    from sitemapd.cli import unchanged
+    from sitemapd.engine.engine import Engine
+
+    unchanged.forget(cfg.site.state_dir)
+    # No sidecar or metrics endpoint reads the ledger of a command meanwhile.
+    engine = Engine(cfg, alone=True)
+    try:
+        yield engine
+    finally:
+        engine.close()
 
 
 @contextlib.contextmanager

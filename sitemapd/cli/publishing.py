@@ -2,26 +2,35 @@
 
 from __future__ import annotations
 
-import json
+import logging
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from sitemapd import config
-from sitemapd.cli import correct, process
-from sitemapd.cli.common import F, config_option, errors_exit, locked_engine, progress_bar
-from sitemapd.core import w3c
+from sitemapd.cli import process, unchanged
+from sitemapd.cli.common import (
+    F,
+    config_option,
+    errors_exit,
+    locked_engine,
+    opened_engine,
+    progress_bar,
+)
 from sitemapd.core.words import count
-from sitemapd.engine.engine import Engine
 from sitemapd.errors import LockError
-from sitemapd.ledger import removals
 from sitemapd.ledger.lock import StateLock
-from sitemapd.notify import outbox
-from sitemapd.publish import ownership
-from sitemapd.status import problems
 
+if TYPE_CHECKING:
+    from sitemapd.engine.engine import Engine
+
+log = logging.getLogger("sitemapd.build")
+# The engine, the publisher and what they use load in the bodies of the commands that run
+# them: a build that finds nothing changed (unchanged.py) ends without them.
 dry_run_options = (
     click.option(
         "--dry-run",
@@ -42,7 +51,10 @@ def _with_dry_run(command: F) -> F:
 def _print_dry_run(cfg: config.Config, as_json: bool, confirm_removal: bool = False) -> None:
     """Print what a build would do; exit 1 when a source failed or a removal is held, 2
     (ConfigError) when a file in output_dir under sitemapd's names is not its own."""
+    import json
+
     from sitemapd.cli import dryrun
+    from sitemapd.publish import ownership
 
     ownership.refuse(cfg, ownership.foreign_files(cfg, ownership.ledger_records(cfg)))
 
@@ -67,6 +79,8 @@ def build(config_path: Path, confirm_removal: bool, dry_run: bool, as_json: bool
     if dry_run:
         _print_dry_run(cfg, as_json, confirm_removal)
         return
+    if not confirm_removal and _unchanged(cfg):
+        return
     try:
         _build(cfg, lambda engine: None, confirm_removal)
     except LockError:
@@ -75,9 +89,33 @@ def build(config_path: Path, confirm_removal: bool, dry_run: bool, as_json: bool
         _confirm_to_daemon(cfg)
 
 
+def _unchanged(cfg: config.Config) -> bool:
+    """True, having printed the build's summary, when nothing changed since the last build
+    and it ended quiet (see unchanged.py); raises LockError as a build does."""
+    started = time.perf_counter()
+    with StateLock(cfg.site.state_dir):
+        if not unchanged.as_noted(cfg):
+            return False
+    log.debug("nothing changed since the last build, which ended quiet: nothing to do")
+    click.echo(_summary(0, 0, 0, 0, 0, 0, 0, time.perf_counter() - started))
+    return True
+
+
+def _summary(
+    new: int, updated: int, gone: int, invalid: int, files: int, size: int, removed: int, s: float
+) -> str:
+    """Return the line a build ends with."""
+    return (
+        f"{new} new, {updated} updated, {gone} gone, {invalid} invalid; wrote "
+        f"{count(files, 'file')} ({size} bytes), removed {removed} in {s:.2f}s"
+    )
+
+
 def _confirm_to_daemon(cfg: config.Config) -> None:
     """Leave the confirmation for the process holding the state directory: a daemon
     looks for it every few seconds and publishes the removals it holds."""
+    from sitemapd.ledger import removals
+
     removals.request_confirmation(cfg.site.state_dir)
     pid = StateLock(cfg.site.state_dir).holder()
     click.echo(
@@ -89,23 +127,41 @@ def _confirm_to_daemon(cfg: config.Config) -> None:
 def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = False) -> None:
     """Under the state lock, run `first` on the engine, then build, notify and print the
     summary; exit 1 when a source failed or a removal is held."""
-    with locked_engine(cfg) as engine, progress_bar(cfg) as bar:
-        ownership.claim(cfg, engine.ledger.published)
-        first(engine)
-        target = cfg.publish.s3
-        # A running daemon renews its lease several times per TTL: two TTLs tell.
-        engine.target.acquire(wait=2 * target.lease_ttl + 1 if target else 0)
-        result = engine.build(confirm_removal=confirm, progress=bar)
-        # Notifications owed but not delivered stay owed: the next build or run sends them.
-        undelivered = outbox.deliver_now(engine.ledger, cfg)
-        for line in problems.canonical_elsewhere(engine.ledger.conn, cfg.site.origin.root):
-            click.echo(f"sitemapd: warning: {line}", err=True)
-        unmatched = problems.seeded_count(engine.ledger.conn)
+    from sitemapd.notify import outbox
+    from sitemapd.publish import ownership
+    from sitemapd.status import problems
+
+    with StateLock(cfg.site.state_dir):
+        with opened_engine(cfg) as engine, progress_bar(cfg) as bar:
+            ownership.claim(cfg, engine.ledger.published)
+            first(engine)
+            target = cfg.publish.s3
+            # A running daemon renews its lease several times per TTL: two TTLs tell.
+            engine.target.acquire(wait=2 * target.lease_ttl + 1 if target else 0)
+            result = engine.build(confirm_removal=confirm, progress=bar)
+            # Notifications owed but not delivered stay owed: the next build or run sends them.
+            undelivered = outbox.deliver_now(engine.ledger, cfg)
+            warnings = problems.canonical_elsewhere(engine.ledger.conn, cfg.site.origin.root)
+            unmatched = problems.seeded_count(engine.ledger.conn)
+            published = engine.ledger.published_names()
+        said = warnings or unmatched or undelivered or result.failed or result.held
+        if not (said or result.unreadable):
+            # Nothing to say: the next build finds nothing to do unless something changes.
+            unchanged.note(cfg, published)
+    for line in warnings:
+        click.echo(f"sitemapd: warning: {line}", err=True)
     changes, report = result.changes, result.report
     click.echo(
-        f"{changes.new} new, {changes.updated} updated, {changes.gone} gone, "
-        f"{changes.rejected} invalid; wrote {count(len(report.written), 'file')} "
-        f"({report.bytes_written} bytes), removed {len(report.removed)} in {result.seconds:.2f}s"
+        _summary(
+            changes.new,
+            changes.updated,
+            changes.gone,
+            changes.rejected,
+            len(report.written),
+            report.bytes_written,
+            len(report.removed),
+            result.seconds,
+        )
     )
     if unmatched:
         click.echo(
@@ -142,9 +198,11 @@ def run(config_path: Path, dry_run: bool, as_json: bool) -> None:
     # The daemon's modules (watchdog, the scheduler, the sidecar) load for `run` only: a
     # build from a deploy hook starts faster without them.
     from sitemapd.daemon.daemon import Daemon
+    from sitemapd.publish import ownership
 
     process.raise_open_files_limit()
     with StateLock(cfg.site.state_dir) as lock:
+        unchanged.forget(cfg.site.state_dir)
         ownership.claim(cfg, ownership.ledger_records(cfg))
         daemon = Daemon(cfg, lock)
         daemon.install_signal_handlers()
@@ -162,6 +220,7 @@ def run(config_path: Path, dry_run: bool, as_json: bool) -> None:
 def import_(config_path: Path, files: tuple[Path, ...]) -> None:
     """Seed lastmods from existing sitemaps or indexes (.xml or .xml.gz)."""
     from sitemapd.cli.importer import ImportTally, read_sitemaps
+    from sitemapd.core import w3c
 
     cfg = config.load(config_path)
     tally, now = ImportTally(), w3c.now()
@@ -185,6 +244,8 @@ def forget_(config_path: Path, url: str) -> None:
 
     Its lastmod, publication date and history start again from what its source says now.
     """
+    from sitemapd.cli import correct
+
     _build(
         config.load(config_path),
         lambda engine: correct.forget(engine.ledger, engine.policy.site_url(url)),
@@ -201,6 +262,8 @@ def reread_(config_path: Path, url: str) -> None:
     Its lastmod moves only if its content changed; a publication date the page now
     states replaces a provisional one.
     """
+    from sitemapd.cli import correct
+
     _build(
         config.load(config_path),
         lambda engine: correct.reread(engine.ledger, engine.policy.site_url(url)),

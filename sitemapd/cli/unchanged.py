@@ -1,0 +1,124 @@
+"""A `build` that finds nothing changed since the last one, told before the engine loads.
+
+A build that changed, wrote, removed, owed and warned of nothing notes in the state
+folder what its outcome rests on: the configuration as loaded, the status (`lstat`, and
+`stat` through a symlink: inode, size, mode, mtime and ctime) of each URL list, of
+robots.txt, of the output folder, its manifest folder and every published file, and of
+the state folder's files (the ledger among them). The next build, holding the state lock,
+compares: when all of it is as noted, the full build would find every list unread (its
+key is its cursor's), every published file intact and nothing to write, so it ends
+there. Anything else (a list touched, a file edited or added, another configuration, a
+new version) runs the full build, which notes the state again if it too was quiet. Every
+command that opens the ledger to write deletes the note first.
+
+Only sites whose builds rest on nothing else take part: URL lists only, a local output
+folder, no partition, no news sitemap, feeds or notifications (those move with the clock
+and with what is owed).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from sitemapd import __version__
+from sitemapd.config import Config, UrlListSource
+from sitemapd.ledger.lock import StateLock
+from sitemapd.publish.manifestfile import manifest_name
+
+# The note, in the state folder.
+NOTE = "quiet-build"
+
+
+def eligible(cfg: Config) -> bool:
+    """True when the outcome of a build of `cfg` rests on its files alone."""
+    return (
+        all(isinstance(source, UrlListSource) for source in cfg.sources)
+        and cfg.publish.s3 is None
+        and cfg.site.partition is None
+        and cfg.news is None
+        and cfg.feed is None
+        and cfg.indexnow is None
+        and not cfg.websub.hubs
+    )
+
+
+def as_noted(cfg: Config) -> bool:
+    """True when the last build of `cfg` was quiet and nothing it rests on changed since.
+
+    Call it holding the state lock."""
+    if not eligible(cfg):
+        return False
+    try:
+        noted = (cfg.site.state_dir / NOTE).read_text()
+    except (OSError, UnicodeDecodeError):
+        return False
+    lines = noted.split("\n", 3)
+    if len(lines) < 4 or not lines[2].startswith("published "):
+        return False
+    return _state(cfg, lines[2].split()[1:]) == noted
+
+
+def note(cfg: Config, published: Iterable[str]) -> None:
+    """Note the state a quiet build of `cfg` left, whose published files are `published`.
+
+    Call it holding the state lock, the ledger closed. A note lost in a crash costs a full
+    build, no more: it is not fsynced."""
+    if not eligible(cfg):
+        return
+    path = cfg.site.state_dir / NOTE
+    temp = path.with_name(f"{NOTE}.tmp")
+    temp.write_text(_state(cfg, sorted(published)))
+    temp.replace(path)
+
+
+def forget(state_dir: Path) -> None:
+    """Delete the note: the ledger or the output is about to change."""
+    (state_dir / NOTE).unlink(missing_ok=True)
+
+
+def _state(cfg: Config, published: list[str]) -> str:
+    """Return the text of the note of `cfg` with files `published`, as things are now."""
+    out, state = cfg.site.output_dir, cfg.site.state_dir
+    paths = [source.path for source in cfg.content_sources if isinstance(source, UrlListSource)]
+    if cfg.site.robots_txt is not None:
+        # The folder too: a missing robots.txt is read as empty only where it still is.
+        paths += [cfg.site.robots_txt, cfg.site.robots_txt.parent]
+    paths += [out, (out / manifest_name(cfg.sitemap.index)).parent]
+    paths += [out / name for name in published]
+    lock = StateLock(state).path.name
+    try:
+        # The ledger, its WAL and a first load's spool; not the lock, whose file holds the
+        # pid of each process that takes it, nor the note itself.
+        paths += sorted(
+            p for p in state.iterdir() if p.name != lock and not p.name.startswith(NOTE)
+        )
+    except OSError as exc:
+        paths.append(Path(f"{state} unreadable: {exc.errno}"))
+    lines = [
+        f"sitemapd {__version__}, Python {sys.version.split()[0]}",
+        repr(cfg),
+        " ".join(["published", *published]),
+        *(f"{str(path)!r} {_key(path)}" for path in paths),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _key(path: Path) -> str:
+    """Return what identifies the state of `path`: its lstat, and its stat if a symlink;
+    what went wrong when it cannot be had."""
+    try:
+        st = os.lstat(path)
+        key = _stat_key(st)
+        if stat.S_ISLNK(st.st_mode):
+            key += f" -> {_stat_key(os.stat(path))}"
+    except OSError as exc:
+        return f"error {exc.errno}"
+    return key
+
+
+def _stat_key(st: os.stat_result) -> str:
+    return f"{st.st_dev}:{st.st_ino} {st.st_mode:o} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}"

@@ -1,0 +1,151 @@
+"""`sitemapd build` when nothing changed since a quiet build: it ends before the engine
+loads (unchanged.py), and anything that changed runs the whole build as before."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import assert_valid, published, run_cli, snapshot
+
+from sitemapd.ledger.lock import StateLock
+
+# The debug lines that tell the two paths apart: the engine's, and the early end's.
+FULL = " sitemapd.engine: published:"
+EARLY = "DEBUG sitemapd.build: nothing changed since the last build"
+QUIET = "0 new, 0 updated, 0 gone, 0 invalid; wrote 0 files (0 bytes), removed 0 in "
+
+
+class ListSite:
+    """A site of one URL list, built by `sitemapd build --log-level debug`."""
+
+    def __init__(self, base: Path, extra: str = "") -> None:
+        self.base, self.out, self.state = base, base / "out", base / "state"
+        self.list = base / "urls.txt"
+        self.config = base / "sitemapd.toml"
+        self.list.write_text(
+            "".join(
+                f"https://example.com/a/{n}.html\t2026-01-{1 + n % 28:02d}T00:00:00+00:00\n"
+                for n in range(30)
+            )
+        )
+        self.configure(extra=extra)
+
+    def configure(self, sitemap: str = "max_urls = 10", extra: str = "") -> None:
+        self.config.write_text(
+            '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\n'
+            f'state_dir = "state"\n[sitemap]\n{sitemap}\n'
+            f'[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"\n{extra}'
+        )
+
+    def build(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return run_cli("build", "--log-level", "debug", "-c", str(self.config), *args, check=check)
+
+    def early(self, *args: str) -> bool:
+        """Build; return whether it ended early (asserting it said what a build says)."""
+        result = self.build(*args)
+        assert (EARLY in result.stderr) != (FULL in result.stderr), result.stderr
+        if EARLY in result.stderr:
+            assert result.stdout.startswith(QUIET) and result.stdout.count("\n") == 1
+        return EARLY in result.stderr
+
+
+@pytest.fixture
+def listed(tmp_path: Path) -> ListSite:
+    site = ListSite(tmp_path)
+    site.build()
+    return site
+
+
+def test_a_build_after_a_quiet_one_ends_early_and_changes_nothing(listed: ListSite) -> None:
+    before = snapshot(listed.out)
+    assert listed.early()
+    assert listed.early()
+    assert snapshot(listed.out) == before
+    assert_valid(listed.out)
+
+
+def test_a_touched_list_is_checked_in_full_once(listed: ListSite) -> None:
+    os.utime(listed.list)
+    assert not listed.early()  # read and hashed: the same bytes, the cursor moves
+    assert listed.early()
+
+
+def test_a_changed_line_is_published(listed: ListSite) -> None:
+    lines = listed.list.read_text().splitlines(keepends=True)
+    lines[3] = "https://example.com/a/3.html\t2026-05-05T00:00:00+00:00\n"
+    listed.list.write_text("".join(lines))
+    assert not listed.early()
+    assert published(listed.out)["https://example.com/a/3.html"] == "2026-05-05T00:00:00+00:00"
+    assert listed.early()
+
+
+def test_a_deleted_shard_is_published_again(listed: ListSite) -> None:
+    before = snapshot(listed.out)
+    (listed.out / "sitemap-2.xml").unlink()
+    result = listed.build()
+    assert FULL in result.stderr and "wrote 1 file " in result.stdout
+    assert {name: data for name, (_, _, data) in snapshot(listed.out).items()} == {
+        name: data for name, (_, _, data) in before.items()
+    }
+
+
+def test_a_same_size_edit_is_repaired(listed: ListSite) -> None:
+    shard = listed.out / "sitemap-1.xml"
+    data = shard.read_bytes()
+    with shard.open("r+b") as handle:  # in place, the same size
+        handle.seek(data.index(b"/a/0.html"))
+        handle.write(b"/a/X")
+    assert not listed.early()
+    assert shard.read_bytes() == data
+    assert listed.early()
+
+
+def test_a_foreign_file_under_a_published_name_is_refused(listed: ListSite) -> None:
+    (listed.out / "sitemap-9.xml").write_text("<urlset/>")
+    result = listed.build(check=False)
+    assert result.returncode == 2 and "was not written by sitemapd" in result.stderr
+
+
+def test_another_configuration_builds_in_full(listed: ListSite) -> None:
+    listed.configure(sitemap="max_urls = 20")
+    assert not listed.early()
+    assert listed.early()
+
+
+def test_a_command_that_writes_the_ledger_forgets_the_quiet_build(listed: ListSite) -> None:
+    assert (listed.state / "quiet-build").exists()
+    run_cli("import", "-c", str(listed.config), str(listed.out / "sitemap-1.xml"))
+    assert not (listed.state / "quiet-build").exists()
+    assert not listed.early()
+
+
+def test_a_held_state_lock_fails_as_a_full_build_does(listed: ListSite) -> None:
+    with StateLock(listed.state):
+        early = listed.build(check=False)
+        (listed.state / "quiet-build").rename(listed.state / "aside")
+        full = listed.build(check=False)
+    (listed.state / "aside").rename(listed.state / "quiet-build")
+    assert early.returncode == full.returncode == 1
+    assert early.stderr == full.stderr and "is in use by sitemapd pid" in full.stderr
+    assert listed.early()
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        '[feed]\ntitle = "News"\n',
+        '[[source]]\ntype = "directory"\nroot = "site"\n',
+    ],
+)
+def test_sites_that_move_with_the_clock_or_pages_always_build_in_full(
+    tmp_path: Path, extra: str
+) -> None:
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "a.html").write_text("<title>A</title><p>A page.</p>")
+    site = ListSite(tmp_path, extra)
+    site.build()
+    assert not site.early()
+    assert not (site.state / "quiet-build").exists()
