@@ -48,7 +48,8 @@ class ListSite:
         result = self.build(*args)
         assert (EARLY in result.stderr) != (FULL in result.stderr), result.stderr
         if EARLY in result.stderr:
-            assert result.stdout.startswith(QUIET) and result.stdout.count("\n") == 1
+            assert result.stdout.startswith(QUIET)
+            assert result.stdout.count("\n") == 1
         return EARLY in result.stderr
 
 
@@ -86,7 +87,8 @@ def test_a_deleted_shard_is_published_again(listed: ListSite) -> None:
     before = snapshot(listed.out)
     (listed.out / "sitemap-2.xml").unlink()
     result = listed.build()
-    assert FULL in result.stderr and "wrote 1 file " in result.stdout
+    assert FULL in result.stderr
+    assert "wrote 1 file " in result.stdout
     assert {name: data for name, (_, _, data) in snapshot(listed.out).items()} == {
         name: data for name, (_, _, data) in before.items()
     }
@@ -106,7 +108,8 @@ def test_a_same_size_edit_is_repaired(listed: ListSite) -> None:
 def test_a_foreign_file_under_a_published_name_is_refused(listed: ListSite) -> None:
     (listed.out / "sitemap-9.xml").write_text("<urlset/>")
     result = listed.build(check=False)
-    assert result.returncode == 2 and "was not written by sitemapd" in result.stderr
+    assert result.returncode == 2
+    assert "was not written by sitemapd" in result.stderr
 
 
 def test_another_configuration_builds_in_full(listed: ListSite) -> None:
@@ -129,7 +132,8 @@ def test_a_held_state_lock_fails_as_a_full_build_does(listed: ListSite) -> None:
         full = listed.build(check=False)
     (listed.state / "aside").rename(listed.state / "quiet-build")
     assert early.returncode == full.returncode == 1
-    assert early.stderr == full.stderr and "is in use by sitemapd pid" in full.stderr
+    assert early.stderr == full.stderr
+    assert "is in use by sitemapd pid" in full.stderr
     assert listed.early()
 
 
