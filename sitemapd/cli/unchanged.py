@@ -1,15 +1,15 @@
 """A `build` that finds nothing changed since the last one, told before the engine loads.
 
-A build that changed, wrote, removed, owed and warned of nothing notes in the state
-folder what its outcome rests on: the configuration as loaded, the status (`lstat`, and
-`stat` through a symlink: inode, size, mode, mtime and ctime) of each URL list, of
-robots.txt, of the output folder, its manifest folder and every published file, and of
-the state folder's files (the ledger among them). The next build, holding the state lock,
-compares: when all of it is as noted, the full build would find every list unread (its
-key is its cursor's), every published file intact and nothing to write, so it ends
-there. Anything else (a list touched, a file edited or added, another configuration, a
-new version) runs the full build, which notes the state again if it too was quiet. Every
-command that opens the ledger to write deletes the note first.
+A build that ended with nothing to say (no warning, no error, no held removal, nothing
+owed) notes in the state folder what the next build's outcome rests on: the configuration
+as loaded, and the status (inode, size, mode, mtime and ctime; through a symlink too) of
+each URL list, of robots.txt, of the output folder, its manifest folder and every
+published file, and of the state folder's files (the ledger among them). The next build,
+holding the state lock, compares: when all of it is as noted, a full build would find
+every list unread (its key is its cursor's), every published file intact and nothing to
+write or say, so it ends there. Anything else (a list touched, a file edited or added,
+another configuration, another version) runs the full build, which notes the state it
+leaves. Every command that opens the ledger to write deletes the note first.
 
 Only sites whose builds rest on nothing else take part: URL lists only, a local output
 folder, no partition, no news sitemap, feeds or notifications (those move with the clock

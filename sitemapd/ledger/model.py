@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from sitemapd.ledger.removals import Hold
+if TYPE_CHECKING:
+    from sitemapd.ledger.removals import Hold
 
 NEW, UPDATED = "new", "updated"
 ROBOTS_REASON = "robots.txt"

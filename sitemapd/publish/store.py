@@ -12,13 +12,11 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import secrets
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Protocol
 
-from sitemapd.core.lifeline import running
 from sitemapd.errors import PublishError
 from sitemapd.publish.manifestfile import Row, decode, manifest_name
 
@@ -67,6 +65,9 @@ def _create_temp(path: Path) -> tuple[int, Path]:
     Anyone else who can write to the folder could plant a symlink at a name they can
     guess: the name is random and the file is created exclusively, never through a link.
     """
+    # Loaded by a write only (with hashlib and random): `check-config` and `status` read.
+    import secrets
+
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     while True:
         # The pid last: remove_leftover_temps keeps a running sitemapd's temps.
@@ -80,6 +81,9 @@ def _create_temp(path: Path) -> tuple[int, Path]:
 def remove_leftover_temps(folder: Path) -> None:
     """Remove temp files that a crashed sitemapd left in `folder` (never a live one's)."""
     for path in folder.glob(_TEMP_PREFIX + "*"):
+        # Loaded when a temp file is found (with ctypes and signal): seldom.
+        from sitemapd.core.lifeline import running
+
         pid = path.name.rpartition("-")[2]
         if pid.isdigit() and int(pid) != os.getpid() and running(int(pid)):
             continue

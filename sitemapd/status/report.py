@@ -9,8 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sitemapd.changelog import Stream, open_reader
-from sitemapd.changelog.walretention import retention
 from sitemapd.config import Config
 from sitemapd.config.sources import ChangelogSource, DirectorySource
 from sitemapd.core.words import count
@@ -20,9 +18,7 @@ from sitemapd.ledger.removals import holds
 from sitemapd.publish import robots
 from sitemapd.publish.manifest import ADOPTED
 from sitemapd.publish.names import OutputNames, partition_index_urls
-from sitemapd.render.feedpage import ATOM_NS
 from sitemapd.render.sitemap import SITEMAP_NS, envelope_size
-from sitemapd.sources.changelog import cursor_name
 from sitemapd.status.problems import canonical_elsewhere, crawl_problems, hreflang_problems
 
 _EXAMPLES = 50  # excluded and invalid items listed per report
@@ -308,6 +304,8 @@ def published_counts(config: Config, names: OutputNames) -> dict[str, Any]:
         news = [name for name in published if names.is_news(name)]
         found["news_items"] = sum(_count(read(name), f"{{{SITEMAP_NS}}}url") for name in news)
     if config.feed is not None and config.feed.atom in published:
+        from sitemapd.render.feedpage import ATOM_NS  # the feeds' module, for feeds only
+
         found["feed_entries"] = _count(read(config.feed.atom), f"{{{ATOM_NS}}}entry")
     return found | ({"lease": lease} if config.publish.s3 is not None else {})
 
@@ -363,6 +361,12 @@ def _indexnow_pending(conn: sqlite3.Connection, cursors: dict[str, str]) -> int 
 def _changelog(source: ChangelogSource, cursors: dict[str, str]) -> dict[str, Any]:
     """Return a change log's position, the rows waiting after it, and why it cannot be
     read, if it cannot (asked of the database itself)."""
+    # The change-log readers load for a site with a change log only: a `status` of files
+    # and URL lists starts faster without them.
+    from sitemapd.changelog import Stream, open_reader
+    from sitemapd.changelog.walretention import retention
+    from sitemapd.sources.changelog import cursor_name
+
     cursor = cursors.get(cursor_name(source))
     found: dict[str, Any] = {"source": source.name, "cursor": cursor, "waiting": None}
     try:
