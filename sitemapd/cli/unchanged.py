@@ -18,6 +18,7 @@ and with what is owed).
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import sys
@@ -29,6 +30,7 @@ from sitemapd.config import Config, UrlListSource
 from sitemapd.ledger.lock import StateLock
 from sitemapd.publish.manifestfile import manifest_name
 
+log = logging.getLogger("sitemapd.build")
 # The note, in the state folder.
 NOTE = "quiet-build"
 
@@ -71,13 +73,20 @@ def note(cfg: Config, published: Iterable[str]) -> None:
         return
     path = cfg.site.state_dir / NOTE
     temp = path.with_name(f"{NOTE}.tmp")
-    temp.write_text(_state(cfg, sorted(published)))
-    temp.replace(path)
+    try:
+        temp.write_text(_state(cfg, sorted(published)))
+        temp.replace(path)
+    except OSError as exc:  # the build itself is done: the next one runs in full
+        log.debug("cannot note the quiet build in %s (%s)", path, exc)
 
 
 def forget(state_dir: Path) -> None:
-    """Delete the note: the ledger or the output is about to change."""
-    (state_dir / NOTE).unlink(missing_ok=True)
+    """Delete the note: the ledger or the output is about to change. One that cannot be
+    deleted is harmless: what changes next changes the status it notes."""
+    try:
+        (state_dir / NOTE).unlink(missing_ok=True)
+    except OSError as exc:
+        log.debug("cannot delete %s (%s)", state_dir / NOTE, exc)
 
 
 def _state(cfg: Config, published: list[str]) -> str:
