@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_valid, published, run_cli, snapshot
+from daemon_harness import RunningDaemon
 
 from sitemapd.ledger.lock import StateLock
 
@@ -121,6 +122,16 @@ def test_another_configuration_builds_in_full(listed: ListSite) -> None:
 def test_a_command_that_writes_the_ledger_forgets_the_quiet_build(listed: ListSite) -> None:
     assert (listed.state / "quiet-build").exists()
     run_cli("import", "-c", str(listed.config), str(listed.out / "sitemap-1.xml"))
+    assert not (listed.state / "quiet-build").exists()
+    assert not listed.early()
+
+
+def test_the_daemon_forgets_the_quiet_build(listed: ListSite) -> None:
+    daemon = RunningDaemon(listed)  # type: ignore[arg-type]  # a site by duck type
+    try:
+        daemon.wait_ready()
+    finally:
+        assert daemon.stop() == 0
     assert not (listed.state / "quiet-build").exists()
     assert not listed.early()
 
