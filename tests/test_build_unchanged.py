@@ -148,6 +148,22 @@ def test_a_held_state_lock_fails_as_a_full_build_does(listed: ListSite) -> None:
     assert listed.early()
 
 
+def test_a_build_that_logged_a_warning_is_not_quiet(tmp_path: Path) -> None:
+    site = ListSite(tmp_path)
+    site.list.write_text("not a URL\n")  # nothing live: the empty index is warned of
+    for _ in range(2):
+        result = site.build()
+        assert "WARNING sitemapd.publish: no URL is live" in result.stderr
+        assert not (site.state / "quiet-build").exists()
+
+
+def test_a_log_level_that_hides_warnings_notes_nothing(listed: ListSite) -> None:
+    os.utime(listed.list)
+    run_cli("build", "--log-level", "error", "-c", str(listed.config))
+    assert not (listed.state / "quiet-build").exists()
+    assert not listed.early()
+
+
 @pytest.mark.parametrize(
     "extra",
     [

@@ -131,7 +131,7 @@ def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = 
     from sitemapd.publish import ownership
     from sitemapd.status import problems
 
-    with StateLock(cfg.site.state_dir):
+    with StateLock(cfg.site.state_dir), unchanged.hearing() as heard:
         with opened_engine(cfg) as engine, progress_bar(cfg) as bar:
             ownership.claim(cfg, engine.ledger.published)
             first(engine)
@@ -144,8 +144,8 @@ def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = 
             warnings = problems.canonical_elsewhere(engine.ledger.conn, cfg.site.origin.root)
             unmatched = problems.seeded_count(engine.ledger.conn)
             published = engine.ledger.published_names()
-        said = warnings or unmatched or undelivered or result.failed or result.held
-        if not (said or result.unreadable):
+        said = heard.said or warnings or unmatched or undelivered or result.failed
+        if not (said or result.held or result.unreadable):
             # Nothing to say: the next build finds nothing to do unless something changes.
             unchanged.note(cfg, published)
     for line in warnings:

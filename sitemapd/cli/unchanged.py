@@ -18,11 +18,12 @@ and with what is owed).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from sitemapd import __version__
@@ -46,6 +47,31 @@ def eligible(cfg: Config) -> bool:
         and cfg.indexnow is None
         and not cfg.websub.hubs
     )
+
+
+class Heard(logging.Handler):
+    """Whether sitemapd logged a warning or an error while this was attached: a build
+    that did would log it again, so it did not end quiet."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        # Warnings the log level hides cannot be heard: they count as said.
+        self.said = not logging.getLogger("sitemapd").isEnabledFor(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.said = True
+
+
+@contextlib.contextmanager
+def hearing() -> Iterator[Heard]:
+    """Yield a Heard attached to sitemapd's logger until the block ends."""
+    heard = Heard()
+    logger = logging.getLogger("sitemapd")
+    logger.addHandler(heard)
+    try:
+        yield heard
+    finally:
+        logger.removeHandler(heard)
 
 
 def as_noted(cfg: Config) -> bool:
