@@ -1,15 +1,16 @@
 """A `build` that finds nothing changed since the last one, told before the engine loads.
 
-A build that ended with nothing to say (no warning, no error, no held removal, nothing
-owed) notes in the state folder what the next build's outcome rests on: the configuration
-as loaded, and the status (inode, size, mode, mtime and ctime; through a symlink too) of
-each URL list, of robots.txt, of the output folder, its manifest folder and every
-published file, and of the state folder's files (the ledger among them). The next build,
-holding the state lock, compares: when all of it is as noted, a full build would find
-every list unread (its key is its cursor's), every published file intact and nothing to
-write or say, so it ends there. Anything else (a list touched, a file edited or added,
-another configuration, another version) runs the full build, which notes the state it
-leaves. Every command that opens the ledger to write deletes the note first.
+A build that ended with nothing to say (no warning or error, printed or logged at a level
+that shows them; no held removal; nothing owed) notes in the state folder what the next
+build's outcome rests on: the configuration as loaded, and the status (inode, size,
+mode, mtime and ctime; through a symlink too) of each URL list, of robots.txt, of the
+output folder, its manifest folder and every published file, and of the state folder's
+files (the ledger among them). The next build, holding the state lock, compares: when
+all of it is as noted, a full build would find every list unread (its key is its
+cursor's), every published file intact and nothing to write or say, so it ends there.
+Anything else (a list touched, a file edited or added, another configuration, another
+version) runs the full build, which notes the state it leaves. Every command that opens
+the ledger to write deletes the note first.
 
 Only sites whose builds rest on nothing else take part: URL lists only, a local output
 folder, no partition, no news sitemap, feeds or notifications (those move with the clock
@@ -87,7 +88,10 @@ def as_noted(cfg: Config) -> bool:
     lines = noted.split("\n", 3)
     if len(lines) < 4 or not lines[2].startswith("published "):
         return False
-    return _state(cfg, lines[2].split()[1:]) == noted
+    try:
+        return _state(cfg, lines[2].split()[1:]) == noted
+    except OSError:
+        return False
 
 
 def note(cfg: Config, published: Iterable[str]) -> None:
@@ -116,7 +120,8 @@ def forget(state_dir: Path) -> None:
 
 
 def _state(cfg: Config, published: list[str]) -> str:
-    """Return the text of the note of `cfg` with files `published`, as things are now."""
+    """Return the text of the note of `cfg` with files `published`, as things are now;
+    raises OSError when the state folder cannot be listed."""
     out, state = cfg.site.output_dir, cfg.site.state_dir
     paths = [source.path for source in cfg.content_sources if isinstance(source, UrlListSource)]
     if cfg.site.robots_txt is not None:
@@ -125,14 +130,9 @@ def _state(cfg: Config, published: list[str]) -> str:
     paths += [out, (out / manifest_name(cfg.sitemap.index)).parent]
     paths += [out / name for name in published]
     lock = StateLock(state).path.name
-    try:
-        # The ledger, its WAL and a first load's spool; not the lock, whose file holds the
-        # pid of each process that takes it, nor the note itself.
-        paths += sorted(
-            p for p in state.iterdir() if p.name != lock and not p.name.startswith(NOTE)
-        )
-    except OSError as exc:
-        paths.append(Path(f"{state} unreadable: {exc.errno}"))
+    # The ledger, its WAL and a first load's spool; not the lock, whose file holds the pid
+    # of each process that takes it, nor the note itself.
+    paths += sorted(p for p in state.iterdir() if p.name != lock and not p.name.startswith(NOTE))
     lines = [
         f"sitemapd {__version__}, Python {sys.version.split()[0]}",
         repr(cfg),
