@@ -28,9 +28,11 @@ from sitemapd.ledger.lock import StateLock
 if TYPE_CHECKING:
     from sitemapd.engine.engine import Engine
 
-log = logging.getLogger("sitemapd.build")
 # The engine, the publisher and what they use load in the bodies of the commands that run
 # them: a build that finds nothing changed (unchanged.py) ends without them.
+
+log = logging.getLogger("sitemapd.build")
+
 dry_run_options = (
     click.option(
         "--dry-run",
