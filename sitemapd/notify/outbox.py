@@ -166,6 +166,8 @@ def deliver_now(ledger: Ledger, config: Config, timeout: float = 10.0) -> int:
 
 @dataclass(order=True)
 class _Due:
+    """A delivery due at `at` (monotonic seconds), and the attempts it had."""
+
     at: float
     delivery: Delivery = field(compare=False)
     attempts: int = field(default=0, compare=False)
