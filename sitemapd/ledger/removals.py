@@ -9,7 +9,6 @@ taken inside the ledger's apply transaction; holds are kept as ledger cursors.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import sqlite3
 from collections.abc import Mapping
@@ -119,6 +118,9 @@ def decide(
         "AND source_id = (SELECT id FROM sources WHERE name = ?)",
         (source,),
     ).fetchone()
+    # Imported here: `status`, which reads the holds, starts without OpenSSL's hashes.
+    import hashlib
+
     known = {h.source: h for h in holds(conn)}.get(source)
     digest = hashlib.sha256(",".join(map(str, removing)).encode()).hexdigest()[:32]
     window = _Window(conn, source, w3c.to_epoch(now), guard.window)

@@ -7,7 +7,6 @@ Googlebot or for every crawler (`*`). Editing the file only ever adds or removes
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Collection
 from urllib.parse import urlsplit
@@ -24,7 +23,10 @@ def _lines(data: bytes) -> list[bytes]:
 
 def rules(data: bytes) -> RobotsRules:
     """Return the crawl rules in a robots.txt document."""
-    # Imported here: editing our `Sitemap:` line, in every publish, needs no parser.
+    # Imported here: editing our `Sitemap:` line, in every publish, needs no parser, and
+    # `status` no hashing.
+    import hashlib
+
     from protego import Protego
 
     parser = Protego.parse(data.decode("utf-8", "replace"))
