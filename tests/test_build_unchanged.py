@@ -11,6 +11,7 @@ import pytest
 from conftest import assert_valid, published, run_cli, snapshot
 from daemon_harness import RunningDaemon
 
+import sitemapd
 from sitemapd.ledger.lock import StateLock
 
 # The debug lines that tell the two paths apart: the engine's, and the early end's.
@@ -115,6 +116,14 @@ def test_a_foreign_file_under_a_published_name_is_refused(listed: ListSite) -> N
 
 def test_another_configuration_builds_in_full(listed: ListSite) -> None:
     listed.configure(sitemap="max_urls = 20")
+    assert not listed.early()
+    assert listed.early()
+
+
+def test_other_code_builds_in_full(listed: ListSite) -> None:
+    module = Path(sitemapd.__file__).parent / "render" / "sitemap.py"
+    st = module.stat()
+    os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns))  # its ctime moves, as a deploy's
     assert not listed.early()
     assert listed.early()
 

@@ -4,12 +4,12 @@ A build that ended with nothing to say (no warning or error, printed or logged a
 that shows them; no held removal; nothing owed) notes in the state folder what the next
 build's outcome rests on: the configuration as loaded, and the status (inode, size,
 mode, mtime and ctime; through a symlink too) of each URL list, of robots.txt, of the
-output folder, its manifest folder and every published file, and of the state folder's
-files (the ledger among them). The next build, holding the state lock, compares: when
+output folder, its manifest folder and every published file, of the state folder's
+files (the ledger among them) and of the files of the sitemapd modules the build ran. The next build, holding the state lock, compares: when
 all of it is as noted, a full build would find every list unread (its key is its
 cursor's), every published file intact and nothing to write or say, so it ends there.
-Anything else (a list touched, a file edited or added, another configuration, another
-version) runs the full build, which notes the state it leaves. Every command that opens
+Anything else (a list touched, a file edited or added, another configuration, other
+code) runs the full build, which notes the state it leaves. Every command that opens
 the ledger to write deletes the note first.
 
 Only sites whose builds rest on nothing else take part: URL lists only, a local output
@@ -27,12 +27,15 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import sitemapd
 from sitemapd import __version__
 from sitemapd.config import Config, UrlListSource
 from sitemapd.ledger.lock import StateLock
 from sitemapd.publish.manifestfile import manifest_name
 
 log = logging.getLogger("sitemapd.build")
+# Where this sitemapd's modules are.
+_PACKAGE = Path(sitemapd.__file__).parent
 # The note, in the state folder.
 NOTE = "quiet-build"
 
@@ -85,11 +88,11 @@ def as_noted(cfg: Config) -> bool:
         noted = (cfg.site.state_dir / NOTE).read_text()
     except (OSError, UnicodeDecodeError):
         return False
-    lines = noted.split("\n", 3)
-    if len(lines) < 4 or not lines[2].startswith("published "):
+    lines = noted.split("\n", 4)
+    if len(lines) < 5 or not (lines[2].startswith("published ") and lines[3].startswith("code ")):
         return False
     try:
-        return _state(cfg, lines[2].split()[1:]) == noted
+        return _state(cfg, lines[2].split()[1:], lines[3].split()[1:]) == noted
     except OSError:
         return False
 
@@ -104,7 +107,7 @@ def note(cfg: Config, published: Iterable[str]) -> None:
     path = cfg.site.state_dir / NOTE
     temp = path.with_name(f"{NOTE}.tmp")
     try:
-        temp.write_text(_state(cfg, sorted(published)))
+        temp.write_text(_state(cfg, sorted(published), _code()))
         temp.replace(path)
     except OSError as exc:  # the build itself is done: the next one runs in full
         log.debug("cannot note the quiet build in %s (%s)", path, exc)
@@ -119,11 +122,23 @@ def forget(state_dir: Path) -> None:
         log.debug("cannot delete %s (%s)", state_dir / NOTE, exc)
 
 
-def _state(cfg: Config, published: list[str]) -> str:
-    """Return the text of the note of `cfg` with files `published`, as things are now;
-    raises OSError when the state folder cannot be listed."""
+def _code() -> list[str]:
+    """Return the files of the sitemapd modules loaded now, under the package's folder: a
+    build's code, whose status tells an upgrade (or an edit) that keeps the version."""
+    files = [
+        module.__file__
+        for name, module in list(sys.modules.items())
+        if name.partition(".")[0] == "sitemapd" and getattr(module, "__file__", None)
+    ]
+    return sorted(Path(file).relative_to(_PACKAGE).as_posix() for file in files if file)
+
+
+def _state(cfg: Config, published: list[str], code: list[str]) -> str:
+    """Return the text of the note of `cfg` with files `published`, built by the modules
+    `code`, as things are now; raises OSError when the state folder cannot be listed."""
     out, state = cfg.site.output_dir, cfg.site.state_dir
-    paths = [source.path for source in cfg.content_sources if isinstance(source, UrlListSource)]
+    paths = [_PACKAGE / name for name in code]
+    paths += [source.path for source in cfg.content_sources if isinstance(source, UrlListSource)]
     if cfg.site.robots_txt is not None:
         # The folder too: a missing robots.txt is read as empty only where it still is.
         paths += [cfg.site.robots_txt, cfg.site.robots_txt.parent]
@@ -137,6 +152,7 @@ def _state(cfg: Config, published: list[str]) -> str:
         f"sitemapd {__version__}, Python {sys.version.split()[0]}",
         repr(cfg),
         " ".join(["published", *published]),
+        " ".join(["code", *code]),
         *(f"{str(path)!r} {_key(path)}" for path in paths),
     ]
     return "\n".join(lines) + "\n"
