@@ -1,16 +1,16 @@
 """A `build` that finds nothing changed since the last one, told before the engine loads.
 
-A build that ended with nothing to say (no warning or error, printed or logged at a level
-that shows them; no held removal; nothing owed) notes in the state folder what the next
-build's outcome rests on: the configuration as loaded, and the status (inode, size,
+A build that ended with nothing to say (no warning or error, printed or logged at a
+level that shows them; no held removal; nothing owed) notes in the state folder what the
+next build's outcome rests on: the configuration as loaded, and the status (inode, size,
 mode, mtime and ctime; through a symlink too) of each URL list, of robots.txt, of the
-output folder, its manifest folder and every published file, of the state folder's
-files (the ledger among them) and of the files of the sitemapd modules the build ran. The next build, holding the state lock, compares: when
-all of it is as noted, a full build would find every list unread (its key is its
-cursor's), every published file intact and nothing to write or say, so it ends there.
-Anything else (a list touched, a file edited or added, another configuration, other
-code) runs the full build, which notes the state it leaves. Every command that opens
-the ledger to write deletes the note first.
+output folder, its manifest folder and every published file, of the state folder's files
+(the ledger among them) and of the files of the sitemapd modules the build ran. The next
+build, holding the state lock, compares: when all of it is as noted, a full build would
+find every list unread (its key is its cursor's), every published file intact and
+nothing to write or say, so it ends there. Anything else (a list touched, a file edited
+or added, another configuration, other code) runs the full build, which notes the state
+it leaves. Every command that opens the ledger to write deletes the note first.
 
 Only sites whose builds rest on nothing else take part: URL lists only, a local output
 folder, no partition, no news sitemap, feeds or notifications (those move with the clock
