@@ -29,10 +29,10 @@ from sitemapd.errors import SourceError
 
 CONNECT_TIMEOUT = 10
 
-# Times as text the way `_when` reads them: ISO, in UTC.
-_SESSION = "-c TimeZone=UTC -c DateStyle=ISO"
-# The type oids of timestamp and timestamptz.
+# The type oids of timestamp and timestamptz, and their ISO 8601 text whatever the
+# session's DateStyle (JSON's form), as `_when` reads it.
 _TIMES = (1114, 1184)
+_ISO_TEXT = sql.SQL("to_json({}) #>> '{{}}' AS {}")
 _SETTLED = sql.SQL("{xid} < pg_snapshot_xmin(pg_current_snapshot())")
 _AFTER = sql.SQL("({xid}, {id}) > (%s::xid8, %s)")
 
@@ -50,7 +50,6 @@ class PostgresReader:
             raise source_error(spec.dsn, "bad dsn", exc) from exc
         self._params.setdefault("connect_timeout", CONNECT_TIMEOUT)
         self._params.setdefault("application_name", "sitemapd")
-        self._params["options"] = f"{self._params.get('options', '')} {_SESSION}".strip()
         if spec.query:
             # psycopg reads `%` as a placeholder; the query's own must stay literal.
             source: sql.Composable = sql.SQL("({}) q").format(
@@ -192,9 +191,9 @@ class PostgresReader:
 
     def _plan(self, conn: psycopg.Connection[tuple[Any, ...]]) -> tuple[sql.Composed, sql.Composed]:
         """Return the first and the later read queries. A changed_at column holding
-        timestamps is read as its text (ISO, UTC: the session's), which the rows' times
-        are made of once for each distinct value, where psycopg makes a datetime a row.
-        Raises psycopg.Error."""
+        timestamps is read as its ISO 8601 text, which the rows' times are made of once
+        for each distinct value, where psycopg makes a datetime a row. Raises
+        psycopg.Error."""
         changed_at = sql.Identifier(self._spec.changed_at_column)
         # Every statement embedding the source takes parameters (see __init__).
         probe = conn.execute(
@@ -202,7 +201,7 @@ class PostgresReader:
         )
         as_text = probe.description is not None and probe.description[0].type_code in _TIMES
         select = sql.SQL(", ").join(
-            sql.SQL("{}::text AS {}").format(sql.Identifier(column), sql.Identifier(column))
+            _ISO_TEXT.format(sql.Identifier(column), sql.Identifier(column))
             if as_text and column == self._spec.changed_at_column
             else sql.Identifier(column)
             for column in self._shape.columns
