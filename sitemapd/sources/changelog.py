@@ -151,14 +151,8 @@ def _plain_locs(ctx: Context, rows: ChangeRows) -> list[str] | None:
     if any(rows.problems):
         return None
     root = ctx.policy.origin.root
-    paths = rows.urls
     # A path ("/news/a") is on the site; "//host/a" is a URL without its scheme.
-    if all(map(str.startswith, paths, repeat("/"))) and not any(
-        map(str.startswith, paths, repeat("//"))
-    ):
-        urls = list(map((root[:-1]).__add__, paths))  # every row's: a change table's usual
-    else:
-        urls = [root + url[1:] if url[:1] == "/" and url[1:2] != "/" else url for url in paths]
+    urls = [root + url[1:] if url[:1] == "/" and url[1:2] != "/" else url for url in rows.urls]
     return urls if ctx.policy.canonical(urls) else None
 
 
