@@ -429,11 +429,9 @@ def _meta_time(value: object) -> str | None:
 
 
 def _converted(convert: Callable[[Any], str | None], values: list[Any]) -> list[str | None]:
-    """Return `convert` of each of `values`: `values` as they are when all are text or
-    NULL, which `_text` and `_digest` leave as they are."""
-    if convert is not _meta_time and set(map(type, values)) <= {str, type(None)}:
-        return values
-    return list(map(convert, values))
+    """Return `convert` of each of `values`; text and NULL, which it keeps, as they are."""
+    plain = convert is not _meta_time and set(map(type, values)) <= {str, type(None)}
+    return values if plain else list(map(convert, values))
 
 
 def _digest(value: object) -> str | None:
