@@ -285,6 +285,35 @@ def test_database_outage_loses_nothing_and_applies_nothing_twice(
     assert kinds == {"new": len(present)}
 
 
+def test_a_backlog_killed_mid_drain_loses_and_repeats_nothing(
+    tmp_path: Path, database: Database
+) -> None:
+    """A backlog into a ledger that has URLs (its new rows inserted a read at a time),
+    with the daemon SIGKILLed once some of it is published: after a restart every row
+    is published, each applied once."""
+    database.add("first")
+    site = changelog_site(tmp_path, database.dsn, "batch_size = 50")
+    daemon = start(site)
+    try:
+        daemon.wait_for_urls(locs("first"))
+        for part in range(20):
+            database.add(*(f"b{part}-{n}" for n in range(100)))
+        daemon.wait_until(lambda: len(published(site.out)) > 1, 30, "the first rows")
+        daemon.kill()
+    finally:
+        daemon.stop()
+    everything = locs("first", *(f"b{part}-{n}" for part in range(20) for n in range(100)))
+    daemon = start(site)
+    try:
+        daemon.wait_for_urls(everything, timeout=60)
+    finally:
+        assert daemon.stop() == 0
+    ledger = sqlite3.connect(site.state / "ledger.sqlite3")
+    kinds = dict(ledger.execute("SELECT kind, count(*) FROM journal GROUP BY kind").fetchall())
+    ledger.close()
+    assert kinds == {"new": len(everything)}
+
+
 def test_database_down_at_start_keeps_output_and_reports_it(tmp_path: Path) -> None:
     site = changelog_site(tmp_path, "postgresql://nobody@127.0.0.1:9/none")
     daemon = RunningDaemon(site)
