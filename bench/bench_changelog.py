@@ -3,6 +3,7 @@
     python bench/bench_changelog.py [--changes 30] [--backlog 100000] [--drain-only]
                                     [--sqlite-only]
                                     [--streams-only]
+                                    [--only logical|table|binlog|sqlite ...]
 
 Starts a throwaway PostgreSQL (tests/pg.py: Debian's binaries, run as `postgres`), installs
 the DDL of `sitemapd changelog-sql` beside an `articles` table, and measures:
@@ -57,6 +58,9 @@ ARTICLES = {
 ROWS_PER_INSERT = 1000
 # Rows a second from the start of `sitemapd run` to all of a queued change table published.
 DRAIN_GOALS = {"PostgreSQL": 150_000, "SQLite": 50_000}
+# What `--only` may name: PostgreSQL logical decoding, a PostgreSQL change table, a
+# MariaDB binlog, an SQLite change table.
+KINDS = ("logical", "table", "binlog", "sqlite")
 _SHARD = re.compile(rb"<loc>[^<]*/([^/<]+)</loc>")
 
 
@@ -360,36 +364,49 @@ def main() -> None:
         "--sqlite-only", action="store_true", help="measure SQLite commit -> published only"
     )
     parser.add_argument("--streams-only", action="store_true", help="measure the streams only")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=KINDS,
+        help="measure this change log alone (may be given again for another)",
+    )
     args = parser.parse_args()
+    kinds = set(args.only or KINDS)
     shutil.rmtree(WORK, ignore_errors=True)
     WORK.mkdir(parents=True)
     rows: list[Row] = []
-    for debounce in () if args.drain_only or args.streams_only else (0.5, 0.1):
+    for debounce in (
+        () if args.drain_only or args.streams_only or "sqlite" not in kinds else (0.5, 0.1)
+    ):
         rows.append(
             latency_row("SQLite file written", debounce, sqlite_latency(debounce, args.changes))
         )
     if args.sqlite_only:
         print_table(args.changes, rows)
         return
-    server = start_postgres()
     drains = []
-    try:
-        rows += stream_rows(
-            "PostgreSQL logical", Stream("logical", server, "cms_logical"), args, 50_000
-        )
-        for debounce in () if args.drain_only or args.streams_only else (0.5, 0.05):
-            times = notify_latency(server, debounce, args.changes)
-            rows.append(latency_row("PostgreSQL NOTIFY", debounce, times))
-        if not args.streams_only:
-            drains.append(("PostgreSQL", pg_drain(server, args.backlog)))
-    finally:
-        server.destroy()
-    maria = start_mariadb()
-    try:
-        rows += stream_rows("MariaDB binlog", Stream("binlog", maria, "cms_binlog"), args, 20_000)
-    finally:
-        maria.destroy()
-    if not args.streams_only:
+    if kinds & {"logical", "table"}:
+        server = start_postgres()
+        try:
+            if "logical" in kinds:
+                stream = Stream("logical", server, "cms_logical")
+                rows += stream_rows("PostgreSQL logical", stream, args, 50_000)
+            if "table" in kinds:
+                for debounce in () if args.drain_only or args.streams_only else (0.5, 0.05):
+                    times = notify_latency(server, debounce, args.changes)
+                    rows.append(latency_row("PostgreSQL NOTIFY", debounce, times))
+                if not args.streams_only:
+                    drains.append(("PostgreSQL", pg_drain(server, args.backlog)))
+        finally:
+            server.destroy()
+    if "binlog" in kinds:
+        maria = start_mariadb()
+        try:
+            stream = Stream("binlog", maria, "cms_binlog")
+            rows += stream_rows("MariaDB binlog", stream, args, 20_000)
+        finally:
+            maria.destroy()
+    if "sqlite" in kinds and not args.streams_only:
         drains.append(("SQLite", sqlite_drain(args.backlog)))
     for label, drained in drains:
         rows += drain_rows(

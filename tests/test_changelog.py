@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pg import Postgres
 
-from sitemapd.core.observation import Changes
+from sitemapd.core.observation import Changes, Observation
 from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.model import ALLOW_ALL
 from sitemapd.ledger.shards import Limits
@@ -284,6 +284,35 @@ def test_database_outage_loses_nothing_and_applies_nothing_twice(
     ledger.close()
     # Each row was applied once: one "new" per article, never an "updated" for a replay.
     assert kinds == {"new": len(present)}
+
+
+def test_a_backlog_killed_mid_drain_loses_and_repeats_nothing(
+    tmp_path: Path, database: Database
+) -> None:
+    """A backlog into a ledger that has URLs (its new rows inserted a read at a time),
+    with the daemon SIGKILLed once some of it is published: after a restart every row
+    is published, each applied once."""
+    database.add("first")
+    site = changelog_site(tmp_path, database.dsn, "batch_size = 50")
+    daemon = start(site)
+    try:
+        daemon.wait_for_urls(locs("first"))
+        for part in range(20):
+            database.add(*(f"b{part}-{n}" for n in range(100)))
+        daemon.wait_until(lambda: len(published(site.out)) > 1, 30, "the first rows")
+        daemon.kill()
+    finally:
+        daemon.stop()
+    everything = locs("first", *(f"b{part}-{n}" for part in range(20) for n in range(100)))
+    daemon = start(site)
+    try:
+        daemon.wait_for_urls(everything, timeout=60)
+    finally:
+        assert daemon.stop() == 0
+    ledger = sqlite3.connect(site.state / "ledger.sqlite3")
+    kinds = dict(ledger.execute("SELECT kind, count(*) FROM journal GROUP BY kind").fetchall())
+    ledger.close()
+    assert kinds == {"new": len(everything)}
 
 
 def test_database_down_at_start_keeps_output_and_reports_it(tmp_path: Path) -> None:
@@ -715,6 +744,62 @@ def test_a_read_loaded_at_once_is_its_rows_loaded_one_by_one(
                         ledger.conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
                         for table in ("urls", "shards", "journal", "cursors")
                     ),
+                )
+            )
+            ledger.close()
+    assert ledgers[0] == ledgers[1]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.lists(st.tuples(_ROW, st.integers(1, 40)), min_size=1, max_size=6), max_size=4),
+    st.booleans(),
+    st.integers(2, 60),
+    st.sets(st.sampled_from(["a", "c&d", "private/x", "b"]).map(BASE.__add__)),
+)
+def test_a_read_into_a_ledger_with_urls_is_its_rows_applied_one_by_one(
+    reads: list[list[tuple[tuple[Any, ...], int]]],
+    robots_txt: bool,
+    max_urls: int,
+    present: set[str],
+) -> None:
+    """Into a ledger that has URLs, a read's new URLs are inserted column by column: each
+    URL ends as the read's rows applied one by one as Observations and Gones leave it,
+    with the same journal, counts and shard totals."""
+    robots = rules(b"User-agent: *\nDisallow: /news/private/\n") if robots_txt else ALLOW_ALL
+    seed = [Observation(BASE + "elsewhere", "other", "h0", "2024-01-01T00:00:00+00:00")]
+    seed += [Observation(loc, "log", "h0", "2024-01-01T00:00:00+00:00") for loc in sorted(present)]
+    ledgers = []
+    with tempfile.TemporaryDirectory() as folder:
+        for whole in (True, False):
+            ledger = Ledger(Path(folder) / f"{whole}.db", Limits(max_urls, 52_428_800))
+            ledger.apply(seed, robots=robots, now="2024-05-01T00:00:00+00:00")
+            changes = []
+            for read in reads:
+                rows = [row for row, times in read for _ in range(times)]
+                batch = Changes("log", *[list(column) for column in zip(*rows, strict=True)])
+                items = [batch] if whole else list(batch.items())
+                done = ledger.apply(items, robots=robots, now=NOW)
+                changes.append((done.new, done.updated, done.gone, done.moved))
+            conn = ledger.conn
+            ledgers.append(
+                (
+                    changes,
+                    # By URL: the ids and shards of URLs added in one read follow their order.
+                    conn.execute(
+                        "SELECT loc, source_id, status, reason, page_reason, content_hash, "
+                        "source_time, lastmod, first_seen, change_count, title, entry_bytes, "
+                        "published, language, news_title, article, published_stated, "
+                        "shard IS NULL FROM urls ORDER BY loc"
+                    ).fetchall(),
+                    conn.execute(
+                        "SELECT u.loc, j.kind, j.at FROM journal j JOIN urls u ON u.id = j.url_id "
+                        "ORDER BY 1, 2, 3"
+                    ).fetchall(),
+                    conn.execute(
+                        "SELECT count(*), sum(url_count), sum(bytes), max(lastmod) FROM shards"
+                    ).fetchall(),
+                    conn.execute("SELECT max(url_count) <= ? FROM shards", (max_urls,)).fetchall(),
                 )
             )
             ledger.close()

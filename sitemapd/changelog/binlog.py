@@ -327,8 +327,7 @@ class BinlogReader:
                 if pending and event.timestamp > self._until:
                     self._held = True  # read again, from `at`, by the next scan
                     break
-                for before, after in pending:
-                    folds.add(before, after, int(event.timestamp))
+                folds.add_all(pending, int(event.timestamp))
                 found = found or bool(pending)
                 pending = []
                 at = Position(str(stream.log_file), int(stream.log_pos))

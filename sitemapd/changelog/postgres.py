@@ -29,6 +29,10 @@ from sitemapd.errors import SourceError
 
 CONNECT_TIMEOUT = 10
 
+# The type oids of timestamp and timestamptz, and their ISO 8601 text whatever the
+# session's DateStyle (JSON's form), as `_when` reads it.
+_TIMES = (1114, 1184)
+_ISO_TEXT = sql.SQL("to_json({}) #>> '{{}}' AS {}")
 _SETTLED = sql.SQL("{xid} < pg_snapshot_xmin(pg_current_snapshot())")
 _AFTER = sql.SQL("({xid}, {id}) > (%s::xid8, %s)")
 
@@ -54,16 +58,20 @@ class PostgresReader:
         else:
             source = sql.Identifier(*(spec.table or "").split("."))
         names = {"xid": sql.Identifier(spec.xid_column), "id": sql.Identifier(spec.id_column)}
-        select = sql.SQL(", ").join(sql.Identifier(column) for column in self._shape.columns)
+        self._source = source
         settled = _SETTLED.format(**names)
         after = _AFTER.format(**names)
-        order = sql.SQL("ORDER BY {xid}, {id} LIMIT %s").format(**names)
-        self._first = sql.SQL("SELECT {} FROM {} WHERE {} {}").format(
-            select, source, settled, order
+        # What the read queries select from and where (their select list: `_plan`).
+        self._where = (
+            sql.SQL("FROM {} WHERE {} ORDER BY {xid}, {id} LIMIT %s").format(
+                source, settled, **names
+            ),
+            sql.SQL("FROM {} WHERE {} AND {} ORDER BY {xid}, {id} LIMIT %s").format(
+                source, after, settled, **names
+            ),
         )
-        self._after = sql.SQL("SELECT {} FROM {} WHERE {} AND {} {}").format(
-            select, source, after, settled, order
-        )
+        # The read queries of the connection open.
+        self._queries: tuple[sql.Composed, sql.Composed] | None = None
         # Every statement embedding `source` takes parameters, so its `%%` read back as `%`.
         self._count_all = sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {} LIMIT %s) s").format(
             source
@@ -84,10 +92,13 @@ class PostgresReader:
         try:
             if self._conn is None:
                 self._conn = self._connect()
+            if self._queries is None:
+                self._queries = self._plan(self._conn)
+            first, later = self._queries
             if after is None:
-                rows = self._fetch(self._conn, self._first, (limit,))
+                rows = self._fetch(self._conn, first, (limit,))
             else:
-                rows = self._fetch(self._conn, self._after, (*after, limit))
+                rows = self._fetch(self._conn, later, (*after, limit))
         except psycopg.Error as exc:
             self._drop_conn()
             raise source_error(self._spec.dsn, "cannot read", exc) from exc
@@ -178,6 +189,26 @@ class PostgresReader:
                     cursor.adapters.register_loader(name, loader)
                 return cursor.execute(query, params).fetchall()
 
+    def _plan(self, conn: psycopg.Connection[tuple[Any, ...]]) -> tuple[sql.Composed, sql.Composed]:
+        """Return the first and the later read queries. A changed_at column holding
+        timestamps is read as its ISO 8601 text, which the rows' times are made of once
+        for each distinct value, where psycopg makes a datetime a row. Raises
+        psycopg.Error."""
+        changed_at = sql.Identifier(self._spec.changed_at_column)
+        # Every statement embedding the source takes parameters (see __init__).
+        probe = conn.execute(
+            sql.SQL("SELECT {} FROM {} LIMIT %s").format(changed_at, self._source), (0,)
+        )
+        as_text = probe.description is not None and probe.description[0].type_code in _TIMES
+        select = sql.SQL(", ").join(
+            _ISO_TEXT.format(sql.Identifier(column), sql.Identifier(column))
+            if as_text and column == self._spec.changed_at_column
+            else sql.Identifier(column)
+            for column in self._shape.columns
+        )
+        first, later = (sql.SQL("SELECT {} {}").format(select, where) for where in self._where)
+        return first, later
+
     def _connect(self) -> psycopg.Connection[tuple[Any, ...]]:
         return psycopg.connect(**self._params, autocommit=True)
 
@@ -185,6 +216,7 @@ class PostgresReader:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        self._queries = None  # planned again on the next connection: the types may change
 
     def _drop_listener(self) -> None:
         if self._listener is not None:

@@ -7,7 +7,7 @@ import math
 import re
 import string
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from functools import lru_cache
@@ -292,13 +292,13 @@ class Shape:
         meta: dict[str, list[str | None]] = {}
         for field, index in self._meta:
             convert = _meta_time if field in TIME_FIELDS else _text
-            meta[field] = list(map(convert, columns[index]))
+            meta[field] = _converted(convert, columns[index])
         nothing: list[None] = [None] * len(urls)
         return ChangeRows(
             stripped,
             deleted,
             times,
-            list(map(_digest, columns[self._hash])) if self._hash >= 0 else list(nothing),
+            _converted(_digest, columns[self._hash]) if self._hash >= 0 else list(nothing),
             meta,
             list(nothing),
             list(map(str, columns[self._id])),
@@ -426,6 +426,12 @@ def _meta_time(value: object) -> str | None:
     except ValueError as exc:
         log.warning("changelog: ignored a publication time: %s", exc)
         return None
+
+
+def _converted(convert: Callable[[Any], str | None], values: list[Any]) -> list[str | None]:
+    """Return `convert` of each of `values`; text and NULL, which it keeps, as they are."""
+    plain = convert is not _meta_time and set(map(type, values)) <= {str, type(None)}
+    return values if plain else list(map(convert, values))
 
 
 def _digest(value: object) -> str | None:

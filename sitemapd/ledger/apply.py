@@ -21,7 +21,7 @@ from sitemapd.core.observation import (
     Rejected,
     Seen,
 )
-from sitemapd.ledger.changes import load_changes
+from sitemapd.ledger.changes import insert_new, load_changes
 from sitemapd.ledger.decide import CHUNK, UNSEEN, Decisions
 from sitemapd.ledger.lists import ListLoad
 from sitemapd.ledger.model import (
@@ -79,6 +79,11 @@ class Apply(Decisions):
     def consume(self, items: Iterable[Item]) -> None:
         batch: list[Item] = []
         for item in items:
+            if isinstance(item, Changes) and not self.bulk:
+                # Its new URLs inserted at once, after what came before it.
+                self._consume_batch(batch)
+                batch = []
+                item = insert_new(self, item)
             if isinstance(item, ListChunk) or (self.bulk and isinstance(item, Changes)):
                 # Loaded or staged as it comes (a list's lines are never all held), after
                 # what came before it.

@@ -1,15 +1,19 @@
-"""Change-log rows into an empty ledger: a read at a time, without an object per row.
+"""Change-log rows into the ledger a read at a time, without an object per row: all of
+them into an empty ledger, the URLs it lacks into one that has some.
 
 What `Run` would make of each row as an Observation or a Gone on its bulk path, worked
 out for the whole read: the same rows, ids, shards and counts. Rows of a backlog mostly
 share everything but their URL (a bulk import commits them at the same time, with the
-same facts): each stretch of such rows is inserted by one statement.
+same facts): each stretch of such rows is inserted by one statement. Into a ledger with
+URLs, the rows naming a URL it lacks, that no other row of the read names, are inserted
+alike (as `Decisions.update_chunk` would insert them); the others take the row path.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections import Counter
 from itertools import compress, groupby, pairwise
 from operator import itemgetter, ne
 from typing import Any
@@ -38,6 +42,39 @@ def load_changes(run: Run, changes: Changes) -> None:
         run.bulk_gone[changes.locs[end]] = last
         start = end + 1
     _insert(run, changes, start, len(deleted))
+
+
+def insert_new(run: Run, changes: Changes) -> Changes:
+    """Insert the rows of `changes` that upsert a URL the ledger (which has URLs) lacks
+    and that no other of its rows names; return the other rows, for the row path."""
+    locs = changes.locs
+    if not locs:
+        return changes
+    run.observed.add(changes.source)
+    known = {
+        loc
+        for (loc,) in run.conn.execute(
+            "SELECT loc FROM urls WHERE loc IN (SELECT value FROM json_each(?))",
+            (json.dumps(locs),),
+        )
+    }
+    named = Counter(locs) if len(set(locs)) < len(locs) else None
+    if not known and named is None and not any(changes.deleted):
+        new, rest = changes, Changes(changes.source, [], [], [], [], [], [])  # a backlog's
+    else:
+        fresh = {
+            loc
+            for loc, gone in zip(locs, changes.deleted, strict=True)
+            if not gone and loc not in known and (named is None or named[loc] == 1)
+        }
+        new, rest = changes.only(fresh.__contains__), changes.only(lambda loc: loc not in fresh)
+    if new.locs:
+        last = "SELECT coalesce(max(id), 0) FROM urls"
+        (before,) = run.conn.execute(last).fetchone()
+        _insert(run, new, 0, len(new.locs))
+        (after,) = run.conn.execute(last).fetchone()
+        run.note_new(before + 1, after)
+    return rest
 
 
 def _insert(run: Run, changes: Changes, start: int, end: int) -> None:

@@ -290,16 +290,7 @@ class Decisions(Run):
         self.conn.executemany("DELETE FROM temp.seen WHERE id = ?", pending)
         self.conn.executemany("INSERT OR IGNORE INTO temp.pending VALUES (?)", pending)
         if ids:
-            # The new rows' ids are a range: one statement each, not one a row.
-            span = (ids[0], ids[-1])
-            self.conn.execute(
-                "INSERT OR IGNORE INTO temp.seen SELECT id FROM urls WHERE id BETWEEN ? AND ?", span
-            )
-            self.conn.execute(
-                "INSERT INTO journal (url_id, kind, at) SELECT id, ?, ? FROM urls "
-                "WHERE id BETWEEN ? AND ? AND status = ? ORDER BY id",
-                (NEW, self.now, *span, LIVE),
-            )
+            self.note_new(ids[0], ids[-1])
 
     def _mark_gone(self, source_id: int, which: str = UNSEEN) -> int:
         """Remove what `source_id` owns and `which` names (default: not seen in this run);

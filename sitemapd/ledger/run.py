@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import Protocol
 
-from sitemapd.ledger.model import UPDATED, ChangeSet, RobotsRules
+from sitemapd.ledger.model import NEW, UPDATED, ChangeSet, RobotsRules
 from sitemapd.ledger.removals import RemovalGuard
 from sitemapd.ledger.schema import EXCLUDED, LIVE
 from sitemapd.ledger.shards import Limits, Shards
@@ -71,6 +71,20 @@ class Run:
             cursor = self.conn.execute("INSERT INTO sources (name) VALUES (?)", (name,))
             found = self._source_ids[name] = cursor.lastrowid or 0
         return found
+
+    def note_new(self, first: int, last: int) -> None:
+        """Note the rows inserted with ids `first` to `last` as seen, and journal the live
+        ones as new (a ledger with URLs: its first load journals at its end)."""
+        # The new rows' ids are a range: one statement each, not one a row.
+        self.conn.execute(
+            "INSERT OR IGNORE INTO temp.seen SELECT id FROM urls WHERE id BETWEEN ? AND ?",
+            (first, last),
+        )
+        self.conn.execute(
+            "INSERT INTO journal (url_id, kind, at) SELECT id, ?, ? FROM urls "
+            "WHERE id BETWEEN ? AND ? AND status = ? ORDER BY id",
+            (NEW, self.now, first, last, LIVE),
+        )
 
     # Decisions ---------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import count, islice, repeat
 
 from sitemapd.changelog import ChangeRow, ChangeRows, Reader, Snapshot, Stream
@@ -195,7 +195,20 @@ def _changes_of(
         metas = (
             [alike] * len(rows)
             if news_titles.count(None) == len(rows)
-            else [ArticleMeta(published, language, title, article, (), ()) for title in news_titles]
+            # Made as `ArticleMeta._make` makes them, without a Python call a row.
+            else list(
+                map(
+                    partial(tuple.__new__, ArticleMeta),
+                    zip(
+                        repeat(published),
+                        repeat(language),
+                        news_titles,
+                        repeat(article),
+                        repeat(()),
+                        repeat(()),
+                    ),
+                )
+            )
         )
     return Changes(
         source.name,
