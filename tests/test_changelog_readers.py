@@ -18,7 +18,7 @@ from pg import PASSWORD, Postgres, free_port
 
 from sitemapd.changelog import ChangelogSpec, ChangeRow, Reader, open_reader
 from sitemapd.changelog.ddl import ddl
-from sitemapd.config.changelog import Shape
+from sitemapd.config.changelog import Shape, template_fields
 from sitemapd.errors import ConfigError, SourceError
 
 ARTICLES_PG = (
@@ -632,3 +632,24 @@ def test_sqlite_drains_100k_rows(tmp_path: Path, scheme: str, reader_of: list[Re
     conn.close()
     rows = timed_drain(opened(reader_of, ChangelogSpec(f"{scheme}:///{path}")), scheme)
     assert [row.url for row in rows] == [f"/p/{i}" for i in range(ROWS)]
+
+
+def test_a_template_that_does_not_fit_a_row_refuses_that_row_alone() -> None:
+    """An index past a value's end or a nested format field: the row is refused with the
+    reason, the rows beside it map."""
+    assert template_fields("/{slug:>{width}}/{slug[0]}") == ("slug", "width")
+    with pytest.raises(ConfigError, match="needs named fields"):
+        template_fields("/{slug:{}}")
+    spec = ChangelogSpec("sqlite:///x.db", url_column=None, url_template="/{slug[0]}/{slug}")
+    shape = Shape(spec, (spec.id_column,))
+    fetched = [
+        tuple(
+            {"slug": slug, "id": n, "op": "upsert", "changed_at": "2024-03-01T10:00Z"}.get(column)
+            for column in shape.columns
+        )
+        for n, slug in enumerate(["abc", ""], 1)
+    ]
+    good, bad = shape.rows(fetched)
+    assert (good.url, good.problem) == ("/a/abc", None)
+    assert bad.url == ""
+    assert "does not fit this row" in (bad.problem or "")

@@ -339,9 +339,11 @@ class Shape:
             return "", f"no URL: url_template needs text, not {', '.join(odd)}"
         try:
             return self._template.format_map(args).strip(), None
-        except (ValueError, TypeError) as exc:
-            # A format spec that does not fit this row's value (e.g. `{id:d}` over text).
-            return "", f"no URL: url_template does not fit this row: {exc}"
+        except (ValueError, TypeError, LookupError, AttributeError) as exc:
+            # A field that does not fit this row's value: a format spec (`{id:d}` over text),
+            # an index past its end (`{slug[0]}` over ""), an attribute it lacks. One row is
+            # refused, not the read.
+            return "", f"no URL: url_template does not fit this row: {exc!r}"
 
 
 # Metadata fields holding times, stored in canonical W3C form.
@@ -351,18 +353,23 @@ TIME_FIELDS = ("published",)
 def template_fields(template: str) -> tuple[str, ...]:
     """Return the column names `template` formats; raises ConfigError for positional fields."""
     names: list[str] = []
-    try:
-        parsed = list(string.Formatter().parse(template))
-    except ValueError as exc:
-        raise ConfigError(f"changelog: url_template {template!r}: {exc}") from exc
-    for _, field, _, _ in parsed:
-        if field is None:
-            continue
-        name = re.split(r"[.\[]", field, maxsplit=1)[0]
-        if not name or name.isdigit():
-            raise ConfigError(f"changelog: url_template {template!r} needs named fields")
-        if name not in names:
-            names.append(name)
+    pending = [template]
+    while pending:
+        try:
+            parsed = list(string.Formatter().parse(pending.pop(0)))
+        except ValueError as exc:
+            raise ConfigError(f"changelog: url_template {template!r}: {exc}") from exc
+        for _, field, spec, _ in parsed:
+            if field is None:
+                continue
+            name = re.split(r"[.\[]", field, maxsplit=1)[0]
+            if not name or name.isdigit():
+                raise ConfigError(f"changelog: url_template {template!r} needs named fields")
+            if name not in names:
+                names.append(name)
+            # A field nested in a format spec (`{slug:>{width}}`) is a column too.
+            if spec:
+                pending.append(spec)
     return tuple(names)
 
 
