@@ -12,6 +12,8 @@ from conftest import assert_valid, published, run_cli, snapshot
 from daemon_harness import RunningDaemon
 
 import sitemapd
+from sitemapd import config
+from sitemapd.cli import unchanged
 from sitemapd.ledger.lock import StateLock
 
 # The debug lines that tell the two paths apart: the engine's, and the early end's.
@@ -83,6 +85,25 @@ def test_a_changed_line_is_published(listed: ListSite) -> None:
     assert not listed.early()
     assert published(listed.out)["https://example.com/a/3.html"] == "2026-05-05T00:00:00+00:00"
     assert listed.early()
+
+
+def test_a_list_replaced_while_the_build_ran_is_read_again(listed: ListSite) -> None:
+    """The note holds the lists' status from before the build read them: a list replaced
+    between the read and the note is not taken as read."""
+    cfg = config.load(listed.config)
+    published_names = (listed.state / unchanged.NOTE).read_text().split("\n")[2].split()[1:]
+    with StateLock(listed.state):
+        read = unchanged.inputs(cfg)
+    replaced = listed.list.with_suffix(".new")
+    replaced.write_text(
+        listed.list.read_text() + "https://example.com/a/late.html\t2026-06-01T00:00:00+00:00\n"
+    )
+    replaced.replace(listed.list)
+    with StateLock(listed.state):
+        unchanged.note(cfg, published_names, read)
+        assert not unchanged.as_noted(cfg)
+    assert not listed.early()
+    assert "https://example.com/a/late.html" in published(listed.out)
 
 
 def test_a_deleted_shard_is_published_again(listed: ListSite) -> None:

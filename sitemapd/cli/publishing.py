@@ -134,6 +134,7 @@ def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = 
     from sitemapd.status import problems
 
     with StateLock(cfg.site.state_dir), unchanged.hearing() as heard:
+        read = unchanged.inputs(cfg)
         with opened_engine(cfg) as engine, progress_bar(cfg) as bar:
             ownership.claim(cfg, engine.ledger.published)
             first(engine)
@@ -149,7 +150,7 @@ def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = 
         said = heard.said or warnings or unmatched or undelivered or result.failed
         if not (said or result.held or result.unreadable):
             # Nothing to say: the next build finds nothing to do unless something changes.
-            unchanged.note(cfg, published)
+            unchanged.note(cfg, published, read)
     for line in warnings:
         click.echo(f"sitemapd: warning: {line}", err=True)
     changes, report = result.changes, result.report

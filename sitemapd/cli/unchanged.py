@@ -3,9 +3,10 @@
 A build that ended with nothing to say (no warning or error, printed or logged at a
 level that shows them; no held removal; nothing owed) notes in the state folder what the
 next build's outcome rests on: the configuration as loaded, and the status (inode, size,
-mode, mtime and ctime; through a symlink too) of each URL list, of robots.txt, of the
-output folder, its manifest folder and every published file, of the state folder's files
-(the ledger among them) and of the files of the sitemapd modules the build ran. The next
+mode, mtime and ctime; through a symlink too) of each URL list and of robots.txt as they
+were before the build read them, of the output folder, its manifest folder and every
+published file, of the state folder's files (the ledger among them) and of the files of
+the sitemapd modules the build ran, as the build left them. The next
 build, holding the state lock, compares: when all of it is as noted, a full build would
 find every list unread (its key is its cursor's), every published file intact and
 nothing to write or say, so it ends there. Anything else (a list touched, a file edited
@@ -92,13 +93,25 @@ def as_noted(cfg: Config) -> bool:
     if len(lines) < 5 or not (lines[2].startswith("published ") and lines[3].startswith("code ")):
         return False
     try:
-        return _state(cfg, lines[2].split()[1:], lines[3].split()[1:]) == noted
+        return _state(cfg, lines[2].split()[1:], lines[3].split()[1:], inputs(cfg)) == noted
     except OSError:
         return False
 
 
-def note(cfg: Config, published: Iterable[str]) -> None:
-    """Note the state a quiet build of `cfg` left, whose published files are `published`.
+def inputs(cfg: Config) -> list[str]:
+    """Return the status of what a build of `cfg` reads (its lists, robots.txt), taken
+    before it reads them: a list replaced while the build runs differs from it, and the
+    next build reads the list again."""
+    paths = [source.path for source in cfg.content_sources if isinstance(source, UrlListSource)]
+    if cfg.site.robots_txt is not None:
+        # The folder too: a missing robots.txt is read as empty only where it still is.
+        paths += [cfg.site.robots_txt, cfg.site.robots_txt.parent]
+    return _lines(paths)
+
+
+def note(cfg: Config, published: Iterable[str], read: list[str]) -> None:
+    """Note the state a quiet build of `cfg` left, whose published files are `published`
+    and whose inputs were `read` (as `inputs` gave them before the build read them).
 
     Call it holding the state lock, the ledger closed. A note lost in a crash costs a full
     build, no more: it is not fsynced."""
@@ -107,7 +120,7 @@ def note(cfg: Config, published: Iterable[str]) -> None:
     path = cfg.site.state_dir / NOTE
     temp = path.with_name(f"{NOTE}.tmp")
     try:
-        temp.write_text(_state(cfg, sorted(published), _code()))
+        temp.write_text(_state(cfg, sorted(published), _code(), read))
         temp.replace(path)
     except OSError as exc:  # the build itself is done: the next one runs in full
         log.debug("cannot note the quiet build in %s (%s)", path, exc)
@@ -133,15 +146,12 @@ def _code() -> list[str]:
     return sorted(Path(file).relative_to(_PACKAGE).as_posix() for file in files if file)
 
 
-def _state(cfg: Config, published: list[str], code: list[str]) -> str:
+def _state(cfg: Config, published: list[str], code: list[str], read: list[str]) -> str:
     """Return the text of the note of `cfg` with files `published`, built by the modules
-    `code`, as things are now; raises OSError when the state folder cannot be listed."""
+    `code` from inputs `read`, as the output and state are now; raises OSError when the
+    state folder cannot be listed."""
     out, state = cfg.site.output_dir, cfg.site.state_dir
     paths = [_PACKAGE / name for name in code]
-    paths += [source.path for source in cfg.content_sources if isinstance(source, UrlListSource)]
-    if cfg.site.robots_txt is not None:
-        # The folder too: a missing robots.txt is read as empty only where it still is.
-        paths += [cfg.site.robots_txt, cfg.site.robots_txt.parent]
     paths += [out, (out / manifest_name(cfg.sitemap.index)).parent]
     paths += [out / name for name in published]
     lock = StateLock(state).path.name
@@ -153,9 +163,15 @@ def _state(cfg: Config, published: list[str], code: list[str]) -> str:
         repr(cfg),
         " ".join(["published", *published]),
         " ".join(["code", *code]),
-        *(f"{str(path)!r} {_key(path)}" for path in paths),
+        *read,
+        *_lines(paths),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _lines(paths: Iterable[Path]) -> list[str]:
+    """Return a line naming each of `paths` and its status."""
+    return [f"{str(path)!r} {_key(path)}" for path in paths]
 
 
 def _key(path: Path) -> str:
