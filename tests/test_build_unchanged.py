@@ -72,9 +72,21 @@ def test_a_build_after_a_quiet_one_ends_early_and_changes_nothing(listed: ListSi
     assert_valid(listed.out)
 
 
-def test_a_touched_list_is_checked_in_full_once(listed: ListSite) -> None:
-    os.utime(listed.list)
-    assert not listed.early()  # read and hashed: the same bytes, the cursor moves
+def test_a_touched_list_ends_early_by_its_digest(listed: ListSite) -> None:
+    before = snapshot(listed.out)
+    os.utime(listed.list, ns=(1, 1))
+    assert listed.early()  # hashed: the same bytes
+    assert listed.early()  # noted anew: not hashed again
+    assert snapshot(listed.out) == before
+
+
+def test_a_same_size_edit_of_a_list_is_read(listed: ListSite) -> None:
+    stat = listed.list.stat()
+    text = listed.list.read_text().replace("2026-01-04T00", "2026-02-04T00")
+    assert len(text) == stat.st_size
+    listed.list.write_text(text)  # in place: the same inode, size and mode
+    assert not listed.early()
+    assert published(listed.out)["https://example.com/a/3.html"] == "2026-02-04T00:00:00+00:00"
     assert listed.early()
 
 
@@ -188,7 +200,8 @@ def test_a_build_that_logged_a_warning_is_not_quiet(tmp_path: Path) -> None:
 
 
 def test_a_log_level_that_hides_warnings_notes_nothing(listed: ListSite) -> None:
-    os.utime(listed.list)
+    with listed.list.open("a") as handle:
+        handle.write("https://example.com/a/new.html\n")
     run_cli("build", "--log-level", "error", "-c", str(listed.config))
     assert not (listed.state / "quiet-build").exists()
     assert not listed.early()

@@ -31,6 +31,7 @@ from pathlib import Path
 import sitemapd
 from sitemapd import __version__
 from sitemapd.config import Config, UrlListSource
+from sitemapd.core.filedigest import file_digest
 from sitemapd.ledger.lock import StateLock
 from sitemapd.publish.manifestfile import manifest_name
 
@@ -80,7 +81,8 @@ def hearing() -> Iterator[Heard]:
 
 
 def as_noted(cfg: Config) -> bool:
-    """True when the last build of `cfg` was quiet and nothing it rests on changed since.
+    """True when the last build of `cfg` was quiet and nothing it rests on changed since;
+    a list touched since (its status moved, its bytes did not) is noted anew.
 
     Call it holding the state lock."""
     if not eligible(cfg):
@@ -89,20 +91,36 @@ def as_noted(cfg: Config) -> bool:
         noted = (cfg.site.state_dir / NOTE).read_text()
     except (OSError, UnicodeDecodeError):
         return False
-    lines = noted.split("\n", 4)
-    if len(lines) < 5 or not (lines[2].startswith("published ") and lines[3].startswith("code ")):
+    lines = noted.split("\n")
+    head = ("published ", "code ", "digests ")
+    if len(lines) < 6 or not all(lines[n].startswith(word) for n, word in enumerate(head, 2)):
         return False
+    published, code, digests = (lines[n].split()[1:] for n in (2, 3, 4))
     try:
-        return _state(cfg, lines[2].split()[1:], lines[3].split()[1:], inputs(cfg)) == noted
+        now = inputs(cfg)
+        if _state(cfg, published, code, digests, now) == noted:
+            return True
+        then = lines[5 : 5 + len(now)]
+        if len(then) != len(now):
+            return False
+        moved = [n for n, (line, was) in enumerate(zip(now, then, strict=True)) if line != was]
+        lists = _lists(cfg)
+        if _state(cfg, published, code, digests, then) != noted or any(
+            n >= min(len(lists), len(digests)) or not _same_bytes(lists[n], now[n], digests[n])
+            for n in moved
+        ):
+            return False
+        _write(cfg, published, code, digests, now)
+        return True
     except OSError:
         return False
 
 
 def inputs(cfg: Config) -> list[str]:
-    """Return the status of what a build of `cfg` reads (its lists, robots.txt), taken
-    before it reads them: a list replaced while the build runs differs from it, and the
-    next build reads the list again."""
-    paths = [source.path for source in cfg.content_sources if isinstance(source, UrlListSource)]
+    """Return the status of what a build of `cfg` reads (its lists, then robots.txt),
+    taken before it reads them: a list replaced while the build runs differs from it, and
+    the next build reads the list again."""
+    paths = _lists(cfg)
     if cfg.site.robots_txt is not None:
         # The folder too: a missing robots.txt is read as empty only where it still is.
         paths += [cfg.site.robots_txt, cfg.site.robots_txt.parent]
@@ -113,14 +131,28 @@ def note(cfg: Config, published: Iterable[str], read: list[str]) -> None:
     """Note the state a quiet build of `cfg` left, whose published files are `published`
     and whose inputs were `read` (as `inputs` gave them before the build read them).
 
-    Call it holding the state lock, the ledger closed. A note lost in a crash costs a full
-    build, no more: it is not fsynced."""
+    Call it holding the state lock, the ledger closed."""
     if not eligible(cfg):
         return
+    lists = _lists(cfg)
+    try:
+        digests = [
+            _digest_as(path, line) for path, line in zip(lists, read[: len(lists)], strict=True)
+        ]
+    except OSError:
+        digests = ["-"] * len(lists)
+    _write(cfg, sorted(published), _code(), digests, read)
+
+
+def _write(
+    cfg: Config, published: list[str], code: list[str], digests: list[str], read: list[str]
+) -> None:
+    """Write the note (see `_state`). A note lost in a crash costs a full build, no more:
+    it is not fsynced."""
     path = cfg.site.state_dir / NOTE
     temp = path.with_name(f"{NOTE}.tmp")
     try:
-        temp.write_text(_state(cfg, sorted(published), _code(), read))
+        temp.write_text(_state(cfg, published, code, digests, read))
         temp.replace(path)
     except OSError as exc:  # the build itself is done: the next one runs in full
         log.debug("cannot note the quiet build in %s (%s)", path, exc)
@@ -146,10 +178,12 @@ def _code() -> list[str]:
     return sorted(Path(file).relative_to(_PACKAGE).as_posix() for file in files if file)
 
 
-def _state(cfg: Config, published: list[str], code: list[str], read: list[str]) -> str:
+def _state(
+    cfg: Config, published: list[str], code: list[str], digests: list[str], read: list[str]
+) -> str:
     """Return the text of the note of `cfg` with files `published`, built by the modules
-    `code` from inputs `read`, as the output and state are now; raises OSError when the
-    state folder cannot be listed."""
+    `code` from inputs `read` (the lists' bytes of `digests`), as the output and state
+    are now; raises OSError when the state folder cannot be listed."""
     out, state = cfg.site.output_dir, cfg.site.state_dir
     paths = [_PACKAGE / name for name in code]
     paths += [out, (out / manifest_name(cfg.sitemap.index)).parent]
@@ -163,10 +197,32 @@ def _state(cfg: Config, published: list[str], code: list[str], read: list[str]) 
         repr(cfg),
         " ".join(["published", *published]),
         " ".join(["code", *code]),
+        " ".join(["digests", *digests]),
         *read,
         *_lines(paths),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _lists(cfg: Config) -> list[Path]:
+    """Return the paths of the URL lists of `cfg`."""
+    return [source.path for source in cfg.content_sources if isinstance(source, UrlListSource)]
+
+
+def _digest_as(path: Path, line: str) -> str:
+    """Return the digest of the bytes of `path` when its status is still that of `line`
+    (the bytes the build read), or "-"."""
+    with open(path, "rb") as handle:
+        if _lines([path])[0] != line:
+            return "-"
+        digest = file_digest(handle)
+    # Replaced or written while it was hashed: the bytes read are not known.
+    return digest if _lines([path])[0] == line else "-"
+
+
+def _same_bytes(path: Path, line: str, digest: str) -> bool:
+    """True when `path`, whose status is `line` now, holds the bytes of `digest`."""
+    return digest != "-" and _digest_as(path, line) == digest
 
 
 def _lines(paths: Iterable[Path]) -> list[str]:
