@@ -51,6 +51,7 @@ from sitemapd.drill.structure import (
     Element,
     is_prose,
     link_share,
+    never_content,
     normal,
     page_content,
     text_of,
@@ -98,8 +99,9 @@ class Truth:
         body = self.body
         found: list[Element] = []
         chosen: set[Element] = set()
+        never = never_content(tree)
         for element in tree.iter(*_BLOCKS):
-            if any(a in chosen for a in element.iterancestors()):
+            if any(a in chosen or a in never for a in (element, *element.iterancestors())):
                 continue
             text = text_of(element)
             # Prose the truth holds, and whatever else it holds: a list of links in the
@@ -122,7 +124,10 @@ class Snippets:
     def __call__(self, tree: Element) -> list[Element]:
         wanted = [squashed(s) for s in self.holds if len(normal(s)) >= 12]
         found = []
+        never = never_content(tree)
         for element in tree.iter(*_BLOCKS):
+            if any(a in never for a in (element, *element.iterancestors())):
+                continue
             text = squashed(text_of(element))
             if not any(s in text for s in wanted):
                 continue

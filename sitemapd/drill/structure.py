@@ -38,6 +38,8 @@ MAIN_LIST_ITEMS = 5
 # Characters of prose below which a page is its list of items, not an article.
 LIST_PAGE_PROSE = 280
 _STRUCTURAL = {"nav", "header", "footer", "aside", "form"}
+# Landmarks never content, even where a ground truth holds their text.
+_NEVER_CONTENT = ("nav", "aside", "footer")
 # Elements whose text a browser never shows.
 _UNSEEN = {"script", "style", "noscript", "template", "dialog"}
 _DIALOGS = {"dialog", "alertdialog"}
@@ -187,6 +189,15 @@ def prose_paragraphs(tree: Element) -> list[Element]:
             found.append(element)
             chosen.add(element)
     return _main_cluster(found)
+
+
+def never_content(tree: Element) -> set[Element]:
+    """Return the blocks whose text no reader reads as the page's content, whoever
+    names the content (a structure or a ground truth holding a footer's line): the
+    `nav`, `aside` and `footer` landmarks and the blocks that play one (`surroundings`)."""
+    found = surroundings(tree)
+    found.update(tree.iter(*_NEVER_CONTENT))
+    return found
 
 
 def page_content(tree: Element) -> list[Element]:
