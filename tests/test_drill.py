@@ -295,3 +295,32 @@ def test_landmarks_are_never_content_whoever_names_the_content() -> None:
     never = never_content(tree)
     said = {text_of(p) for p in tree.iter("p") if any(a in never for a in p.iterancestors())}
     assert said == {"Home", "Other news.", "Ad", "Toll free: 1-800-555-0100."}
+
+
+def crumbs(n: int) -> str:
+    """Return an article whose headline is the last item of its breadcrumb, beside a
+    list of other stories."""
+    rng = random.Random(n)
+    story = "".join(
+        "<p>" + " ".join(rng.choice(WORDS) for _ in range(40)) + ".</p>" for _ in range(4)
+    )
+    trail = "".join(f"<li><a href='/{s}/'>{s}</a></li>" for s in ("home", "news", "region"))
+    more = "".join(f"<li><a href='/story-{k}.html'>Story {k} headline</a></li>" for k in range(5))
+    return (
+        f"<html><head><title>Bridge vote {n} | Gazette</title></head><body><header><ul>"
+        f"{trail}<li><h1><a href='/vote-{n}.html'>Bridge vote {n}</a></h1></li></ul></header>"
+        f"<article>{story}</article><aside><ul>{more}</ul></aside></body></html>"
+    )
+
+
+def test_a_list_holding_the_headline_is_not_rotated(site: Site) -> None:
+    # A breadcrumb whose last item is the page's `<h1>` is no "latest" box: dropping
+    # its last item would change the headline, not the surroundings.
+    for n in range(6):
+        site.write(f"story-{n}.html", crumbs(n))
+    result = site.cli("drill", "--json")
+    (report,) = json.loads(result.stdout)
+    rows = report["report"]["rows"]
+    rotation = rows["link lists outside the content rotate"]
+    assert (rotation["applied"], rotation["moved"]) == (6, 0)
+    assert rows["headline element alone"]["moved"] == 6

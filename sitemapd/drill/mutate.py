@@ -80,9 +80,9 @@ def new_item(page: Page) -> bool:
 
 
 def rotate_link_lists(page: Page) -> bool:
-    """Push a new item onto every list of links outside the content and drop its last:
-    what a "latest stories" box does when the newsroom publishes."""
-    lists = link_lists(page)
+    """Push a new item onto every list of links outside the content and the headline,
+    and drop its last: what a "latest stories" box does when the newsroom publishes."""
+    lists = link_lists(page, headline(page.tree, page.content))
     for number, (_, items) in enumerate(lists):
         fresh = copy.deepcopy(items[0])
         fresh.tail = items[0].tail

@@ -322,16 +322,18 @@ class Page:
         return element in self.near
 
 
-def link_lists(page: Page) -> list[tuple[Element, list[Element]]]:
+def link_lists(page: Page, title: Element | None) -> list[tuple[Element, list[Element]]]:
     """Return the blocks of the page that list links (three items or more, each with a
-    link and little prose of its own) and hold no content, with their items."""
+    link and little prose of its own) and hold no content, nor the headline `title` (a
+    breadcrumb whose last item is the `<h1>`), with their items."""
     found = []
     taken: set[Element] = set()
+    holding = set() if title is None else set(title.iterancestors())
     for element in page.tree.iter(etree.Element):
         if element in taken or any(a in taken for a in element.iterancestors()):
             continue
         items = list_items(element)
-        if len(items) < LIST_ITEMS or page.holds_content(element):
+        if len(items) < LIST_ITEMS or page.holds_content(element) or element in holding:
             continue
         found.append((element, items))
         taken.add(element)
