@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 
 import lxml.html
 from conftest import Site
@@ -259,13 +260,18 @@ def test_banners_menus_and_comments_by_any_name_are_not_content() -> None:
     assert {p.getparent().get("class") for p in page_content(tree)} == {"story"}
 
 
+def paragraphs(n: int) -> str:
+    """Return four paragraphs of prose, the same for the same `n`."""
+    rng = random.Random(n)
+    return "".join(
+        "<p>" + " ".join(rng.choice(WORDS) for _ in range(40)) + ".</p>" for _ in range(4)
+    )
+
+
 def login_first(n: int) -> str:
     """Return an article with a logo `<h1>` in a link before it, and a login box with an
     `<h1>` of its own between its headline and its text."""
-    rng = random.Random(n)
-    story = "".join(
-        "<p>" + " ".join(rng.choice(WORDS) for _ in range(40)) + ".</p>" for _ in range(4)
-    )
+    story = paragraphs(n)
     return (
         f"<html><head><title>Bridge vote {n} | Gazette</title></head><body>"
         f"<a href='/'><h1>Gazette</h1></a><header><h1>Bridge vote {n}</h1></header>"
@@ -273,14 +279,20 @@ def login_first(n: int) -> str:
     )
 
 
+def drilled(site: Site, page: Callable[[int], str]) -> dict[str, dict[str, object]]:
+    """Return the rows of `sitemapd drill --json` over six pages `page` writes."""
+    for n in range(6):
+        site.write(f"story-{n}.html", page(n))
+    (report,) = json.loads(site.cli("drill", "--json").stdout)
+    rows: dict[str, dict[str, object]] = report["report"]["rows"]
+    return rows
+
+
 def test_the_headline_edited_is_the_one_the_title_says(site: Site) -> None:
     # The drill edits the page's headline, not the last `<h1>` before the article's text
     # (a login box's): editing that would report a miss the site's lastmods do not have.
-    for n in range(6):
-        site.write(f"story-{n}.html", login_first(n))
-    result = site.cli("drill", "--json")
-    (report,) = json.loads(result.stdout)
-    row = report["report"]["rows"]["headline element alone"]
+    rows = drilled(site, login_first)
+    row = rows["headline element alone"]
     assert (row["applied"], row["moved"]) == (6, 6)
 
 
@@ -300,10 +312,7 @@ def test_landmarks_are_never_content_whoever_names_the_content() -> None:
 def crumbs(n: int) -> str:
     """Return an article whose headline is the last item of its breadcrumb, beside a
     list of other stories."""
-    rng = random.Random(n)
-    story = "".join(
-        "<p>" + " ".join(rng.choice(WORDS) for _ in range(40)) + ".</p>" for _ in range(4)
-    )
+    story = paragraphs(n)
     trail = "".join(f"<li><a href='/{s}/'>{s}</a></li>" for s in ("home", "news", "region"))
     more = "".join(f"<li><a href='/story-{k}.html'>Story {k} headline</a></li>" for k in range(5))
     return (
@@ -316,11 +325,7 @@ def crumbs(n: int) -> str:
 def test_a_list_holding_the_headline_is_not_rotated(site: Site) -> None:
     # A breadcrumb whose last item is the page's `<h1>` is no "latest" box: dropping
     # its last item would change the headline, not the surroundings.
-    for n in range(6):
-        site.write(f"story-{n}.html", crumbs(n))
-    result = site.cli("drill", "--json")
-    (report,) = json.loads(result.stdout)
-    rows = report["report"]["rows"]
+    rows = drilled(site, crumbs)
     rotation = rows["link lists outside the content rotate"]
     assert (rotation["applied"], rotation["moved"]) == (6, 0)
     assert rows["headline element alone"]["moved"] == 6
