@@ -31,6 +31,7 @@ from sitemapd.drill.structure import (
     unseen,
 )
 from sitemapd.fingerprint.extract import BLOCKS, drop
+from sitemapd.fingerprint.headline import tokens
 
 # Numbers there are data, not counters: tables, footnote marks, formulas, code.
 _NOT_COUNTERS = {"script", "style", "table", "sup", "sub", "math", "code", "pre", "time"}
@@ -79,9 +80,9 @@ def new_item(page: Page) -> bool:
 
 
 def rotate_link_lists(page: Page) -> bool:
-    """Push a new item onto every list of links outside the content and drop its last:
-    what a "latest stories" box does when the newsroom publishes."""
-    lists = link_lists(page)
+    """Push a new item onto every list of links outside the content and the headline,
+    and drop its last: what a "latest stories" box does when the newsroom publishes."""
+    lists = link_lists(page, headline(page.tree, page.content))
     for number, (_, items) in enumerate(lists):
         fresh = copy.deepcopy(items[0])
         fresh.tail = items[0].tail
@@ -249,15 +250,28 @@ def append_correction(page: Page) -> bool:
 
 
 def headline(tree: Element, content: Iterable[Element]) -> Element | None:
-    """Return the page's headline element: the last `<h1>` before the first content
-    paragraph, else the first `<h1>` of the page."""
+    """Return the page's headline element: of the `<h1>` a reader sees, not in a link
+    (a logo), those that say what the document title says when any does (not a login
+    box's "Log in"), the last before the first content paragraph, else the first."""
     first = next(iter(content), None)
-    h1s = list(tree.iter("h1"))
+    h1s = [
+        h
+        for h in tree.iter("h1")
+        if text_of(h) and not any(unseen(a) or a.tag == "a" for a in (h, *h.iterancestors()))
+    ]
+    title = next((t for head in tree.iter("head") for t in head.iter("title")), None)
+    said = tokens(text_of(title)) if title is not None else set()
+    h1s = [h for h in h1s if _says(tokens(text_of(h)), said)] or h1s
     if first is None:
         return h1s[0] if h1s else None
     order = {e: n for n, e in enumerate(tree.iter())}
     before = [h for h in h1s if order[h] < order[first]]
     return before[-1] if before else (h1s[0] if h1s else None)
+
+
+def _says(words: set[str], said: set[str]) -> bool:
+    """True when most of a heading's `words` are among the title's `said`."""
+    return bool(words) and len(words & said) * 2 > len(words)
 
 
 def _updated(element: Element) -> None:

@@ -38,6 +38,8 @@ MAIN_LIST_ITEMS = 5
 # Characters of prose below which a page is its list of items, not an article.
 LIST_PAGE_PROSE = 280
 _STRUCTURAL = {"nav", "header", "footer", "aside", "form"}
+# Landmarks never content, even where a ground truth holds their text.
+_NEVER_CONTENT = ("nav", "aside", "footer")
 # Elements whose text a browser never shows.
 _UNSEEN = {"script", "style", "noscript", "template", "dialog"}
 _DIALOGS = {"dialog", "alertdialog"}
@@ -189,6 +191,15 @@ def prose_paragraphs(tree: Element) -> list[Element]:
     return _main_cluster(found)
 
 
+def never_content(tree: Element) -> set[Element]:
+    """Return the blocks whose text no reader reads as the page's content, whoever
+    names the content (a structure or a ground truth holding a footer's line): the
+    `nav`, `aside` and `footer` landmarks and the blocks that play one (`surroundings`)."""
+    found = surroundings(tree)
+    found.update(tree.iter(*_NEVER_CONTENT))
+    return found
+
+
 def page_content(tree: Element) -> list[Element]:
     """Return the page's content by structure: its prose paragraphs, or, on a page with
     less prose than a paragraph or two (a home, section or tag page), its main list."""
@@ -311,16 +322,18 @@ class Page:
         return element in self.near
 
 
-def link_lists(page: Page) -> list[tuple[Element, list[Element]]]:
+def link_lists(page: Page, title: Element | None) -> list[tuple[Element, list[Element]]]:
     """Return the blocks of the page that list links (three items or more, each with a
-    link and little prose of its own) and hold no content, with their items."""
+    link and little prose of its own) and hold no content, nor the headline `title` (a
+    breadcrumb whose last item is the `<h1>`), with their items."""
     found = []
     taken: set[Element] = set()
+    holding = set() if title is None else set(title.iterancestors())
     for element in page.tree.iter(etree.Element):
         if element in taken or any(a in taken for a in element.iterancestors()):
             continue
         items = list_items(element)
-        if len(items) < LIST_ITEMS or page.holds_content(element):
+        if len(items) < LIST_ITEMS or page.holds_content(element) or element in holding:
             continue
         found.append((element, items))
         taken.add(element)
