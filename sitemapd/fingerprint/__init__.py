@@ -19,7 +19,6 @@ from functools import lru_cache
 from urllib.parse import urlsplit
 
 from lxml import etree
-from lxml.cssselect import CSSSelector
 
 from sitemapd.fingerprint.chrome import Element
 from sitemapd.fingerprint.decode import decoded
@@ -151,6 +150,9 @@ def compile_selector(text: str) -> Callable[[Element], list[Element]]:
 
     Raises ValueError naming what is wrong with the selector.
     """
+    # cssselect loads here only: most sites name no selector, and `explain` starts without.
+    from lxml.cssselect import CSSSelector
+
     try:
         selector = CSSSelector(text)
     except Exception as exc:  # cssselect raises its own SelectorError and ExpressionError
