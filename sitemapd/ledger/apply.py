@@ -56,10 +56,13 @@ class Apply(Decisions):
         # An empty ledger takes a bulk path: no lookups, indexes built once at the end.
         self.bulk = self.ledger.empty()
         if self.bulk:
+            self.ledger.edits.stop()
             drop_loc_index(self.conn)
             # The commit leaves the WAL to `Ledger._checkpoint_behind`.
             self.conn.execute("PRAGMA wal_autocheckpoint = 0")
         else:
+            # Before this run's first write: a publish splices what it changes (edits.py).
+            self.ledger.edits.start()
             for table in ("seen", "pending"):
                 self.conn.execute(
                     f"CREATE TEMP TABLE IF NOT EXISTS {table} (id INTEGER PRIMARY KEY)"

@@ -58,6 +58,19 @@ def with_header(member: bytes) -> bytes:
     return _HEADER_MEMBER + member
 
 
+def unpack(data: bytes) -> bytes | None:
+    """Return the rows `encode_lines` made the manifest file `data` of, or None when
+    `data` is no such file (another version, damaged, more members)."""
+    if not data.startswith(_HEADER_MEMBER):
+        return None
+    rows = zlib.decompressobj(31)
+    try:
+        lines = rows.decompress(data[len(_HEADER_MEMBER) :])
+    except zlib.error:
+        return None
+    return lines if rows.eof and not rows.unused_data else None
+
+
 def decode(data: bytes, where: str) -> Iterator[Row]:
     """Yield the rows of the manifest file `data` (read from `where`, for messages);
     nothing for an empty, damaged or later-version file."""

@@ -27,7 +27,7 @@ from sitemapd.ledger import Ledger, SpooledShard
 from sitemapd.publish import manifest, robots
 from sitemapd.publish.manifestfile import VERSION
 from sitemapd.publish.names import OutputNames, partition_index_urls
-from sitemapd.publish.shardtext import shard_document
+from sitemapd.publish.shardtext import shard_document, spliced_shard
 from sitemapd.publish.store import LocalStore, Record, Store
 from sitemapd.render.keyfile import key_file
 from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
@@ -208,6 +208,11 @@ class Publisher:
             and self.store.movable(name, spooled.path)
         ):
             return partial(self._move_in, name, spooled, reader, shard_id)
+        if spooled is None and not self.dry_run and isinstance(self.store, LocalStore):
+            # A few members changed since its publish: spliced into the bytes on disk.
+            spliced = spliced_shard(self.ledger, self.store, shard_id, name, record, reader)
+            if spliced is not None:
+                return partial(self._store, name, spliced[0], record, spliced[1])
         document, manifest_of = shard_document(
             self.ledger, shard_id, spooled, reader, not self.dry_run
         )

@@ -176,6 +176,21 @@ class LocalStore:
             pass  # missing or unreadable: written
         return atomic_write(path, data).st_mtime_ns, True
 
+    def read(self, name: str) -> bytes | None:
+        """Return the bytes of the regular file `name` (a path under the folder, never
+        through a symlink), or None when there is none or it cannot be read."""
+        try:
+            fd = os.open(self.folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None
+        with open(fd, "rb", buffering=0) as handle:
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    return None
+                return handle.read()
+            except OSError:
+                return None
+
     def movable(self, name: str, path: Path) -> bool:
         """True when the file `path` can become `name` by a rename: it is on the file
         system of the folder `name` goes in, and nothing is stored as `name` (a file there
