@@ -6,10 +6,13 @@ Temporary triggers on `urls` (of this connection alone; nothing is stored in the
 file) note every write that touches a shard's member. A write that leaves a member in
 place (same shard, status, loc and extra elements) and changes what its entry or manifest
 line says notes the member with the values it had before, once: those of the last
-publish. Any other write to a member (one joins, leaves, is deleted, changes its loc or
-its extra elements) notes the shard as a whole (`url_id` 0): it is rendered in full.
-Triggers see every statement of the connection, whichever code runs it; a shard counts
-only while it was clean (published as the ledger held it) from when the notes began.
+publish. It marks the shard dirty too, even when the entry stays the same (a fingerprint
+moved, the lastmod did not): its manifest is rewritten, the only memory of that
+fingerprint a successor has. Any other write to a member (one joins, leaves, is deleted,
+changes its loc or its extra elements) notes the shard as a whole (`url_id` 0): it is
+rendered in full. Triggers see every statement of the connection, whichever code runs
+it; a shard counts only while it was clean (published as the ledger held it) from when
+the notes began.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ _TRIGGERS = (
     f"OR {_FP.format(row='OLD')} IS NOT {_FP.format(row='NEW')} "
     f"OR {_RAW.format(row='OLD')} IS NOT {_RAW.format(row='NEW')}) BEGIN "
     "INSERT OR IGNORE INTO shard_edits (shard, url_id, lastmod, fp, raw) VALUES "
-    f"(NEW.shard, NEW.id, OLD.lastmod, {_FP.format(row='OLD')}, {_RAW.format(row='OLD')}); END",
+    f"(NEW.shard, NEW.id, OLD.lastmod, {_FP.format(row='OLD')}, {_RAW.format(row='OLD')}); "
+    "UPDATE shards SET dirty = 1 WHERE id = NEW.shard AND dirty = 0; END",
 )
 _NAMES = ("shard_edits_insert", "shard_edits_delete", "shard_edits_move", "shard_edits_edit")
 

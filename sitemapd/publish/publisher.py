@@ -25,7 +25,7 @@ from sitemapd.core import w3c
 from sitemapd.errors import PublishError
 from sitemapd.ledger import Ledger, SpooledShard
 from sitemapd.publish import manifest, robots
-from sitemapd.publish.manifestfile import VERSION
+from sitemapd.publish.manifestfile import VERSION, manifest_name
 from sitemapd.publish.names import OutputNames, partition_index_urls
 from sitemapd.publish.shardtext import shard_document, spliced_shard
 from sitemapd.publish.store import LocalStore, Record, Store
@@ -65,8 +65,9 @@ class _Stored(NamedTuple):
 _STORERS = 2
 
 
-# The manifest format this publisher writes, as the ledger notes it once every shard has one.
-MANIFEST_VERSION = str(VERSION)
+# The manifest format this publisher writes, as the ledger notes it once every shard has one
+# (".1": and every manifest says what the ledger does, a fingerprint that moved alone too).
+MANIFEST_VERSION = f"{VERSION}.1"
 
 
 # The feeds' `updated` when no URL has ever been published.
@@ -347,6 +348,12 @@ class Publisher:
         thread of its own."""
         digest = hashlib.sha256(text).hexdigest()
         if record is not None and record[0] == digest and self.store.intact(name, record):
+            if manifest_of is not None and isinstance(self.store, LocalStore):
+                # The same entries, but a fingerprint may have moved: its manifest says so.
+                data = manifest_of()
+                if self.store.read(manifest_name(name)) != data:
+                    self._check_lease()
+                    self.store.put_manifest(name, data)
             return None
         data = text
         if name.endswith(".gz"):

@@ -124,6 +124,7 @@ def spliced_shard(
     )
     if document is None:
         return None
+    log.debug("%s: %d changed entries spliced into its published bytes", name, len(edits))
     members = published.count(_ENTRY_END)
     full = partial(reader.file, shard_id)
     return document, partial(_spliced_manifest, store, name, edits, members, full)
@@ -138,6 +139,7 @@ def _spliced_manifest(
     rows = store.read(manifest_name(name))
     lines = None if rows is None else unpack(rows)
     if lines is None or lines.count(b"\n") != members:
+        log.debug("%s: its manifest is read from the ledger (the stored one differs)", name)
         return full()
     spliced = _splice(
         lines,
@@ -149,7 +151,10 @@ def _spliced_manifest(
             for e in edits
         ],
     )
-    return full() if spliced is None else encode_lines(spliced)
+    if spliced is None:
+        log.debug("%s: its manifest is read from the ledger (a changed line differs)", name)
+        return full()
+    return encode_lines(spliced)
 
 
 def _splice(text: bytes, changes: Sequence[tuple[bytes, bytes]]) -> bytes | None:

@@ -4,9 +4,10 @@ A line may add a tab and a W3C datetime: the URL's own lastmod. A line whose dat
 moves forward is a change. Blank lines and lines starting with `#` are ignored; of a URL
 listed twice, its last line counts. The file is not read again while its size, mtime and
 inode stay the same; when they change but its digest does not (a `touch`, an export that
-wrote the same bytes), it is not parsed either. Otherwise only the chunks of the file the
-ledger does not know are parsed (listchunks.py), unless the change is too big or a URL
-of a changed chunk is listed elsewhere too: then the whole file is.
+wrote the same bytes), it is not parsed either: the chunks the ledger knows, hashed in
+place, say so in the same read that finds the changed ones. Otherwise only the chunks of
+the file the ledger does not know are parsed (listchunks.py), unless the change is too
+big or a URL of a changed chunk is listed elsewhere too: then the whole file is.
 """
 
 from __future__ import annotations
@@ -34,26 +35,42 @@ _PIECE = 8 << 20
 def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
     """Return a scan of the list, empty and incomplete when the file is unchanged."""
     try:
-        handle = open(source.path, "rb")  # noqa: SIM115 - closed by the generator
+        handle = open(source.path, "rb")  # noqa: SIM115 - closed below or by `_items`
         key = file_key(os.fstat(handle.fileno()))
     except OSError as exc:
         raise SourceError(f"{source.name}: cannot read {source.path} ({exc.strerror})") from exc
-    # The cursor: the file's key, then the digest of its bytes.
+    # The cursor: the file's key, then the digest of its bytes (or of its chunks').
     cursor = f"urllist:{source.name}"
     known_key, _, known_digest = (ledger.cursor(cursor) or "").partition(" ")
     if known_key == key:
         handle.close()
         return Scan(source.name, iter(()), complete=False)
     try:
+        known = ledger.list_chunks(source.name)
+        # One read of the bytes: the known chunks hashed in place say what changed, and
+        # whether anything did (a `touch`, an export that wrote the same bytes).
+        changed = _changed_chunks(source, ledger, handle, policy, known) if known else None
+        if changed is not None:
+            size = os.fstat(handle.fileno()).st_size
+            handle.close()
+            _check_key(source, key)
+            state = {cursor: f"{key} {_chunks_digest(changed)}"}
+            if _same_chunks(changed, known):
+                return Scan(source.name, iter(()), complete=False, cursors=state)
+            _log_chunks(source, changed, size)
+            return Scan(source.name, iter(changed), True, state)
         digest = _digest(handle)
     except OSError as exc:
         handle.close()
         raise SourceError(f"{source.name}: cannot read {source.path} ({exc.strerror})") from exc
+    except BaseException:
+        handle.close()
+        raise
     state = {cursor: f"{key} {digest}"}
     if digest == known_digest:
         handle.close()
         return Scan(source.name, iter(()), complete=False, cursors=state)
-    return Scan(source.name, _items(source, policy, ledger, handle, key), True, state)
+    return Scan(source.name, _items(source, policy, handle, key), True, state)
 
 
 def _digest(handle: BinaryIO) -> str:
@@ -77,28 +94,47 @@ def _digest(handle: BinaryIO) -> str:
     return hasher.hexdigest()
 
 
-def _items(
-    source: UrlListSource, policy: URLPolicy, ledger: Ledger, handle: BinaryIO, key: str
-) -> Iterator[Item]:
-    # Imported on a read: an unchanged list (the common build) needs no chunking, no
-    # parser and no worker.
+def _chunks_digest(items: list[Item]) -> str:
+    """Return the digest of the file a chunked read gave `items` of: the xxh3-128 of its
+    chunks' digests in order, in hex, marked `c` (the whole file's has no mark)."""
+    import xxhash
+
+    return "c" + xxhash.xxh3_128_hexdigest(
+        b"".join(item.digest for item in items if isinstance(item, ListChunk))
+    )
+
+
+def _same_chunks(items: list[Item], known: list[KnownChunk]) -> bool:
+    """True when the chunks read (`items`) are those `known`, in order: the same bytes."""
+    chunks = [item for item in items if isinstance(item, ListChunk)]
+    return len(chunks) == len(known) and all(
+        chunk.digest == was.digest and (was.end is None or chunk.end == was.end)
+        for chunk, was in zip(chunks, known, strict=True)
+    )
+
+
+def _check_key(source: UrlListSource, key: str) -> None:
+    """Raise SourceError unless the list's file still has `key`: rewritten in place while
+    being read, what was read may be a fraction of the list."""
+    try:
+        unchanged = file_key(os.stat(source.path)) == key
+    except OSError:
+        unchanged = False
+    if not unchanged:
+        raise SourceError(
+            f"{source.name}: {source.path} changed while being read; it will be read "
+            "again (write the list to a temporary file and rename it into place)"
+        )
+
+
+def _items(source: UrlListSource, policy: URLPolicy, handle: BinaryIO, key: str) -> Iterator[Item]:
+    # Imported on a read: an unchanged list (the common build) needs no parser and no
+    # worker.
     from sitemapd.sources.listchunks import LineParser
 
-    parser = LineParser(source.name, policy)
     try:
-        known = ledger.list_chunks(source.name)
-        changed = _changed_chunks(source, parser, ledger, handle, known) if known else None
-        yield from _every_chunk(source, parser, handle) if changed is None else changed
-        try:
-            unchanged = file_key(os.stat(source.path)) == key
-        except OSError:
-            unchanged = False
-        if not unchanged:
-            # Being rewritten in place: what we read may be a fraction of the list.
-            raise SourceError(
-                f"{source.name}: {source.path} changed while being read; it will be read "
-                "again (write the list to a temporary file and rename it into place)"
-            )
+        yield from _every_chunk(source, LineParser(source.name, policy), handle)
+        _check_key(source, key)
     finally:
         handle.close()
 
@@ -122,15 +158,17 @@ def _every_chunk(source: UrlListSource, parser: LineParser, handle: BinaryIO) ->
 
 def _changed_chunks(
     source: UrlListSource,
-    parser: LineParser,
     ledger: Ledger,
     handle: BinaryIO,
+    policy: URLPolicy,
     known: list[KnownChunk],
 ) -> list[Item] | None:
     """Return the items of a re-read that parses only the chunks the ledger does not
     know (and those holding rejected lines, whose line numbers may have moved); None
     when the whole file must be read."""
-    from sitemapd.sources.listchunks import Place, cut, recut
+    from sitemapd.sources.listchunks import LineParser, Place, cut, recut
+
+    parser = LineParser(source.name, policy)
 
     digests = Counter(chunk.digest for chunk in known)
     rejecting = {chunk.digest for chunk in known if chunk.rejects}
@@ -180,13 +218,24 @@ def _changed_chunks(
     if ledger.list_conflicts(source.name, new_locs, removed):
         log.info("%s: a changed URL is listed more than once: reading the whole list", source.name)
         return None
+    return items
+
+
+def _log_chunks(source: UrlListSource, items: list[Item], size: int) -> None:
+    """Log what a re-read by chunks parsed."""
+    chunks = [item for item in items if isinstance(item, ListChunk)]
+    starts = [0, *(chunk.end for chunk in chunks[:-1])]
+    parsed = [
+        (chunk, start)
+        for chunk, start in zip(chunks, starts, strict=True)
+        if chunk.lines is not None
+    ]
     log.info(
         "%s: %d of %d chunks changed (%d bytes of %d): %d lines parsed",
         source.name,
-        sum(1 for item in items if isinstance(item, ListChunk) and item.lines is not None),
-        sum(1 for item in items if isinstance(item, ListChunk)),
-        new_bytes,
+        len(parsed),
+        len(chunks),
+        sum(chunk.end - start for chunk, start in parsed),
         size,
-        len(new_locs),
+        sum(len(chunk.lines or ()) for chunk, _ in parsed),
     )
-    return items

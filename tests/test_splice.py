@@ -1,0 +1,141 @@
+"""A shard whose few members changed in place since its publish is spliced: its published
+bytes with their entries replaced, its manifest likewise. Whatever the splice meets, the
+files equal, byte for byte, those of a first build of the same list elsewhere."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from conftest import Site, write_atomic
+
+from sitemapd.publish.manifestfile import encode_lines, unpack
+
+# 2,900 URLs in shards of 1,000: two full shards and an open one.
+COUNT = 2_900
+START = datetime(2025, 1, 1, tzinfo=UTC)
+LIST_SOURCE = '[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"'
+
+
+def line(n: int, hours: int) -> str:
+    """Return list line `n` with a datetime `hours` after 2025-01-01 (`&` and `'` in some
+    URLs: their entries are escaped)."""
+    stamp = (START + timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    return f"https://example.com/{f'a/{n}' if n % 7 else f'b&c{n}'}\t{stamp}"
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    """Return the bytes of every file under `folder` (manifests included) by path."""
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and not path.name.endswith(".lock")
+    }
+
+
+def listed(site: Site, hours: dict[int, int], extra: int = 0) -> None:
+    """Write the list: line n with `hours[n]` (else n), then `extra` new lines."""
+    lines = [line(n, hours.get(n, n)) for n in range(COUNT + extra)]
+    write_atomic(site.base / "urls.txt", "".join(f"{text}\n" for text in lines))
+
+
+@pytest.fixture
+def listing(site: Site) -> Site:
+    """A site over a list of `COUNT` URLs in shards of 1,000, built once."""
+    site.configure(sitemap="max_urls = 1000", extra=LIST_SOURCE)
+    listed(site, {})
+    site.build()
+    return site
+
+
+def fresh(tmp_path: Path, site: Site) -> dict[str, bytes]:
+    """Return the files a first build of `site`'s list gives in a folder of its own."""
+    (tmp_path / "fresh").mkdir(parents=True)
+    other = Site(tmp_path / "fresh")
+    other.configure(sitemap="max_urls = 1000", extra=LIST_SOURCE)
+    write_atomic(other.base / "urls.txt", (site.base / "urls.txt").read_bytes())
+    other.build()
+    return files(other.out)
+
+
+def republished(tmp_path: Path, site: Site) -> dict[str, bytes]:
+    """Return the files a build gives from a copy of `site`'s ledger into an empty output
+    folder: every shard rendered from the ledger."""
+    (tmp_path / "copy").mkdir(parents=True)
+    other = Site(tmp_path / "copy")
+    other.configure(sitemap="max_urls = 1000", extra=LIST_SOURCE)
+    write_atomic(other.base / "urls.txt", (site.base / "urls.txt").read_bytes())
+    shutil.copytree(site.state, other.state, ignore=shutil.ignore_patterns("*.lock"))
+    assert "spliced" not in build(other)
+    return files(other.out)
+
+
+def build(site: Site) -> str:
+    """Build; return what it logged."""
+    return site.cli("--log-level", "debug", "build").stderr
+
+
+def test_changed_lines_are_spliced_into_their_shards(listing: Site, tmp_path: Path) -> None:
+    # Two lines of the second shard (one of them escaped) and one of the third.
+    changes = {1_400: 9_000, 1_407: 9_100, 2_500: 9_200}
+    listed(listing, changes)
+    logged = build(listing)
+    assert "sitemap-2.xml: 2 changed entries spliced" in logged, logged
+    assert "sitemap-3.xml: 1 changed entries spliced" in logged, logged
+    assert "manifest is read from the ledger" not in logged, logged
+    assert files(listing.out) == fresh(tmp_path, listing)
+    # Again, on the spliced bytes, with one more change.
+    listed(listing, {**changes, 1_407: 9_300, 10: 9_400})
+    logged = build(listing)
+    assert "sitemap-1.xml: 1 changed entries spliced" in logged, logged
+    assert "sitemap-2.xml: 1 changed entries spliced" in logged, logged
+    assert files(listing.out) == fresh(tmp_path / "again", listing)
+
+
+def test_a_shard_not_stored_as_published_is_rendered(listing: Site, tmp_path: Path) -> None:
+    shard = listing.out / "sitemap-2.xml"
+    stat = shard.stat()
+    shard.write_bytes(shard.read_bytes().replace(b"a/1100<", b"a/1101<"))  # same size
+    listed(listing, {1_400: 9_000})
+    logged = build(listing)
+    assert "sitemap-2.xml: 1 changed entries spliced" not in logged, logged
+    assert shard.stat().st_mtime_ns != stat.st_mtime_ns
+    assert files(listing.out) == fresh(tmp_path, listing)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "missing", "edited"])
+def test_a_manifest_not_as_published_is_read_from_the_ledger(
+    listing: Site, tmp_path: Path, damage: str
+) -> None:
+    manifest = listing.out / ".sitemapd" / "manifest" / "sitemap-2.xml.tsv.gz"
+    if damage == "truncated":
+        manifest.write_bytes(manifest.read_bytes()[:-100])
+    elif damage == "missing":
+        manifest.unlink()
+    else:  # a manifest as sitemapd writes them whose line of the changed URL differs
+        lines = unpack(manifest.read_bytes())
+        assert lines is not None
+        manifest.write_bytes(encode_lines(lines.replace(b"a/1401\t", b"a/1401\tx")))
+    listed(listing, {1_401: 9_000})
+    logged = build(listing)
+    assert "sitemap-2.xml: 1 changed entries spliced" in logged, logged
+    assert "sitemap-2.xml: its manifest is read from the ledger" in logged, logged
+    assert files(listing.out) == fresh(tmp_path, listing)
+
+
+def test_a_shard_a_url_joins_is_rendered(listing: Site, tmp_path: Path) -> None:
+    listed(listing, {2_500: 9_000}, extra=1)  # a new URL fills the open third shard
+    logged = build(listing)
+    assert "sitemap-3.xml: 1 changed entries spliced" not in logged, logged
+    assert files(listing.out) == fresh(tmp_path, listing)
+    assert files(listing.out) == republished(tmp_path, listing)
+
+
+def test_a_shard_a_url_leaves_is_rendered(listing: Site, tmp_path: Path) -> None:
+    lines = [line(n, 9_000 if n == 1_400 else n) for n in range(COUNT) if n != 1_500]
+    write_atomic(listing.base / "urls.txt", "".join(f"{text}\n" for text in lines))
+    logged = build(listing)
+    assert "spliced" not in logged, logged
+    assert files(listing.out) == republished(tmp_path, listing)
