@@ -139,3 +139,27 @@ def test_a_shard_a_url_leaves_is_rendered(listing: Site, tmp_path: Path) -> None
     logged = build(listing)
     assert "spliced" not in logged, logged
     assert files(listing.out) == republished(tmp_path, listing)
+
+
+def test_a_run_that_changes_many_rows_renders_in_full(listing: Site, tmp_path: Path) -> None:
+    # More rows than a run notes (ledger/apply.py's NOTED_MOST): the notes stop.
+    listed(listing, {n: 9_000 + n for n in range(0, COUNT, 4)})
+    logged = build(listing)
+    assert "spliced" not in logged, logged
+    assert files(listing.out) == fresh(tmp_path, listing)
+    listed(listing, {n: 9_000 + n for n in [*range(0, COUNT, 4), 1_401]})
+    assert "sitemap-2.xml: 1 changed entries spliced" in build(listing)  # the next run notes
+
+
+def test_a_datetime_moved_back_rewrites_the_manifest_alone(
+    listing: Site, tmp_path: Path
+) -> None:
+    shard = listing.out / "sitemap-2.xml"
+    before = shard.stat().st_mtime_ns
+    listed(listing, {1_401: 1_000})  # an earlier datetime: a new fingerprint, no new lastmod
+    assert listing.build().stdout.startswith("0 new, 0 updated, 0 gone, 0 invalid; wrote 0")
+    assert shard.stat().st_mtime_ns == before
+    assert files(listing.out) == republished(tmp_path / "back", listing)
+    listed(listing, {1_401: 1_000, 1_402: 9_000})  # then a change beside it is spliced
+    assert "sitemap-2.xml: 1 changed entries spliced" in build(listing)
+    assert files(listing.out) == republished(tmp_path / "then", listing)

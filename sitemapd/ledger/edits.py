@@ -3,16 +3,16 @@ writer connection saw it: what lets a publish splice a few changed `<url>` entri
 shard's published bytes instead of rendering its every member again.
 
 Temporary triggers on `urls` (of this connection alone; nothing is stored in the ledger
-file) note every write that touches a shard's member. A write that leaves a member in
-place (same shard, status, loc and extra elements) and changes what its entry or manifest
-line says notes the member with the values it had before, once: those of the last
-publish. It marks the shard dirty too, even when the entry stays the same (a fingerprint
-moved, the lastmod did not): its manifest is rewritten, the only memory of that
-fingerprint a successor has. Any other write to a member (one joins, leaves, is deleted,
-changes its loc or its extra elements) notes the shard as a whole (`url_id` 0): it is
-rendered in full. Triggers see every statement of the connection, whichever code runs
-it; a shard counts only while it was clean (published as the ledger held it) from when
-the notes began.
+file) note every update and delete, whichever code runs it. An update that leaves a
+member in place (same shard, status, loc and extra elements) and changes what its entry
+or manifest line says notes the member with the values it had before, once: those of the
+last publish. Any other update of a member (it joins, leaves, changes its loc or its
+extra elements) notes the shard as a whole (`url_id` 0), a delete every shard, and a
+member inserted since has a larger id than any row then: those are rendered in full. A
+shard counts only while it was clean (published as the ledger held it) from when the
+notes began. A trigger costs SQLite as much as the update it follows: a run that updates
+many rows stops the notes (`Apply`), and every shard is rendered in full until the next
+run begins them again.
 """
 
 from __future__ import annotations
@@ -27,16 +27,14 @@ _MOVED = (
     "OLD.shard IS NOT NEW.shard OR OLD.status IS NOT NEW.status OR OLD.loc IS NOT NEW.loc "
     "OR OLD.extra IS NOT NEW.extra"
 )
+# Noted for a deleted row: its id may be given again, to a row the notes would not see.
+_ANY = -1
 _TRIGGERS = (
     "CREATE TEMP TABLE IF NOT EXISTS shard_edits (shard INTEGER NOT NULL, "
     "url_id INTEGER NOT NULL, lastmod TEXT, fp TEXT, raw TEXT, PRIMARY KEY (shard, url_id)) "
     "WITHOUT ROWID",
-    "CREATE TEMP TRIGGER IF NOT EXISTS shard_edits_insert AFTER INSERT ON main.urls "
-    "WHEN NEW.shard IS NOT NULL BEGIN "
-    "INSERT OR IGNORE INTO shard_edits (shard, url_id) VALUES (NEW.shard, 0); END",
-    "CREATE TEMP TRIGGER IF NOT EXISTS shard_edits_delete AFTER DELETE ON main.urls "
-    "WHEN OLD.shard IS NOT NULL BEGIN "
-    "INSERT OR IGNORE INTO shard_edits (shard, url_id) VALUES (OLD.shard, 0); END",
+    "CREATE TEMP TRIGGER IF NOT EXISTS shard_edits_delete AFTER DELETE ON main.urls BEGIN "
+    f"INSERT OR IGNORE INTO shard_edits (shard, url_id) VALUES ({_ANY}, 0); END",
     "CREATE TEMP TRIGGER IF NOT EXISTS shard_edits_move AFTER UPDATE ON main.urls "
     f"WHEN {_MOVED} BEGIN "
     "INSERT OR IGNORE INTO shard_edits (shard, url_id) "
@@ -48,10 +46,9 @@ _TRIGGERS = (
     f"OR {_FP.format(row='OLD')} IS NOT {_FP.format(row='NEW')} "
     f"OR {_RAW.format(row='OLD')} IS NOT {_RAW.format(row='NEW')}) BEGIN "
     "INSERT OR IGNORE INTO shard_edits (shard, url_id, lastmod, fp, raw) VALUES "
-    f"(NEW.shard, NEW.id, OLD.lastmod, {_FP.format(row='OLD')}, {_RAW.format(row='OLD')}); "
-    "UPDATE shards SET dirty = 1 WHERE id = NEW.shard AND dirty = 0; END",
+    f"(NEW.shard, NEW.id, OLD.lastmod, {_FP.format(row='OLD')}, {_RAW.format(row='OLD')}); END",
 )
-_NAMES = ("shard_edits_insert", "shard_edits_delete", "shard_edits_move", "shard_edits_edit")
+_NAMES = ("shard_edits_delete", "shard_edits_move", "shard_edits_edit")
 
 
 class Edit(NamedTuple):
@@ -75,6 +72,9 @@ class ShardEdits:
         self.conn = conn
         # Shards clean when the notes began or published since: None while not noting.
         self.covered: set[int] | None = None
+        # The largest row id when the notes began, and when each shard was published since.
+        self.last_id = 0
+        self.published_at: dict[int, int] = {}
 
     def start(self) -> None:
         """Begin noting (in the caller's transaction), if not noting already. Shards
@@ -87,15 +87,19 @@ class ShardEdits:
         self.covered = {
             shard for (shard,) in self.conn.execute("SELECT id FROM shards WHERE dirty = 0")
         }
+        # Rows inserted from now on have larger ids (SQLite gives the largest id + 1, and
+        # a delete is noted): inserts need no trigger, which would slow every load.
+        self.last_id = self._last_id()
+        self.published_at = {}
 
     def stop(self) -> None:
-        """Stop noting: a bulk load writes every row (the triggers would cost it time)
-        and publishes every shard anew."""
+        """Stop noting (in the caller's transaction): every shard is rendered in full until
+        `start`. For runs that write many rows, which the triggers would slow down."""
         if self.covered is None:
             return
         for name in _NAMES:
             self.conn.execute(f"DROP TRIGGER IF EXISTS temp.{name}")
-        self.conn.execute("DELETE FROM temp.shard_edits")
+        self.conn.execute("DROP TABLE IF EXISTS temp.shard_edits")
         self.covered = None
 
     def of(self, shard_id: int, most: int) -> list[Edit] | None:
@@ -106,7 +110,14 @@ class ShardEdits:
             # A rolled-back transaction took the triggers it made with it.
             self.covered = None
             return None
-        if shard_id not in self.covered:
+        if (
+            shard_id not in self.covered
+            or self.conn.execute(
+                "SELECT 1 FROM temp.shard_edits WHERE shard = ? UNION ALL "
+                "SELECT 1 FROM urls WHERE shard = ? AND id > ? LIMIT 1",
+                (_ANY, shard_id, self.published_at.get(shard_id, self.last_id)),
+            ).fetchone()
+        ):
             return None
         rows = self.conn.execute(
             "SELECT e.url_id, u.loc, e.lastmod, e.fp, e.raw, u.lastmod, "
@@ -117,6 +128,10 @@ class ShardEdits:
         if not rows or len(rows) > most or rows[0][0] == 0 or rows[0][1] is None:
             return None
         return [Edit(*row) for row in rows]
+
+    def _last_id(self) -> int:
+        (last_id,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
+        return int(last_id)
 
     def _noting(self) -> bool:
         """True when the triggers are in place."""
@@ -132,6 +147,8 @@ class ShardEdits:
         if self.covered is None:
             return
         self.covered.update(shards)
+        last_id = self._last_id()
+        self.published_at.update((shard, last_id) for shard in shards)
         self.conn.executemany(
             "DELETE FROM temp.shard_edits WHERE shard = ?", [(shard,) for shard in shards]
         )

@@ -160,7 +160,8 @@ def _spliced_manifest(
 def _splice(text: bytes, changes: Sequence[tuple[bytes, bytes]]) -> bytes | None:
     """Return `text` with the whole lines (each ending in a newline) `old` of `changes`
     replaced by their `new`, each found after the one before; None when one is not."""
-    pieces: list[bytes] = []
+    view = memoryview(text)  # its slices copy nothing: the join alone copies the text
+    pieces: list[bytes | memoryview] = []
     done = 0
     for old, new in changes:
         at = text.find(old, done)
@@ -168,7 +169,7 @@ def _splice(text: bytes, changes: Sequence[tuple[bytes, bytes]]) -> bytes | None
             at = text.find(old, at + 1)
         if at < 0:
             return None
-        pieces += (text[done:at], new)
+        pieces += (view[done:at], new)
         done = at + len(old)
-    pieces.append(text[done:])
+    pieces.append(view[done:])
     return b"".join(pieces)
