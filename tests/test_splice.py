@@ -151,9 +151,7 @@ def test_a_run_that_changes_many_rows_renders_in_full(listing: Site, tmp_path: P
     assert "sitemap-2.xml: 1 changed entries spliced" in build(listing)  # the next run notes
 
 
-def test_a_datetime_moved_back_rewrites_the_manifest_alone(
-    listing: Site, tmp_path: Path
-) -> None:
+def test_a_datetime_moved_back_rewrites_the_manifest_alone(listing: Site, tmp_path: Path) -> None:
     shard = listing.out / "sitemap-2.xml"
     before = shard.stat().st_mtime_ns
     listed(listing, {1_401: 1_000})  # an earlier datetime: a new fingerprint, no new lastmod

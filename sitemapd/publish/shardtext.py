@@ -84,7 +84,6 @@ def extended_shard(ledger: Ledger, shard_id: int) -> bytes:
 # splice looks each one up in the published bytes.
 SPLICED_MOST = 2000
 _HEAD = URLSET_HEAD.encode()
-_ENTRY_END = b"</url>\n"
 _NEWLINE = ord("\n")
 
 
@@ -115,6 +114,12 @@ def spliced_shard(
         or hashlib.sha256(published).hexdigest() != record[0]
     ):
         return None
+    # Its manifest on the reader's thread meanwhile (zlib lets go of the GIL).
+    members = ledger.conn.execute("SELECT url_count FROM shards WHERE id = ?", (shard_id,))
+    full = partial(reader.file, shard_id)
+    manifest = reader.soon(
+        partial(_spliced_manifest, store, name, edits, members.fetchone()[0], full)
+    )
     document = _splice(
         published,
         [
@@ -125,9 +130,7 @@ def spliced_shard(
     if document is None:
         return None
     log.debug("%s: %d changed entries spliced into its published bytes", name, len(edits))
-    members = published.count(_ENTRY_END)
-    full = partial(reader.file, shard_id)
-    return document, partial(_spliced_manifest, store, name, edits, members, full)
+    return document, manifest
 
 
 def _spliced_manifest(
