@@ -18,17 +18,17 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple
 
 from sitemapd.config import Config
 from sitemapd.core import w3c
 from sitemapd.errors import PublishError
 from sitemapd.ledger import Ledger, SpooledShard
 from sitemapd.publish import manifest, robots
-from sitemapd.publish.manifestfile import VERSION, manifest_name
+from sitemapd.publish.manifestfile import VERSION
 from sitemapd.publish.names import OutputNames, partition_index_urls
 from sitemapd.publish.shardtext import shard_document, spliced_shard
-from sitemapd.publish.store import LocalStore, Record, Store
+from sitemapd.publish.store import Fence, LocalStore, Record, Store
 from sitemapd.render.keyfile import key_file
 from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
 from sitemapd.render.parts import part_name, part_url
@@ -72,20 +72,6 @@ MANIFEST_VERSION = f"{VERSION}.1"
 
 # The feeds' `updated` when no URL has ever been published.
 _EPOCH = "1970-01-01T00:00:00+00:00"
-
-
-class Fence(Protocol):
-    """The lease a publisher sharing a target with others writes under."""
-
-    @property
-    def held(self) -> bool:
-        """True while this daemon may write to the target."""
-
-    def keep(self) -> bool:
-        """Renew the lease if held; return True when held. Raises PublishError."""
-
-    def fence(self) -> None:
-        """Renew the lease before the index write; raises PublishError when lost."""
 
 
 class Publisher:
@@ -350,10 +336,8 @@ class Publisher:
         if record is not None and record[0] == digest and self.store.intact(name, record):
             if manifest_of is not None and isinstance(self.store, LocalStore):
                 # The same entries, but a fingerprint may have moved: its manifest says so.
-                data = manifest_of()
-                if self.store.read(manifest_name(name)) != data:
-                    self._check_lease()
-                    self.store.put_manifest(name, data)
+                self._check_lease()
+                self.store.refresh_manifest(name, manifest_of())
             return None
         data = text
         if name.endswith(".gz"):
@@ -361,6 +345,9 @@ class Publisher:
             data = gzip.compress(text, compresslevel=self.sitemap.gzip_level, mtime=0)
         if manifest_of is not None:
             self._check_lease()
+            if isinstance(self.store, LocalStore) and not self.dry_run:
+                stamp, wrote = self.store.put_after(name, data, manifest_of)
+                return _Stored(name, digest, len(data), stamp, wrote)
             self.store.put_manifest(name, manifest_of())
         stamp, wrote = (0, True) if self.dry_run else self._put(name, data)
         return _Stored(name, digest, len(data), stamp, wrote)
