@@ -168,7 +168,7 @@ def _changed_chunks(
     when the whole file must be read."""
     from sitemapd.sources.listchunks import LineParser, Place, cut, recut
 
-    parser = LineParser(source.name, policy)
+    parser: LineParser | None = None  # compiled for the first chunk parsed
 
     digests = Counter(chunk.digest for chunk in known)
     rejecting = {chunk.digest for chunk in known if chunk.rejects}
@@ -199,6 +199,7 @@ def _changed_chunks(
                 ListChunk(source.name, chunk.pos, chunk.first_line, chunk.digest, chunk.end, None)
             )
             continue
+        parser = parser or LineParser(source.name, policy)
         parsed = parser.parse(chunk.data, chunk.first_line, chunk.lines)
         items += map(reported, parsed.rejects)
         lines = parsed.lines if is_new else None
@@ -215,7 +216,7 @@ def _changed_chunks(
             )
         )
     removed = [digest for digest in digests if digest not in present]
-    if ledger.list_conflicts(source.name, new_locs, removed):
+    if (new_locs or removed) and ledger.list_conflicts(source.name, new_locs, removed):
         log.info("%s: a changed URL is listed more than once: reading the whole list", source.name)
         return None
     return items
