@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 from conftest import Site, write_atomic
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from sitemapd.publish.manifestfile import encode_lines, unpack
+from sitemapd.ledger import spool
+from sitemapd.publish.manifestfile import encode_lines, pack, repack, unpack, with_header
 
 # 2,900 URLs in shards of 1,000: two full shards and an open one.
 COUNT = 2_900
@@ -115,9 +118,9 @@ def test_a_manifest_not_as_published_is_read_from_the_ledger(
     elif damage == "missing":
         manifest.unlink()
     else:  # a manifest as sitemapd writes them whose line of the changed URL differs
-        lines = unpack(manifest.read_bytes())
-        assert lines is not None
-        manifest.write_bytes(encode_lines(lines.replace(b"a/1401\t", b"a/1401\tx")))
+        packed = unpack(manifest.read_bytes())
+        assert packed is not None
+        manifest.write_bytes(encode_lines(packed.rows.replace(b"a/1401\t", b"a/1401\tx")))
     listed(listing, {1_401: 9_000})
     logged = build(listing)
     assert "sitemap-2.xml: 1 changed entries spliced" in logged, logged
@@ -161,3 +164,39 @@ def test_a_datetime_moved_back_rewrites_the_manifest_alone(listing: Site, tmp_pa
     listed(listing, {1_401: 1_000, 1_402: 9_000})  # then a change beside it is spliced
     assert "sitemap-2.xml: 1 changed entries spliced" in build(listing)
     assert files(listing.out) == republished(tmp_path / "then", listing)
+
+
+ROWS = st.lists(
+    st.tuples(st.integers(0, 10**9), st.integers(0, 3000)).map(
+        lambda row: f"https://example.com/{row[0]}\t{'f' * row[1]}\t2025-01-01T00:00:00+00:00\t\n"
+    ),
+    max_size=400,
+).map(lambda rows: "".join(rows).encode())
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=ROWS, cuts=st.lists(st.integers(1, 200_000), min_size=1, max_size=40), at=st.data())
+def test_manifest_members_are_the_same_however_they_are_packed(
+    tmp_path_factory: pytest.TempPathFactory, rows: bytes, cuts: list[int], at: st.DataObject
+) -> None:
+    """A first load's spool packs the rows as they come, in pieces of any size, into the
+    members the publisher packs them in whole; a splice packs again the members of the
+    changed rows alone, to the same bytes."""
+    path = tmp_path_factory.mktemp("spool") / "sitemap-1.xml"
+    files = spool._Files(1, path)
+    start = 0
+    for cut in cuts * (len(rows) // sum(cuts) + 1):
+        files.write((b"", rows[start : start + cut]))
+        start += cut
+    files.close()
+    packed = pack(rows)
+    assert spool.manifest_path(path).read_bytes() == packed
+    unpacked = unpack(with_header(packed))
+    assert unpacked is not None
+    assert unpacked.rows == rows
+    if rows:  # one row's fingerprint changed, the same length, then a longer one
+        end = rows.find(b"\n", at.draw(st.integers(0, len(rows) - 1))) + 1
+        line = rows.rfind(b"\n", 0, end - 1) + 1
+        for new in (rows[line:end].replace(b"\tf", b"\tg"), rows[line:end] + b"longer\n"):
+            changed = rows[:line] + new + rows[end:]
+            assert repack(unpacked, changed) == pack(changed)

@@ -14,7 +14,7 @@ from itertools import islice
 from sitemapd.ledger import Ledger, SpooledShard
 from sitemapd.ledger.edits import Edit
 from sitemapd.publish.manifest import Reader, lines_of, shard_rows
-from sitemapd.publish.manifestfile import encode, encode_lines, manifest_name, unpack
+from sitemapd.publish.manifestfile import encode, manifest_name, repack, unpack, with_header
 from sitemapd.publish.store import LocalStore, Record
 from sitemapd.render.extensions import without_alternates
 from sitemapd.render.sitemap import URLSET_HEAD, plain_entries, plain_urlset, url_entry, urlset
@@ -139,13 +139,13 @@ def _spliced_manifest(
     """Return the manifest file of shard `name`: the published one with the lines of
     `edits` replaced, when it holds a line for each of its `members` and the lines of
     `edits` as published; else `full()`, read from the ledger."""
-    rows = store.read(manifest_name(name))
-    lines = None if rows is None else unpack(rows)
-    if lines is None or lines.count(b"\n") != members:
+    stored = store.read(manifest_name(name))
+    packed = None if stored is None else unpack(stored)
+    if packed is None or packed.rows.count(b"\n") != members:
         log.debug("%s: its manifest is read from the ledger (the stored one differs)", name)
         return full()
     spliced = _splice(
-        lines,
+        packed.rows,
         [
             (
                 f"{e.loc}\t{e.old_fp}\t{e.old_lastmod}\t{e.old_raw}\n".encode(),
@@ -157,7 +157,7 @@ def _spliced_manifest(
     if spliced is None:
         log.debug("%s: its manifest is read from the ledger (a changed line differs)", name)
         return full()
-    return encode_lines(spliced)
+    return with_header(repack(packed, spliced))
 
 
 def _splice(text: bytes, changes: Sequence[tuple[bytes, bytes]]) -> bytes | None:
