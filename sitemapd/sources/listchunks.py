@@ -89,11 +89,15 @@ def cut(handle: BinaryIO, counts: Mapping[bytes, int] | None = None) -> Iterator
 
 
 def recut(
-    handle: BinaryIO, known: Sequence[Place], counts: Mapping[bytes, int] | None = None
+    handle: BinaryIO,
+    known: Sequence[Place],
+    counts: Mapping[bytes, int] | None = None,
+    verified: int = 0,
 ) -> Iterator[Chunk]:
     """Yield what `cut(handle, counts)` yields, given the chunks `known` of the file's last
     read: those whose bytes are unchanged at the head and at the tail of the file are
-    hashed in place, and only the stretch between them is cut."""
+    hashed in place (but the first `verified`, as `matching` found them), and only the
+    stretch between them is cut."""
     size = _size(handle)
     if size == 0 or not known:
         yield from cut(handle, counts)
@@ -101,7 +105,29 @@ def recut(
     with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as whole:
         view = memoryview(whole)
         try:
-            yield from _recut(_File(whole, view, size, counts or {}), known)
+            yield from _recut(_File(whole, view, size, counts or {}), known, verified)
+        finally:
+            view.release()
+
+
+def matching(handle: BinaryIO, known: Sequence[Place]) -> int:
+    """Return how many of the chunks `known` of the file's last read start the open file
+    `handle` with the same bytes, hashed in place up to the first that differs: all of
+    them when the file is as it was; none when its size changed."""
+    size = _size(handle)
+    if not known or size != known[-1].end:
+        return 0
+    with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as whole:
+        view = memoryview(whole)
+        try:
+            file = _File(whole, view, size, {})
+            start = released = 0
+            for index, place in enumerate(known):
+                if not file.matches(start, place.end, place.digest):
+                    return index
+                start = place.end
+                released = file.release(released, start)
+            return len(known)
         finally:
             view.release()
 
@@ -186,7 +212,7 @@ def _largest() -> int:
     return _LARGEST if _CDC is None else _CDC.max_size
 
 
-def _recut(file: _File, known: Sequence[Place]) -> Iterator[Chunk]:
+def _recut(file: _File, known: Sequence[Place], verified: int) -> Iterator[Chunk]:
     size, old = file.size, known[-1].end
     starts = [0, *(place.end for place in known[:-1])]
     # The head: known chunks whose bytes are the same. Where a chunk ends depends on where
@@ -194,7 +220,7 @@ def _recut(file: _File, known: Sequence[Place]) -> Iterator[Chunk]:
     pos, line, start, released = 0, 1, 0, 0
     for place in known:
         near_end = min(size, old) - start <= _largest() and size != old
-        if near_end or not file.matches(start, place.end, place.digest):
+        if pos >= verified and (near_end or not file.matches(start, place.end, place.digest)):
             break
         chunk = file.chunk(pos, start, line, place.end, place.digest)
         yield chunk

@@ -47,14 +47,23 @@ def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
         return Scan(source.name, iter(()), complete=False)
     try:
         known = ledger.list_chunks(source.name)
-        # One read of the bytes: the known chunks hashed in place say what changed, and
-        # whether anything did (a `touch`, an export that wrote the same bytes).
-        changed = _changed_chunks(source, ledger, handle, policy, known) if known else None
+        # One read of the bytes: the known chunks hashed in place say whether anything
+        # changed (a `touch`, an export that wrote the same bytes), and what did.
+        verified = _matching(handle, known)
+        if known and verified == len(known):
+            handle.close()
+            _check_key(source, key)
+            state = {cursor: f"{key} {_chunks_digest([chunk.digest for chunk in known])}"}
+            return Scan(source.name, iter(()), complete=False, cursors=state)
+        changed = (
+            _changed_chunks(source, ledger, handle, policy, known, verified) if known else None
+        )
         if changed is not None:
             size = os.fstat(handle.fileno()).st_size
             handle.close()
             _check_key(source, key)
-            state = {cursor: f"{key} {_chunks_digest(changed)}"}
+            digests = [item.digest for item in changed if isinstance(item, ListChunk)]
+            state = {cursor: f"{key} {_chunks_digest(digests)}"}
             if _same_chunks(changed, known):
                 return Scan(source.name, iter(()), complete=False, cursors=state)
             _log_chunks(source, changed, size)
@@ -94,14 +103,21 @@ def _digest(handle: BinaryIO) -> str:
     return hasher.hexdigest()
 
 
-def _chunks_digest(items: list[Item]) -> str:
-    """Return the digest of the file a chunked read gave `items` of: the xxh3-128 of its
-    chunks' digests in order, in hex, marked `c` (the whole file's has no mark)."""
+def _chunks_digest(digests: list[bytes]) -> str:
+    """Return the digest of a file read by chunks of `digests`, in order: their xxh3-128,
+    in hex, marked `c` (the whole file's has no mark)."""
     import xxhash
 
-    return "c" + xxhash.xxh3_128_hexdigest(
-        b"".join(item.digest for item in items if isinstance(item, ListChunk))
-    )
+    return "c" + xxhash.xxh3_128_hexdigest(b"".join(digests))
+
+
+def _matching(handle: BinaryIO, known: list[KnownChunk]) -> int:
+    """Return how many of the `known` chunks start the file unchanged (`matching`)."""
+    if not known or any(chunk.end is None for chunk in known):
+        return 0
+    from sitemapd.sources.listchunks import Place, matching
+
+    return matching(handle, [Place(chunk.digest, chunk.end or 0) for chunk in known])
 
 
 def _same_chunks(items: list[Item], known: list[KnownChunk]) -> bool:
@@ -162,6 +178,7 @@ def _changed_chunks(
     handle: BinaryIO,
     policy: URLPolicy,
     known: list[KnownChunk],
+    verified: int,
 ) -> list[Item] | None:
     """Return the items of a re-read that parses only the chunks the ledger does not
     know (and those holding rejected lines, whose line numbers may have moved); None
@@ -185,7 +202,11 @@ def _changed_chunks(
     new_bytes = 0
     places = [Place(chunk.digest, chunk.end) for chunk in known if chunk.end is not None]
     # Chunks recorded before their ends were: the whole file is cut.
-    chunks = recut(handle, places, counts) if len(places) == len(known) else cut(handle, counts)
+    chunks = (
+        recut(handle, places, counts, verified)
+        if len(places) == len(known)
+        else cut(handle, counts)
+    )
     for chunk in chunks:
         present.add(chunk.digest)
         is_new = chunk.digest not in digests
