@@ -200,3 +200,39 @@ def test_manifest_members_are_the_same_however_they_are_packed(
         for new in (rows[line:end].replace(b"\tf", b"\tg"), rows[line:end] + b"longer\n"):
             changed = rows[:line] + new + rows[end:]
             assert repack(unpacked, changed) == pack(changed)
+
+
+def test_one_engine_splices_round_after_round(
+    listing: Site, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As the daemon does: one engine, one ledger connection, a change, a new URL, a
+    removal and changes again, each built and published in turn, each equal to a full
+    publish of the same ledger."""
+    from sitemapd.config import load
+    from sitemapd.engine.engine import Engine
+
+    engine = Engine(load(listing.config))
+    # (datetimes moved, URLs added at the end, URLs left out; the shards spliced)
+    rounds: list[tuple[dict[int, int], int, set[int], set[str]]] = [
+        ({1_401: 9_000}, 0, set(), {"sitemap-2.xml"}),
+        # The open shard gains a URL: rendered in full.
+        ({1_401: 9_000, 2_501: 9_100}, 1, set(), set()),
+        # Again on the bytes of the last splice.
+        ({1_401: 9_200, 2_501: 9_100}, 1, set(), {"sitemap-2.xml"}),
+        # A URL leaves the first shard (rendered in full); 2,501 moves back (its manifest
+        # line only) and 2,502 forward, into the shard published with its new URL.
+        ({1_401: 9_200, 2_502: 9_300}, 1, {10}, {"sitemap-3.xml"}),
+        ({1_401: 9_200, 2_502: 9_400, 20: 9_500}, 1, {10}, {"sitemap-1.xml", "sitemap-3.xml"}),
+    ]
+    try:
+        for number, (hours, extra, removed, expected) in enumerate(rounds):
+            lines = [line(n, hours.get(n, n)) for n in range(COUNT + extra) if n not in removed]
+            write_atomic(listing.base / "urls.txt", "".join(f"{text}\n" for text in lines))
+            caplog.clear()
+            with caplog.at_level("DEBUG", logger="sitemapd.publish"):
+                engine.build()
+            logged = [record.getMessage() for record in caplog.records]
+            assert {text.split(":")[0] for text in logged if "spliced" in text} == expected
+            assert files(listing.out) == republished(tmp_path / str(number), listing), number
+    finally:
+        engine.close()
