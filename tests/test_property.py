@@ -412,6 +412,11 @@ def test_random_edits_keep_invariants(
             assert {n: d[2] for n, d in snapshot(fresh).items()} == {
                 n: d[2] for n, d in after.items()
             }, where
+            # And the same manifests, whether a shard's was spliced or read from the ledger.
+            manifests = Path(".sitemapd") / "manifest"
+            assert {n: d[2] for n, d in snapshot(fresh / manifests).items()} == {
+                n: d[2] for n, d in snapshot(out / manifests).items()
+            }, where
 
 
 def test_model_spells_one_instant_four_ways() -> None:

@@ -39,6 +39,9 @@ from sitemapd.ledger.schema import (
 )
 
 log = logging.getLogger("sitemapd.ledger")
+# Rows a run updates with the shard edits noted (edits.py): each costs SQLite twice its
+# time, worth it for the few rows a publish splices into a shard's published bytes.
+NOTED_MOST = 500
 
 
 class Apply(Decisions):
@@ -48,7 +51,8 @@ class Apply(Decisions):
         self, ledger: LedgerFile, robots: RobotsRules, now: str, guard: RemovalGuard
     ) -> None:
         super().__init__(ledger, robots, now, guard)
-        self.lists = ListLoad(self, self.update_chunk)
+        self.lists = ListLoad(self, self._update)
+        self.updated = 0  # rows given to `update_chunk`
 
     # Phases ------------------------------------------------------------------------
 
@@ -56,10 +60,13 @@ class Apply(Decisions):
         # An empty ledger takes a bulk path: no lookups, indexes built once at the end.
         self.bulk = self.ledger.empty()
         if self.bulk:
+            self.ledger.edits.stop()
             drop_loc_index(self.conn)
             # The commit leaves the WAL to `Ledger._checkpoint_behind`.
             self.conn.execute("PRAGMA wal_autocheckpoint = 0")
         else:
+            # Before this run's first write: a publish splices what it changes (edits.py).
+            self.ledger.edits.start()
             for table in ("seen", "pending"):
                 self.conn.execute(
                     f"CREATE TEMP TABLE IF NOT EXISTS {table} (id INTEGER PRIMARY KEY)"
@@ -121,7 +128,15 @@ class Apply(Decisions):
         if self.bulk:
             self._consume_bulk(present)
         else:
-            self.update_chunk(present)
+            self._update(present)
+
+    def _update(self, items: list[Observation | Seen | Gone]) -> None:
+        """Apply `items` to rows the ledger may hold, noting what changed in place until
+        the run has updated more rows than a publish would splice."""
+        self.updated += len(items)
+        if self.updated > NOTED_MOST:
+            self.ledger.edits.stop()
+        self.update_chunk(items)
 
     def _consume_bulk(self, items: list[Observation | Seen | Gone]) -> None:
         """Insert new rows, noting for each Gone how far the rows inserted before it go."""

@@ -76,6 +76,12 @@ def _stated(obs: Observation) -> str | None:
     return meta.published if meta is not None and meta.article else None
 
 
+def _manifest_fields(row: UrlRow) -> tuple[str, str]:
+    """Return what the publish manifest says of `row` besides its loc and lastmod."""
+    fingerprint = row.content_hash if row.content_hash is not None else row.source_time
+    return fingerprint or "", row.bytes_hash or ""
+
+
 def _fingerprint(obs: Observation) -> tuple[str | None, str | None, int | None]:
     """Return `(bytes_hash, fp_settings, fp_fallback)` columns of `obs`."""
     return obs.bytes_hash, obs.fp_settings, int(obs.fallback) if obs.bytes_hash else None
@@ -147,6 +153,7 @@ class Decisions(Run):
     def _observe(self, row: UrlRow, obs: Observation) -> None:
         """Update `row` for what `obs` says of it now."""
         old_lastmod = row.lastmod
+        old_line = _manifest_fields(row)
         if obs.content_hash is not None:
             # No stored hash (seeded or listed URL): first content, not a change. Taken by
             # other settings, the stored hash is compared with the content's by those.
@@ -188,6 +195,9 @@ class Decisions(Run):
                 self.shards.resize(row.shard, size - row.entry_bytes)
             row.entry_bytes = size
         self._set_status(row, reason, old_lastmod, changed=changed)
+        if row.status == LIVE and row.shard is not None and _manifest_fields(row) != old_line:
+            # A fingerprint moved, its lastmod maybe not: the shard's manifest is rewritten.
+            self.shards.dirty.add(row.shard)
 
     def _set_status(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
+from sitemapd.ledger.edits import ShardEdits
 from sitemapd.ledger.model import PUBLISHED_CURSOR
 from sitemapd.ledger.schema import LIVE
 from sitemapd.ledger.transaction import Transactions
@@ -12,6 +13,15 @@ from sitemapd.ledger.transaction import Transactions
 
 class RenderQueries(Transactions):
     """Reads for rendering and the record of what was published."""
+
+    _edits: ShardEdits | None = None
+
+    @property
+    def edits(self) -> ShardEdits:
+        """Return which shards' members changed since their last publish (edits.py)."""
+        if self._edits is None:
+            self._edits = ShardEdits(self.conn)
+        return self._edits
 
     def shards_to_render(self) -> list[tuple[int, int]]:
         """Return `(id, url_count)` of every shard changed since its last publish."""
@@ -128,3 +138,4 @@ class RenderQueries(Transactions):
             self.conn.executemany(
                 "DELETE FROM published WHERE name = ?", [(n,) for n in removed_files]
             )
+        self.edits.published(clean)

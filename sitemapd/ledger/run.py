@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import Protocol
 
+from sitemapd.ledger.edits import ShardEdits
 from sitemapd.ledger.model import NEW, UPDATED, ChangeSet, RobotsRules
 from sitemapd.ledger.removals import RemovalGuard
 from sitemapd.ledger.schema import EXCLUDED, LIVE
@@ -26,6 +27,9 @@ class LedgerFile(Protocol):
     def last_seq(self) -> int: ...
 
     def cursor(self, name: str) -> str | None: ...
+
+    @property
+    def edits(self) -> ShardEdits: ...
 
 
 class Run:

@@ -13,7 +13,7 @@ The publish that follows has little left to do. A spooled document's sha256 is t
 as it is written and the file is fsynced (on a thread of the spool's own, as the next
 shard fills): a local publish on the same file system moves it into place instead of
 reading and copying it. The manifest lines are compressed on the same thread as they
-come, into the gzip member that follows the header's in a manifest file.
+come, into the gzip members that follow the header's in a manifest file.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import NamedTuple, TypeVar
 
 from sitemapd.ledger.shards import ShardState
+from sitemapd.render.members import boundaries
 from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, plain_entries
 
 log = logging.getLogger("sitemapd.ledger")
@@ -61,8 +62,8 @@ def manifest_lines(
 
 
 def manifest_path(path: Path) -> Path:
-    """Return the file of the manifest lines spooled beside the document file `path`: a
-    gzip member, as publish/manifestfile.py's `pack` gives (level 1, no name, mtime 0)."""
+    """Return the file of the manifest lines spooled beside the document file `path`: gzip
+    members, as publish/manifestfile.py's `pack` gives (level 1, no name, mtime 0)."""
     return path.with_name(path.name + ".manifest")
 
 
@@ -78,7 +79,7 @@ class SpooledShard(NamedTuple):
     """A shard's document as a first load spooled it, complete and fsynced."""
 
     path: Path
-    manifest: Path  # the gzip member of its manifest lines
+    manifest: Path  # the gzip members of its manifest lines
     digest: str  # sha256 of the document, hex
     size: int  # bytes of the document
 
@@ -100,15 +101,25 @@ class _Files:
             self.document.close()
             raise
         self.hash = hashlib.sha256(_HEAD)
-        # Split anywhere, the lines give the bytes `zlib.compress` gives them whole.
+        # Split anywhere, the lines give the bytes `zlib.compress` gives them whole: the
+        # members `pack` gives, each closed where `boundaries` says.
         self.packer = zlib.compressobj(1, zlib.DEFLATED, 31)
+        self.filled = 0  # bytes of lines in the member being packed
+        self.members = 0  # members closed
 
     def write(self, pieces: tuple[bytes, bytes]) -> None:
         """Append entries and their manifest lines; raises OSError."""
         entries, lines = pieces
         self.document.write(entries)
         self.hash.update(entries)
-        self.manifest.write(self.packer.compress(lines))
+        start = 0
+        for end in boundaries(lines, self.filled):
+            self.manifest.write(self.packer.compress(lines[start:end]) + self.packer.flush())
+            self.packer = zlib.compressobj(1, zlib.DEFLATED, 31)
+            self.filled, self.members, start = 0, self.members + 1, end
+        if start < len(lines):  # a member begun: its gzip header is written
+            self.manifest.write(self.packer.compress(lines[start:]))
+            self.filled += len(lines) - start
 
     def close(self) -> str:
         """Finish both files and flush the document to disk; return the document's sha256
@@ -116,7 +127,8 @@ class _Files:
         try:
             self.document.write(_TAIL)
             self.hash.update(_TAIL)
-            self.manifest.write(self.packer.flush())
+            if self.filled or not self.members:  # the last member, or the empty one
+                self.manifest.write(self.packer.flush())
             self.document.flush()
             os.fsync(self.document.fileno())
             return self.hash.hexdigest()

@@ -14,6 +14,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -99,9 +100,14 @@ class Reader:
     def ahead(self, shard_id: int) -> Callable[[], bytes]:
         """Start reading the manifest file of shard `shard_id` on the reader's thread;
         return what waits for it (and raises LedgerError)."""
+        return self.soon(partial(self.file, shard_id))
+
+    def soon(self, job: Callable[[], bytes]) -> Callable[[], bytes]:
+        """Start `job` (which gives a manifest file) on the reader's thread; return what
+        waits for it (and raises what it raises)."""
         if self._ahead is None:
             self._ahead = ThreadPoolExecutor(1, thread_name_prefix="sitemapd-manifest")
-        return self._ahead.submit(self.file, shard_id).result
+        return self._ahead.submit(job).result
 
     def file(self, shard_id: int) -> bytes:
         """Return the manifest file of shard `shard_id`. Raises LedgerError."""

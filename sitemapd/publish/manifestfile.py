@@ -2,8 +2,9 @@
 `.sitemapd/manifest/<shard>.tsv.gz` (never named in an index, never served by the
 sidecar).
 
-Version 1: gzip of UTF-8 text (written as two members, the first line's and the rows',
-which gzip readers read as one text); a first line `sitemapd-manifest 1`, then one line
+Version 1: gzip of UTF-8 text (written as several members, the first line's, then the
+rows' in stretches of at least 64 KiB each ending at a line end, which gzip
+readers read as one text); a first line `sitemapd-manifest 1`, then one line
 per live URL of the shard: `loc <TAB> fingerprint <TAB> lastmod <TAB> bytes`, where
 bytes is the hash of the page's file as read (empty for a source that reads no file). Files
 without the first line (version 0, sitemapd 0.x on S3) hold the first three fields. A
@@ -16,6 +17,10 @@ import gzip
 import logging
 import zlib
 from collections.abc import Iterator
+from itertools import accumulate
+from typing import NamedTuple
+
+from sitemapd.render.members import member_ends
 
 log = logging.getLogger("sitemapd.manifestfile")
 
@@ -45,17 +50,65 @@ def encode_lines(lines: bytes) -> bytes:
     return with_header(pack(lines))
 
 
+class Packed(NamedTuple):
+    """The rows of a manifest file: their text, each member as packed, where each ends."""
+
+    rows: bytes
+    members: list[bytes]
+    ends: list[int]
+
+
 def pack(lines: bytes) -> bytes:
-    """Return the gzip member of the rows `lines` that follows the header's in a manifest
-    file: level 1 (read by sitemapd alone), mtime 0 and no name (the same rows give the
-    same bytes). A first load's spool (ledger/spool.py) compresses them as they come, to
-    the same bytes."""
-    return zlib.compress(lines, 1, 31)
+    """Return the gzip members of the rows `lines` that follow the header's in a manifest
+    file: one for each stretch `member_ends` gives, level 1 (read by sitemapd alone),
+    mtime 0 and no name (the same rows give the same bytes). A first load's spool
+    (ledger/spool.py) compresses them as they come, to the same bytes."""
+    start, members = 0, []
+    for end in member_ends(lines):
+        members.append(zlib.compress(lines[start:end], 1, 31))
+        start = end
+    return b"".join(members)
 
 
-def with_header(member: bytes) -> bytes:
-    """Return the manifest file of the rows packed in `member` (see `pack`)."""
-    return _HEADER_MEMBER + member
+def repack(packed: Packed, lines: bytes) -> bytes:
+    """Return `pack(lines)`, reusing the members of `packed` whose rows `lines` leaves as
+    they were (when its line ends are where they were: else all are packed again)."""
+    if member_ends(lines) != packed.ends:
+        return pack(lines)
+    start, members = 0, []
+    for member, end in zip(packed.members, packed.ends, strict=True):
+        rows = lines[start:end]  # a copy compares faster than a memoryview's slice
+        members.append(member if rows == packed.rows[start:end] else zlib.compress(rows, 1, 31))
+        start = end
+    return b"".join(members)
+
+
+def with_header(members: bytes) -> bytes:
+    """Return the manifest file of the rows packed in `members` (see `pack`)."""
+    return _HEADER_MEMBER + members
+
+
+def unpack(data: bytes) -> Packed | None:
+    """Return the rows of the manifest file `data` as `encode_lines` packed them, or None
+    when `data` is no such file (another version, damaged, other members)."""
+    if not data.startswith(_HEADER_MEMBER):
+        return None
+    members: list[bytes] = []
+    texts: list[bytes] = []
+    rest = data[len(_HEADER_MEMBER) :]
+    while rest or not members:
+        member = zlib.decompressobj(31)
+        try:
+            texts.append(member.decompress(rest))
+        except zlib.error:
+            return None
+        if not member.eof:
+            return None
+        members.append(rest[: len(rest) - len(member.unused_data)])
+        rest = member.unused_data
+    rows = b"".join(texts)
+    ends = list(accumulate(map(len, texts)))
+    return Packed(rows, members, ends) if ends == member_ends(rows) else None
 
 
 def decode(data: bytes, where: str) -> Iterator[Row]:

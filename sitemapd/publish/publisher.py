@@ -18,7 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple
 
 from sitemapd.config import Config
 from sitemapd.core import w3c
@@ -28,8 +28,8 @@ from sitemapd.ledger.spool import SpooledShard
 from sitemapd.publish import manifest, robots
 from sitemapd.publish.manifestfile import VERSION
 from sitemapd.publish.names import OutputNames, partition_index_urls
-from sitemapd.publish.shardtext import shard_document
-from sitemapd.publish.store import LocalStore, Record, Store
+from sitemapd.publish.shardtext import shard_document, spliced_shard
+from sitemapd.publish.store import Fence, LocalStore, Record, Store
 from sitemapd.render.keyfile import key_file
 from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
 from sitemapd.render.parts import part_name, part_url
@@ -66,26 +66,13 @@ class _Stored(NamedTuple):
 _STORERS = 2
 
 
-# The manifest format this publisher writes, as the ledger notes it once every shard has one.
-MANIFEST_VERSION = str(VERSION)
+# The manifest format this publisher writes, as the ledger notes it once every shard has one
+# (".1": and every manifest says what the ledger does, a fingerprint that moved alone too).
+MANIFEST_VERSION = f"{VERSION}.1"
 
 
 # The feeds' `updated` when no URL has ever been published.
 _EPOCH = "1970-01-01T00:00:00+00:00"
-
-
-class Fence(Protocol):
-    """The lease a publisher sharing a target with others writes under."""
-
-    @property
-    def held(self) -> bool:
-        """True while this daemon may write to the target."""
-
-    def keep(self) -> bool:
-        """Renew the lease if held; return True when held. Raises PublishError."""
-
-    def fence(self) -> None:
-        """Renew the lease before the index write; raises PublishError when lost."""
 
 
 class Publisher:
@@ -209,6 +196,11 @@ class Publisher:
             and self.store.movable(name, spooled.path)
         ):
             return partial(self._move_in, name, spooled, reader, shard_id)
+        if spooled is None and not self.dry_run and isinstance(self.store, LocalStore):
+            # A few members changed since its publish: spliced into the bytes on disk.
+            spliced = spliced_shard(self.ledger, self.store, shard_id, name, record, reader)
+            if spliced is not None:
+                return partial(self._store, name, spliced[0], record, spliced[1])
         document, manifest_of = shard_document(
             self.ledger, shard_id, spooled, reader, not self.dry_run
         )
@@ -343,6 +335,10 @@ class Publisher:
         thread of its own."""
         digest = hashlib.sha256(text).hexdigest()
         if record is not None and record[0] == digest and self.store.intact(name, record):
+            if manifest_of is not None and isinstance(self.store, LocalStore):
+                # The same entries, but a fingerprint may have moved: its manifest says so.
+                self._check_lease()
+                self.store.refresh_manifest(name, manifest_of())
             return None
         data = text
         if name.endswith(".gz"):
@@ -350,6 +346,9 @@ class Publisher:
             data = gzip.compress(text, compresslevel=self.sitemap.gzip_level, mtime=0)
         if manifest_of is not None:
             self._check_lease()
+            if isinstance(self.store, LocalStore) and not self.dry_run:
+                stamp, wrote = self.store.put_after(name, data, manifest_of)
+                return _Stored(name, digest, len(data), stamp, wrote)
             self.store.put_manifest(name, manifest_of())
         stamp, wrote = (0, True) if self.dry_run else self._put(name, data)
         return _Stored(name, digest, len(data), stamp, wrote)

@@ -1,20 +1,24 @@
 """A shard's document to store, and what gives its manifest: as the first load spooled
-it, or rendered from the ledger."""
+it, as published with the few members changed since spliced in, or rendered from the
+ledger."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from itertools import islice
 
+from sitemapd.ledger.edits import Edit
 from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.spool import SpooledShard
 from sitemapd.publish.manifest import Reader, lines_of, shard_rows
-from sitemapd.publish.manifestfile import encode
+from sitemapd.publish.manifestfile import encode, manifest_name, repack, unpack, with_header
+from sitemapd.publish.store import LocalStore, Record
 from sitemapd.render.extensions import without_alternates
-from sitemapd.render.sitemap import plain_entries, plain_urlset, urlset
+from sitemapd.render.sitemap import URLSET_HEAD, plain_entries, plain_urlset, url_entry, urlset
 
 log = logging.getLogger("sitemapd.publish")
 
@@ -75,3 +79,101 @@ def extended_shard(ledger: Ledger, shard_id: int) -> bytes:
     entries = urlset(rows, extended=True)
     texts = ("".join(batch) for batch in iter(lambda: list(islice(entries, 1000)), []))
     return b"".join(text.encode() for text in texts)
+
+
+# A shard with more members changed than this since its publish is rendered in full: the
+# splice looks each one up in the published bytes.
+SPLICED_MOST = 2000
+_HEAD = URLSET_HEAD.encode()
+_NEWLINE = ord("\n")
+
+
+def spliced_shard(
+    ledger: Ledger,
+    store: LocalStore,
+    shard_id: int,
+    name: str,
+    record: Record | None,
+    reader: Reader,
+) -> tuple[bytes, Callable[[], bytes]] | None:
+    """Return the document of plain shard `shard_id` (stored as `name`, published as
+    `record`) made of its published bytes with the entries of the members changed since
+    spliced in, and what gives its manifest; None when it must be rendered in full (see
+    edits.py; its stored bytes are not those published, an entry is not found).
+
+    Byte for byte what `plain_shard` renders: a plain shard is its members' entries in
+    order, and only these members changed."""
+    if record is None or name.endswith(".gz"):
+        return None
+    edits = ledger.edits.of(shard_id, SPLICED_MOST)
+    if edits is None or ledger.shard_has_extras(shard_id):
+        return None
+    published = store.read(name)
+    if (
+        published is None
+        or not published.startswith(_HEAD)
+        or hashlib.sha256(published).hexdigest() != record[0]
+    ):
+        return None
+    # Its manifest on the reader's thread meanwhile (zlib lets go of the GIL).
+    members = ledger.conn.execute("SELECT url_count FROM shards WHERE id = ?", (shard_id,))
+    full = partial(reader.file, shard_id)
+    manifest = reader.soon(
+        partial(_spliced_manifest, store, name, edits, members.fetchone()[0], full)
+    )
+    document = _splice(
+        published,
+        [
+            (url_entry(e.loc, e.old_lastmod).encode(), url_entry(e.loc, e.lastmod).encode())
+            for e in edits
+        ],
+    )
+    if document is None:
+        return None
+    log.debug("%s: %d changed entries spliced into its published bytes", name, len(edits))
+    return document, manifest
+
+
+def _spliced_manifest(
+    store: LocalStore, name: str, edits: list[Edit], members: int, full: Callable[[], bytes]
+) -> bytes:
+    """Return the manifest file of shard `name`: the published one with the lines of
+    `edits` replaced, when it holds a line for each of its `members` and the lines of
+    `edits` as published; else `full()`, read from the ledger."""
+    stored = store.read(manifest_name(name))
+    packed = None if stored is None else unpack(stored)
+    if packed is None or packed.rows.count(b"\n") != members:
+        log.debug("%s: its manifest is read from the ledger (the stored one differs)", name)
+        return full()
+    spliced = _splice(
+        packed.rows,
+        [
+            (
+                f"{e.loc}\t{e.old_fp}\t{e.old_lastmod}\t{e.old_raw}\n".encode(),
+                f"{e.loc}\t{e.fp}\t{e.lastmod}\t{e.raw}\n".encode(),
+            )
+            for e in edits
+        ],
+    )
+    if spliced is None:
+        log.debug("%s: its manifest is read from the ledger (a changed line differs)", name)
+        return full()
+    return with_header(repack(packed, spliced))
+
+
+def _splice(text: bytes, changes: Sequence[tuple[bytes, bytes]]) -> bytes | None:
+    """Return `text` with the whole lines (each ending in a newline) `old` of `changes`
+    replaced by their `new`, each found after the one before; None when one is not."""
+    view = memoryview(text)  # its slices copy nothing: the join alone copies the text
+    pieces: list[bytes | memoryview] = []
+    done = 0
+    for old, new in changes:
+        at = text.find(old, done)
+        while at > 0 and text[at - 1] != _NEWLINE:  # inside a line: not it
+            at = text.find(old, at + 1)
+        if at < 0:
+            return None
+        pieces += (view[done:at], new)
+        done = at + len(old)
+    pieces.append(view[done:])
+    return b"".join(pieces)

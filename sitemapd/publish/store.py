@@ -35,28 +35,73 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> os.stat_re
     `mode` keeps an existing file's permissions; new files get 0o666 minus the umask. A
     symlink at `path` is replaced, never followed.
     """
-    try:
-        fd, temp = _create_temp(path)
-    except OSError as exc:
-        raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
-    try:
+    staged = Staged(path, data, mode)
+    staged.place()
+    return staged.status
+
+
+class Staged:
+    """Bytes written and synced to a temp file beside their path, not yet in place."""
+
+    def __init__(self, path: Path, data: bytes, mode: int | None = None) -> None:
+        """Write and fsync the temp file of `data` for `path` (see `atomic_write`);
+        raises PublishError."""
+        self.path = path
         try:
-            if mode is not None:
-                os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-            written = os.fstat(fd)
-        finally:
-            os.close(fd)
-        # rename() replaces whatever is at `path`, a symlink included, and follows nothing.
-        os.replace(temp, path)
-        fsync_dir(path.parent)
-    except OSError as exc:
-        temp.unlink(missing_ok=True)
-        raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
-    return written
+            fd, self.temp = _create_temp(path)
+        except OSError as exc:
+            raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
+        try:
+            try:
+                if mode is not None:
+                    os.fchmod(fd, mode)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+                self.status = os.fstat(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self.discard()
+            raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
+
+    def place(self) -> None:
+        """Rename the temp file to its path and fsync the folder; raises PublishError
+        (the temp file removed)."""
+        try:
+            # rename() replaces whatever is at the path, a symlink included, and follows
+            # nothing.
+            os.replace(self.temp, self.path)
+            fsync_dir(self.path.parent)
+        except OSError as exc:
+            self.discard()
+            raise PublishError(f"cannot write {self.path} ({exc.strerror})") from exc
+
+    def discard(self) -> None:
+        """Remove the temp file (none once placed)."""
+        self.temp.unlink(missing_ok=True)
+
+
+class Placing:
+    """A `LocalStore.put` begun: its bytes synced to a temp file (`staged`), or found
+    stored already (with stamp `stamp`)."""
+
+    def __init__(self, staged: Staged | None, stamp: int = 0) -> None:
+        self.staged = staged
+        self.stamp = stamp
+
+    def place(self) -> tuple[int, bool]:
+        """Put the bytes in place; return what `Store.put` returns. Raises PublishError."""
+        if self.staged is None:
+            return self.stamp, False
+        self.staged.place()
+        return self.staged.status.st_mtime_ns, True
+
+    def discard(self) -> None:
+        """Give the write up: its temp file is removed."""
+        if self.staged is not None:
+            self.staged.discard()
 
 
 def _create_temp(path: Path) -> tuple[int, Path]:
@@ -137,6 +182,20 @@ class Store(Protocol):
         """Yield the manifest rows of `shards` (missing ones: none)."""
 
 
+class Fence(Protocol):
+    """The lease a publisher sharing a target with others writes under."""
+
+    @property
+    def held(self) -> bool:
+        """True while this daemon may write to the target."""
+
+    def keep(self) -> bool:
+        """Renew the lease if held; return True when held. Raises PublishError."""
+
+    def fence(self) -> None:
+        """Renew the lease before the index write; raises PublishError when lost."""
+
+
 class LocalStore:
     """The output directory: atomic renames, fsynced; robots.txt edited under a lock."""
 
@@ -169,16 +228,37 @@ class LocalStore:
         return stat.S_ISREG(st.st_mode) and (st.st_size, st.st_mtime_ns) == record[1:]
 
     def put(self, name: str, data: bytes, content_type: str) -> tuple[int, bool]:
+        return self.stage(name, data).place()
+
+    def stage(self, name: str, data: bytes) -> Placing:
+        """Begin `put(name, data)`: its bytes written and synced to a temp file now (a
+        caller may write others meanwhile), put in place by `Placing.place`. Raises
+        PublishError."""
         path = self.folder / name
         try:
             # A ledger with no record of a file (a lost state folder) finds it as it
             # would write it: left alone, its mtime and ETag stay what crawlers know.
             st = path.lstat()
             if stat.S_ISREG(st.st_mode) and st.st_size == len(data) and path.read_bytes() == data:
-                return st.st_mtime_ns, False
+                return Placing(None, st.st_mtime_ns)
         except OSError:
             pass  # missing or unreadable: written
-        return atomic_write(path, data).st_mtime_ns, True
+        return Placing(Staged(path, data))
+
+    def read(self, name: str) -> bytes | None:
+        """Return the bytes of the regular file `name` (a path under the folder, never
+        through a symlink), or None when there is none or it cannot be read."""
+        try:
+            fd = os.open(self.folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None
+        with open(fd, "rb", buffering=0) as handle:
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    return None
+                return handle.read()
+            except OSError:
+                return None
 
     def movable(self, name: str, path: Path) -> bool:
         """True when the file `path` can become `name` by a rename: it is on the file
@@ -208,6 +288,25 @@ class LocalStore:
             return target.lstat().st_mtime_ns
         except OSError as exc:
             raise PublishError(f"cannot write {target} ({exc.strerror})") from exc
+
+    def put_after(
+        self, name: str, data: bytes, manifest_of: Callable[[], bytes]
+    ) -> tuple[int, bool]:
+        """Store `data` as `name` as `put` does, after the manifest file `manifest_of()`
+        gives; written and synced while another thread may still make that manifest,
+        renamed into place once it is stored. Raises PublishError."""
+        placing = self.stage(name, data)
+        try:
+            self.put_manifest(name, manifest_of())
+        except BaseException:
+            placing.discard()
+            raise
+        return placing.place()
+
+    def refresh_manifest(self, shard: str, data: bytes) -> None:
+        """Store the manifest file `data` of `shard` unless it is stored already."""
+        if self.read(manifest_name(shard)) != data:
+            self.put_manifest(shard, data)
 
     def put_manifest(self, shard: str, data: bytes) -> None:
         path = self.folder / manifest_name(shard)

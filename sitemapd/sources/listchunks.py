@@ -20,19 +20,24 @@ from __future__ import annotations
 import mmap
 import re
 from collections.abc import Container, Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 import xxhash
-from pyfastcdc import FastCDC
 
 from sitemapd.core import w3c
 from sitemapd.core.observation import Rejected
 from sitemapd.core.urls import MAX_URL_LENGTH, URLPolicy
 from sitemapd.errors import InvalidURL
 
+if TYPE_CHECKING:
+    from pyfastcdc import FastCDC
+
 # Average chunk of 64 KiB: about 800 lines of a typical export, a few ms to re-parse.
-_CDC = FastCDC(avg_size=65536)
+_AVERAGE = 65536
+# Its largest chunk as pyfastcdc sets it for that average (checked when it loads): a
+# re-read that finds every chunk known cuts nothing, and loads no cutter (5 ms).
+_LARGEST = 4 * _AVERAGE
+_CDC: FastCDC | None = None  # loaded by the first cut
 _SHOWN = 200  # characters of a bad line kept in logs and status
 # Bytes after which pages already read are handed back (a 10M-line list is 800 MB).
 _RELEASE = 8 << 20
@@ -84,11 +89,15 @@ def cut(handle: BinaryIO, counts: Mapping[bytes, int] | None = None) -> Iterator
 
 
 def recut(
-    handle: BinaryIO, known: Sequence[Place], counts: Mapping[bytes, int] | None = None
+    handle: BinaryIO,
+    known: Sequence[Place],
+    counts: Mapping[bytes, int] | None = None,
+    verified: int = 0,
 ) -> Iterator[Chunk]:
     """Yield what `cut(handle, counts)` yields, given the chunks `known` of the file's last
     read: those whose bytes are unchanged at the head and at the tail of the file are
-    hashed in place, and only the stretch between them is cut."""
+    hashed in place (but the first `verified`, as `matching` found them), and only the
+    stretch between them is cut."""
     size = _size(handle)
     if size == 0 or not known:
         yield from cut(handle, counts)
@@ -96,7 +105,29 @@ def recut(
     with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as whole:
         view = memoryview(whole)
         try:
-            yield from _recut(_File(whole, view, size, counts or {}), known)
+            yield from _recut(_File(whole, view, size, counts or {}), known, verified)
+        finally:
+            view.release()
+
+
+def matching(handle: BinaryIO, known: Sequence[Place]) -> int:
+    """Return how many of the chunks `known` of the file's last read start the open file
+    `handle` with the same bytes, hashed in place up to the first that differs: all of
+    them when the file is as it was; none when its size changed."""
+    size = _size(handle)
+    if not known or size != known[-1].end:
+        return 0
+    with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as whole:
+        view = memoryview(whole)
+        try:
+            file = _File(whole, view, size, {})
+            start = released = 0
+            for index, place in enumerate(known):
+                if not file.matches(start, place.end, place.digest):
+                    return index
+                start = place.end
+                released = file.release(released, start)
+            return len(known)
         finally:
             view.release()
 
@@ -150,7 +181,7 @@ def _cut_from(
     whole, view, size = file.whole, file.view, file.size
     released = start
     while start < size and start not in stop:
-        piece = next(iter(_CDC.cut_buf(view[start:])))
+        piece = next(iter(_cutter().cut_buf(view[start:])))
         cut_at = start + piece.length
         if cut_at < size:
             newline = whole.find(b"\n", cut_at - 1)
@@ -162,15 +193,34 @@ def _cut_from(
     return pos, line, start
 
 
-def _recut(file: _File, known: Sequence[Place]) -> Iterator[Chunk]:
+def _cutter() -> FastCDC:
+    """Return the chunker, loaded on first use. Raises RuntimeError when pyfastcdc's
+    largest chunk is not `_LARGEST`."""
+    global _CDC  # one per process, made when first needed
+    if _CDC is None:
+        from pyfastcdc import FastCDC
+
+        cdc = FastCDC(avg_size=_AVERAGE)
+        if cdc.max_size != _LARGEST:
+            raise RuntimeError(f"pyfastcdc's largest chunk is {cdc.max_size}, not {_LARGEST}")
+        _CDC = cdc
+    return _CDC
+
+
+def _largest() -> int:
+    """Return the chunker's largest chunk, without loading it."""
+    return _LARGEST if _CDC is None else _CDC.max_size
+
+
+def _recut(file: _File, known: Sequence[Place], verified: int) -> Iterator[Chunk]:
     size, old = file.size, known[-1].end
     starts = [0, *(place.end for place in known[:-1])]
     # The head: known chunks whose bytes are the same. Where a chunk ends depends on where
     # the file ends only when that is within FastCDC's largest chunk of its start.
     pos, line, start, released = 0, 1, 0, 0
     for place in known:
-        near_end = min(size, old) - start <= _CDC.max_size and size != old
-        if near_end or not file.matches(start, place.end, place.digest):
+        near_end = min(size, old) - start <= _largest() and size != old
+        if pos >= verified and (near_end or not file.matches(start, place.end, place.digest)):
             break
         chunk = file.chunk(pos, start, line, place.end, place.digest)
         yield chunk
@@ -197,12 +247,11 @@ def _recut(file: _File, known: Sequence[Place]) -> Iterator[Chunk]:
         pos, line, start = pos + 1, line + chunk.lines, end
 
 
-@dataclass
-class Parsed:
+class Parsed(NamedTuple):
     """The valid lines of a chunk as `(loc, canonical datetime or "")`, and the rest."""
 
-    lines: list[tuple[str, str]] = field(default_factory=list)
-    rejects: list[Rejected] = field(default_factory=list)
+    lines: list[tuple[str, str]]
+    rejects: list[Rejected]
 
 
 class LineParser:
@@ -229,11 +278,11 @@ class LineParser:
         if text is not None and not _doubtful(text):
             lines = self._canonical.findall(text)
             if len(lines) == count + (not text.endswith("\n")):
-                return Parsed(lines)
+                return Parsed(lines, [])
         return self._line_by_line(data, first_line)
 
     def _line_by_line(self, data: bytes, first_line: int) -> Parsed:
-        parsed = Parsed()
+        parsed = Parsed([], [])
         raw_lines = data.split(b"\n")
         if not raw_lines[-1]:
             raw_lines.pop()  # the chunk's last line end

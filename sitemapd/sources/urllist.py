@@ -4,9 +4,10 @@ A line may add a tab and a W3C datetime: the URL's own lastmod. A line whose dat
 moves forward is a change. Blank lines and lines starting with `#` are ignored; of a URL
 listed twice, its last line counts. The file is not read again while its size, mtime and
 inode stay the same; when they change but its digest does not (a `touch`, an export that
-wrote the same bytes), it is not parsed either. Otherwise only the chunks of the file the
-ledger does not know are parsed (listchunks.py), unless the change is too big or a URL
-of a changed chunk is listed elsewhere too: then the whole file is.
+wrote the same bytes), it is not parsed either: the chunks the ledger knows, hashed in
+place, say so in the same read that finds the changed ones. Otherwise only the chunks of
+the file the ledger does not know are parsed (listchunks.py), unless the change is too
+big or a URL of a changed chunk is listed elsewhere too: then the whole file is.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
 from sitemapd.config.sources import UrlListSource
+from sitemapd.core.filedigest import file_digest
 from sitemapd.core.observation import Item, ListChunk, file_key
 from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import SourceError
@@ -27,79 +29,105 @@ from sitemapd.sources.base import Scan, log, reported
 if TYPE_CHECKING:
     from sitemapd.sources.listchunks import LineParser
 
-# Bytes of the list hashed, then handed back, at a time (clean file pages count as
-# resident until then: a 10M-line list is 800 MB).
-_PIECE = 8 << 20
-
 
 def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
     """Return a scan of the list, empty and incomplete when the file is unchanged."""
     try:
-        handle = open(source.path, "rb")  # noqa: SIM115 - closed by the generator
+        handle = open(source.path, "rb")  # noqa: SIM115 - closed below or by `_items`
         key = file_key(os.fstat(handle.fileno()))
     except OSError as exc:
         raise SourceError(f"{source.name}: cannot read {source.path} ({exc.strerror})") from exc
-    # The cursor: the file's key, then the digest of its bytes.
+    # The cursor: the file's key, then the digest of its bytes (or of its chunks').
     cursor = f"urllist:{source.name}"
     known_key, _, known_digest = (ledger.cursor(cursor) or "").partition(" ")
     if known_key == key:
         handle.close()
         return Scan(source.name, iter(()), complete=False)
     try:
-        digest = _digest(handle)
+        known = ledger.list_chunks(source.name)
+        # One read of the bytes: the known chunks hashed in place say whether anything
+        # changed (a `touch`, an export that wrote the same bytes), and what did.
+        verified = _matching(handle, known)
+        if known and verified == len(known):
+            handle.close()
+            _check_key(source, key)
+            state = {cursor: f"{key} {_chunks_digest([chunk.digest for chunk in known])}"}
+            return Scan(source.name, iter(()), complete=False, cursors=state)
+        changed = (
+            _changed_chunks(source, ledger, handle, policy, known, verified) if known else None
+        )
+        if changed is not None:
+            size = os.fstat(handle.fileno()).st_size
+            handle.close()
+            _check_key(source, key)
+            digests = [item.digest for item in changed if isinstance(item, ListChunk)]
+            state = {cursor: f"{key} {_chunks_digest(digests)}"}
+            if _same_chunks(changed, known):
+                return Scan(source.name, iter(()), complete=False, cursors=state)
+            _log_chunks(source, changed, size)
+            return Scan(source.name, iter(changed), True, state)
+        digest = file_digest(handle)
     except OSError as exc:
         handle.close()
         raise SourceError(f"{source.name}: cannot read {source.path} ({exc.strerror})") from exc
+    except BaseException:
+        handle.close()
+        raise
     state = {cursor: f"{key} {digest}"}
     if digest == known_digest:
         handle.close()
         return Scan(source.name, iter(()), complete=False, cursors=state)
-    return Scan(source.name, _items(source, policy, ledger, handle, key), True, state)
+    return Scan(source.name, _items(source, policy, handle, key), True, state)
 
 
-def _digest(handle: BinaryIO) -> str:
-    """Return the xxh3-128 of the bytes of the open file `handle`, in hex."""
-    import mmap
-
+def _chunks_digest(digests: list[bytes]) -> str:
+    """Return the digest of a file read by chunks of `digests`, in order: their xxh3-128,
+    in hex, marked `c` (the whole file's has no mark)."""
     import xxhash
 
-    hasher = xxhash.xxh3_128()
-    size = os.fstat(handle.fileno()).st_size
-    if size == 0:
-        return hasher.hexdigest()
-    with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as whole:
-        view = memoryview(whole)
-        try:
-            for start in range(0, size, _PIECE):
-                hasher.update(view[start : start + _PIECE])
-                whole.madvise(mmap.MADV_DONTNEED, start, min(_PIECE, size - start))
-        finally:
-            view.release()
-    return hasher.hexdigest()
+    return "c" + xxhash.xxh3_128_hexdigest(b"".join(digests))
 
 
-def _items(
-    source: UrlListSource, policy: URLPolicy, ledger: Ledger, handle: BinaryIO, key: str
-) -> Iterator[Item]:
-    # Imported on a read: an unchanged list (the common build) needs no chunking, no
-    # parser and no worker.
+def _matching(handle: BinaryIO, known: list[KnownChunk]) -> int:
+    """Return how many of the `known` chunks start the file unchanged (`matching`)."""
+    if not known or any(chunk.end is None for chunk in known):
+        return 0
+    from sitemapd.sources.listchunks import Place, matching
+
+    return matching(handle, [Place(chunk.digest, chunk.end or 0) for chunk in known])
+
+
+def _same_chunks(items: list[Item], known: list[KnownChunk]) -> bool:
+    """True when the chunks read (`items`) are those `known`, in order: the same bytes."""
+    chunks = [item for item in items if isinstance(item, ListChunk)]
+    return len(chunks) == len(known) and all(
+        chunk.digest == was.digest and (was.end is None or chunk.end == was.end)
+        for chunk, was in zip(chunks, known, strict=True)
+    )
+
+
+def _check_key(source: UrlListSource, key: str) -> None:
+    """Raise SourceError unless the list's file still has `key`: rewritten in place while
+    being read, what was read may be a fraction of the list."""
+    try:
+        unchanged = file_key(os.stat(source.path)) == key
+    except OSError:
+        unchanged = False
+    if not unchanged:
+        raise SourceError(
+            f"{source.name}: {source.path} changed while being read; it will be read "
+            "again (write the list to a temporary file and rename it into place)"
+        )
+
+
+def _items(source: UrlListSource, policy: URLPolicy, handle: BinaryIO, key: str) -> Iterator[Item]:
+    # Imported on a read: an unchanged list (the common build) needs no parser and no
+    # worker.
     from sitemapd.sources.listchunks import LineParser
 
-    parser = LineParser(source.name, policy)
     try:
-        known = ledger.list_chunks(source.name)
-        changed = _changed_chunks(source, parser, ledger, handle, known) if known else None
-        yield from _every_chunk(source, parser, handle) if changed is None else changed
-        try:
-            unchanged = file_key(os.stat(source.path)) == key
-        except OSError:
-            unchanged = False
-        if not unchanged:
-            # Being rewritten in place: what we read may be a fraction of the list.
-            raise SourceError(
-                f"{source.name}: {source.path} changed while being read; it will be read "
-                "again (write the list to a temporary file and rename it into place)"
-            )
+        yield from _every_chunk(source, LineParser(source.name, policy), handle)
+        _check_key(source, key)
     finally:
         handle.close()
 
@@ -123,15 +151,18 @@ def _every_chunk(source: UrlListSource, parser: LineParser, handle: BinaryIO) ->
 
 def _changed_chunks(
     source: UrlListSource,
-    parser: LineParser,
     ledger: Ledger,
     handle: BinaryIO,
+    policy: URLPolicy,
     known: list[KnownChunk],
+    verified: int,
 ) -> list[Item] | None:
     """Return the items of a re-read that parses only the chunks the ledger does not
     know (and those holding rejected lines, whose line numbers may have moved); None
     when the whole file must be read."""
-    from sitemapd.sources.listchunks import Place, cut, recut
+    from sitemapd.sources.listchunks import LineParser, Place, cut, recut
+
+    parser: LineParser | None = None  # compiled for the first chunk parsed
 
     digests = Counter(chunk.digest for chunk in known)
     rejecting = {chunk.digest for chunk in known if chunk.rejects}
@@ -148,7 +179,11 @@ def _changed_chunks(
     new_bytes = 0
     places = [Place(chunk.digest, chunk.end) for chunk in known if chunk.end is not None]
     # Chunks recorded before their ends were: the whole file is cut.
-    chunks = recut(handle, places, counts) if len(places) == len(known) else cut(handle, counts)
+    chunks = (
+        recut(handle, places, counts, verified)
+        if len(places) == len(known)
+        else cut(handle, counts)
+    )
     for chunk in chunks:
         present.add(chunk.digest)
         is_new = chunk.digest not in digests
@@ -162,6 +197,7 @@ def _changed_chunks(
                 ListChunk(source.name, chunk.pos, chunk.first_line, chunk.digest, chunk.end, None)
             )
             continue
+        parser = parser or LineParser(source.name, policy)
         parsed = parser.parse(chunk.data, chunk.first_line, chunk.lines)
         items += map(reported, parsed.rejects)
         lines = parsed.lines if is_new else None
@@ -178,16 +214,27 @@ def _changed_chunks(
             )
         )
     removed = [digest for digest in digests if digest not in present]
-    if ledger.list_conflicts(source.name, new_locs, removed):
+    if (new_locs or removed) and ledger.list_conflicts(source.name, new_locs, removed):
         log.info("%s: a changed URL is listed more than once: reading the whole list", source.name)
         return None
+    return items
+
+
+def _log_chunks(source: UrlListSource, items: list[Item], size: int) -> None:
+    """Log what a re-read by chunks parsed."""
+    chunks = [item for item in items if isinstance(item, ListChunk)]
+    starts = [0, *(chunk.end for chunk in chunks[:-1])]
+    parsed = [
+        (chunk, start)
+        for chunk, start in zip(chunks, starts, strict=True)
+        if chunk.lines is not None
+    ]
     log.info(
         "%s: %d of %d chunks changed (%d bytes of %d): %d lines parsed",
         source.name,
-        sum(1 for item in items if isinstance(item, ListChunk) and item.lines is not None),
-        sum(1 for item in items if isinstance(item, ListChunk)),
-        new_bytes,
+        len(parsed),
+        len(chunks),
+        sum(chunk.end - start for chunk, start in parsed),
         size,
-        len(new_locs),
+        sum(len(chunk.lines or ()) for chunk, _ in parsed),
     )
-    return items
