@@ -6,8 +6,6 @@ import mmap
 import os
 from typing import BinaryIO
 
-import xxhash
-
 # Bytes hashed, then handed back, at a time (clean file pages count as resident until
 # then: a 10M-line list is 800 MB).
 _PIECE = 8 << 20
@@ -15,6 +13,9 @@ _PIECE = 8 << 20
 
 def file_digest(handle: BinaryIO) -> str:
     """Return the xxh3-128 of the bytes of the open file `handle`, in hex; raises OSError."""
+    # Loaded here: a build that finds its lists as noted hashes none.
+    import xxhash
+
     hasher = xxhash.xxh3_128()
     size = os.fstat(handle.fileno()).st_size
     if size == 0:
