@@ -18,7 +18,8 @@ from pg import PASSWORD, Postgres, free_port
 
 from sitemapd.changelog import ChangelogSpec, ChangeRow, Reader, open_reader
 from sitemapd.changelog.ddl import ddl
-from sitemapd.config.changelog import Shape, template_fields
+from sitemapd.config.changelog import Shape
+from sitemapd.config.urltemplate import template_fields
 from sitemapd.errors import ConfigError, SourceError
 
 ARTICLES_PG = (

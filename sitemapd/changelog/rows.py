@@ -21,7 +21,8 @@ from typing import Any, cast
 
 import xxhash
 
-from sitemapd.config.changelog import ChangelogSpec, ChangeRows, Shape, redact, template_fields
+from sitemapd.config.changelog import ChangelogSpec, ChangeRows, Shape, redact
+from sitemapd.config.urltemplate import template_fields
 from sitemapd.errors import SourceError
 
 Row = dict[str, Any]

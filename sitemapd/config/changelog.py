@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import math
 import re
-import string
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from operator import itemgetter
 from typing import Any, NamedTuple, overload
 from urllib.parse import unquote, urlsplit
 
+from sitemapd.config.urltemplate import template_fields
 from sitemapd.core import w3c
 from sitemapd.errors import ConfigError, SourceError
 
@@ -348,29 +348,6 @@ class Shape:
 
 # Metadata fields holding times, stored in canonical W3C form.
 TIME_FIELDS = ("published",)
-
-
-def template_fields(template: str) -> tuple[str, ...]:
-    """Return the column names `template` formats; raises ConfigError for positional fields."""
-    names: list[str] = []
-    pending = [template]
-    while pending:
-        try:
-            parsed = list(string.Formatter().parse(pending.pop(0)))
-        except ValueError as exc:
-            raise ConfigError(f"changelog: url_template {template!r}: {exc}") from exc
-        for _, field, spec, _ in parsed:
-            if field is None:
-                continue
-            name = re.split(r"[.\[]", field, maxsplit=1)[0]
-            if not name or name.isdigit():
-                raise ConfigError(f"changelog: url_template {template!r} needs named fields")
-            if name not in names:
-                names.append(name)
-            # A field nested in a format spec (`{slug:>{width}}`) is a column too.
-            if spec:
-                pending.append(spec)
-    return tuple(names)
 
 
 def _deleted(values: Sequence[object], op: int, deleted: int) -> tuple[bool, str | None]:

@@ -17,7 +17,7 @@ from sitemapd.daemon.state import DaemonState
 from sitemapd.daemon.watch import Watcher
 from sitemapd.daemon.watching import Watching
 from sitemapd.errors import SitemapdError
-from sitemapd.publish.store import atomic_write
+from sitemapd.publish.atomic import atomic_write
 from sitemapd.status.data import LiveState
 from sitemapd.status.report import DAEMON_FILE
 

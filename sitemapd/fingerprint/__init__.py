@@ -146,12 +146,9 @@ def _patterns(ignore: tuple[str, ...]) -> tuple[re.Pattern[bytes], ...]:
 
 @lru_cache(maxsize=64)
 def compile_selector(text: str) -> Callable[[Element], list[Element]]:
-    """Return a function that finds the elements CSS selector `text` matches.
-
-    Raises ValueError naming what is wrong with the selector.
-    """
-    # cssselect loads here only: most sites name no selector, and `explain` starts without.
-    from lxml.cssselect import CSSSelector
+    """Return a function that finds the elements CSS selector `text` matches; raises
+    ValueError naming what is wrong with the selector."""
+    from lxml.cssselect import CSSSelector  # here: most sites name none; `explain` starts sooner
 
     try:
         selector = CSSSelector(text)

@@ -1,0 +1,126 @@
+"""Files replaced so that no reader sees a partial one: written and synced to a temp file
+beside their name, then renamed; temps a crash left behind are swept."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sitemapd.errors import PublishError
+
+_TEMP_PREFIX = ".sitemapd-tmp-"
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> os.stat_result:
+    """Replace `path` with `data` so that no reader ever sees a partial file; return the
+    new file's status. Raises PublishError.
+
+    `mode` keeps an existing file's permissions; new files get 0o666 minus the umask. A
+    symlink at `path` is replaced, never followed.
+    """
+    staged = Staged(path, data, mode)
+    staged.place()
+    return staged.status
+
+
+class Staged:
+    """Bytes written and synced to a temp file beside their path, not yet in place."""
+
+    def __init__(self, path: Path, data: bytes, mode: int | None = None) -> None:
+        """Write and fsync the temp file of `data` for `path` (see `atomic_write`);
+        raises PublishError."""
+        self.path = path
+        try:
+            fd, self.temp = _create_temp(path)
+        except OSError as exc:
+            raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
+        try:
+            try:
+                if mode is not None:
+                    os.fchmod(fd, mode)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+                self.status = os.fstat(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self.discard()
+            raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
+
+    def place(self) -> None:
+        """Rename the temp file to its path and fsync the folder; raises PublishError
+        (the temp file removed)."""
+        try:
+            # rename() replaces whatever is at the path, a symlink included, and follows
+            # nothing.
+            os.replace(self.temp, self.path)
+            fsync_dir(self.path.parent)
+        except OSError as exc:
+            self.discard()
+            raise PublishError(f"cannot write {self.path} ({exc.strerror})") from exc
+
+    def discard(self) -> None:
+        """Remove the temp file (none once placed)."""
+        self.temp.unlink(missing_ok=True)
+
+
+class Placing:
+    """A `LocalStore.put` begun: its bytes synced to a temp file (`staged`), or found
+    stored already (with stamp `stamp`)."""
+
+    def __init__(self, staged: Staged | None, stamp: int = 0) -> None:
+        self.staged = staged
+        self.stamp = stamp
+
+    def place(self) -> tuple[int, bool]:
+        """Put the bytes in place; return what `Store.put` returns. Raises PublishError."""
+        if self.staged is None:
+            return self.stamp, False
+        self.staged.place()
+        return self.staged.status.st_mtime_ns, True
+
+    def discard(self) -> None:
+        """Give the write up: its temp file is removed."""
+        if self.staged is not None:
+            self.staged.discard()
+
+
+def _create_temp(path: Path) -> tuple[int, Path]:
+    """Create a new, empty temp file beside `path`; return its descriptor and path.
+
+    Anyone else who can write to the folder could plant a symlink at a name they can
+    guess: the name is random and the file is created exclusively, never through a link.
+    """
+    # Loaded by a write only (with hashlib and random): `check-config` and `status` read.
+    import secrets
+
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        # The pid last: remove_leftover_temps keeps a running sitemapd's temps.
+        temp = path.with_name(f"{_TEMP_PREFIX}{path.name}-{secrets.token_hex(8)}-{os.getpid()}")
+        try:
+            return os.open(temp, flags, 0o666), temp
+        except FileExistsError:
+            continue
+
+
+def remove_leftover_temps(folder: Path) -> None:
+    """Remove temp files that a crashed sitemapd left in `folder` (never a live one's)."""
+    for path in folder.glob(_TEMP_PREFIX + "*"):
+        # Loaded when a temp file is found (with ctypes and signal): seldom.
+        from sitemapd.core.lifeline import running
+
+        pid = path.name.rpartition("-")[2]
+        if pid.isdigit() and int(pid) != os.getpid() and running(int(pid)):
+            continue
+        path.unlink(missing_ok=True)
+
+
+def fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
