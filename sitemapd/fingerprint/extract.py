@@ -268,8 +268,7 @@ def _best_container(body: Element, sizes: Sizes) -> Element | None:
             length = sizes.text[element]
             if length < MIN_PARAGRAPH or template_reason(element, sizes, 1 << 62):
                 continue
-            text = text_of(element)
-            score = (1 + len(_COMMAS.findall(text)) + min(length / 100, 3)) * (
+            score = _paragraphs_score(element, text_of(element), length, inline=True) * (
                 1 - sizes.link_density(element)
             )
             ancestor = element.getparent()
@@ -277,10 +276,9 @@ def _best_container(body: Element, sizes: Sizes) -> Element | None:
             # Text written straight into a container between its blocks, lines cut by
             # <br> (Blogger, legacy CMSs): a paragraph of the container itself.
             text = _loose_text(element)
-            length = len(text)
-            if length < MIN_PARAGRAPH or template_reason(element, sizes, 1 << 62):
+            if len(text) < MIN_PARAGRAPH or template_reason(element, sizes, 1 << 62):
                 continue
-            score = 1 + len(_COMMAS.findall(text)) + min(length / 100, 3)
+            score = _paragraphs_score(element, text, len(text), inline=False)
             ancestor = element
         else:
             continue
@@ -294,9 +292,19 @@ def _best_container(body: Element, sizes: Sizes) -> Element | None:
     # Link density without the template parts a container holds: a "latest" box that
     # rotates must not decide which container is the article.
     prose = sizes.prose()
-    final = {e: v * (1 - prose(e)) + weight(e) for e, v in scores.items()}
+    final = {e: v * (1 - prose(e)) + _named(e, sizes) for e, v in scores.items()}
     ranked = sorted(final, key=final.__getitem__, reverse=True)
     return _climb(ranked[0], ranked[1:_TOP], final, stop)
+
+
+def _named(element: Element, sizes: Sizes) -> float:
+    """Return the bonus or malus of `element`'s name; a name saying "content" counts in
+    full only on a block holding a short article's text: a "content" box of one line
+    is not the article."""
+    bonus = weight(element)
+    if bonus > 0:
+        bonus *= min(sizes.text[element] / _MIN_MAIN, 1.0)
+    return bonus
 
 
 def _climb(
@@ -339,6 +347,41 @@ def _climb(
     ):
         top = up
     return top
+
+
+def _prose_score(text: str, length: int) -> float:
+    """Return readability's score of one paragraph: its commas and its `length`."""
+    return 1 + len(_COMMAS.findall(text)) + min(length / 100, 3)
+
+
+def _paragraphs_score(element: Element, text: str, length: int, inline: bool) -> float:
+    """Return the score of `text`, the prose of `element`, as one paragraph or, when
+    `<br>` lines cut it into paragraphs of their own (a story written as one block of
+    lines), as those paragraphs, whichever is more.
+
+    `inline` counts the text of `element`'s children between the breaks (a leaf block),
+    else its own loose text alone, blocks breaking it too. Lengths are of text nodes
+    stripped, as `Sizes` measures them: the whitespace between tags counts for nothing.
+    """
+    whole = _prose_score(text, length)
+    if sum(child.tag == "br" for child in element) < 2:
+        return whole
+    pieces: list[str] = [element.text or ""]
+    lines = 0.0
+    for child in element:
+        if child.tag == "br" or (not inline and child.tag in BLOCKS):
+            lines += _line_score(pieces)
+            pieces = []
+        elif inline and isinstance(child.tag, str):
+            pieces.extend(text_nodes(child))
+        pieces.append(child.tail or "")
+    return max(whole, lines + _line_score(pieces))
+
+
+def _line_score(pieces: list[str]) -> float:
+    """Return the score of a line of text nodes as a paragraph, 0 when too short."""
+    length = sum(len(piece.strip()) for piece in pieces)
+    return _prose_score("".join(pieces), length) if length >= MIN_PARAGRAPH else 0.0
 
 
 def _loose_text(element: Element) -> str:
