@@ -45,8 +45,7 @@ def br_story_page(lines: list[str], band: list[str]) -> str:
 
 
 _BAND = [
-    f"Sensex {n}: index closes {n} points higher, led by banks, metals and autos"
-    for n in range(5)
+    f"Sensex {n}: index closes {n} points higher, led by banks, metals and autos" for n in range(5)
 ]
 
 

@@ -22,18 +22,10 @@ from lxml import etree
 
 from sitemapd.fingerprint.chrome import Element
 from sitemapd.fingerprint.decode import decoded
-from sitemapd.fingerprint.extract import (
-    NEVER,
-    describe,
-    drop,
-    fragments,
-    main_content,
-    outside,
-    text_nodes,
-    text_of,
-)
+from sitemapd.fingerprint.extract import NEVER, describe, drop, fragments, main_content, outside
 from sitemapd.fingerprint.headline import headline, title_text
 from sitemapd.fingerprint.material import Material, kept, material
+from sitemapd.fingerprint.score import text_nodes, text_of
 from sitemapd.fingerprint.template import TemplateMemory, shape
 
 __all__ = [

@@ -15,7 +15,6 @@ operator's CSS selector replaces the search when given.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -29,6 +28,14 @@ from sitemapd.fingerprint.chrome import (
     template_parts,
     template_reason,
     weight,
+)
+
+# BLOCKS is the drill's too: named here, where it has always been imported from.
+from sitemapd.fingerprint.score import BLOCKS as BLOCKS
+from sitemapd.fingerprint.score import (
+    loose_text,
+    paragraphs_score,
+    text_of,
 )
 
 # Never visible content, or not content at all: dropped before anything is measured.
@@ -56,45 +63,9 @@ _PARAGRAPHS = {"p", "pre", "td", "blockquote", "dd"}
 _SHARED = (*_PARAGRAPHS, "li", "h2", "h3", "h4")
 # Containers whose own loose text counts as a paragraph of theirs.
 _LOOSE = {"div", "article", "section", "main", "center"}
-BLOCKS = {
-    "address",
-    "article",
-    "aside",
-    "blockquote",
-    "dd",
-    "div",
-    "dl",
-    "dt",
-    "figcaption",
-    "figure",
-    "footer",
-    "form",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "header",
-    "hr",
-    "li",
-    "main",
-    "nav",
-    "ol",
-    "p",
-    "pre",
-    "section",
-    "table",
-    "td",
-    "th",
-    "tr",
-    "ul",
-}
 # A page's main list of items: children with a link each, and its link text.
 _LIST_ITEMS = 5
 _MIN_LIST_TEXT = 200
-# Commas as Latin, CJK full-width and ideographic text write them.
-_COMMAS = re.compile("[,\uff0c\u3001]")
 # Main content with less text than this is not found: the page is fingerprinted whole.
 _MIN_MAIN = 140
 # Paragraph scores go to five generations of ancestors, less with each (readability.js).
@@ -247,16 +218,6 @@ def _finish(main: list[Element], sizes: Sizes) -> Extract:
     return Extract(main, fallback=False, dropped=dropped)
 
 
-def text_nodes(element: Element) -> list[str]:
-    """Return the text nodes inside `element` (not its tail), in document order."""
-    return [t for t in element.itertext() if isinstance(t, str)]
-
-
-def text_of(element: Element) -> str:
-    """Return the text inside `element` (not its tail)."""
-    return "".join(text_nodes(element))
-
-
 def _best_container(body: Element, sizes: Sizes) -> Element | None:
     """Return the element whose paragraphs score highest, or None when no paragraph."""
     scores: dict[Element, float] = {}
@@ -268,17 +229,17 @@ def _best_container(body: Element, sizes: Sizes) -> Element | None:
             length = sizes.text[element]
             if length < MIN_PARAGRAPH or template_reason(element, sizes, 1 << 62):
                 continue
-            score = _paragraphs_score(element, text_of(element), length, inline=True) * (
+            score = paragraphs_score(element, text_of(element), length, inline=True) * (
                 1 - sizes.link_density(element)
             )
             ancestor = element.getparent()
         elif tag in _LOOSE:
             # Text written straight into a container between its blocks, lines cut by
             # <br> (Blogger, legacy CMSs): a paragraph of the container itself.
-            text = _loose_text(element)
+            text = loose_text(element)
             if len(text) < MIN_PARAGRAPH or template_reason(element, sizes, 1 << 62):
                 continue
-            score = _paragraphs_score(element, text, len(text), inline=False)
+            score = paragraphs_score(element, text, len(text), inline=False)
             ancestor = element
         else:
             continue
@@ -347,48 +308,6 @@ def _climb(
     ):
         top = up
     return top
-
-
-def _prose_score(text: str, length: int) -> float:
-    """Return readability's score of one paragraph: its commas and its `length`."""
-    return 1 + len(_COMMAS.findall(text)) + min(length / 100, 3)
-
-
-def _paragraphs_score(element: Element, text: str, length: int, inline: bool) -> float:
-    """Return the score of `text`, the prose of `element`, as one paragraph or, when
-    `<br>` lines cut it into paragraphs of their own (a story written as one block of
-    lines), as those paragraphs, whichever is more.
-
-    `inline` counts the text of `element`'s children between the breaks (a leaf block),
-    else its own loose text alone, blocks breaking it too. Lengths are of text nodes
-    stripped, as `Sizes` measures them: the whitespace between tags counts for nothing.
-    """
-    whole = _prose_score(text, length)
-    if sum(child.tag == "br" for child in element) < 2:
-        return whole
-    pieces: list[str] = [element.text or ""]
-    lines = 0.0
-    for child in element:
-        if child.tag == "br" or (not inline and child.tag in BLOCKS):
-            lines += _line_score(pieces)
-            pieces = []
-        elif inline and isinstance(child.tag, str):
-            pieces.extend(text_nodes(child))
-        pieces.append(child.tail or "")
-    return max(whole, lines + _line_score(pieces))
-
-
-def _line_score(pieces: list[str]) -> float:
-    """Return the score of a line of text nodes as a paragraph, 0 when too short."""
-    length = sum(len(piece.strip()) for piece in pieces)
-    return _prose_score("".join(pieces), length) if length >= MIN_PARAGRAPH else 0.0
-
-
-def _loose_text(element: Element) -> str:
-    """Return the text `element` holds outside its child elements, stripped."""
-    parts = [element.text or ""]
-    parts.extend(child.tail or "" for child in element)
-    return " ".join(" ".join(parts).split())
 
 
 def _is_leaf_block(element: Element) -> bool:
