@@ -5,8 +5,10 @@ A block is template when it is a navigation, aside, form or footer landmark, or 
 of one, smaller than the main content; when its class or id names a template part (share
 bars, "related", "most read", comment counts, cookie banners) and not an article part;
 or when it is a link list: most of its text inside `<a>`, whatever its tag (bylines,
-labels, other stories' headlines). A form that holds a paragraph of the article's kind
-(long, few links) is a page or a product wrapped in a form, not a form's template.
+labels, other stories' headlines), or a row of three or more links with little text
+between them ("Retailers: A | B | C", a date beside each). A form that holds a
+paragraph of the article's kind (long, few links) is a page or a product wrapped in a
+form, not a form's template.
 """
 
 from __future__ import annotations

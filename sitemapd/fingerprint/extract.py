@@ -2,8 +2,10 @@
 
 Works on any template, landmarks or not. Paragraph-like blocks are scored by their text
 (readability's measure: length and commas, discounted by link text) and the scores are
-given to their parents and grandparents; the best container and those of its siblings
-that score near it are the main content. Inside it, what a reader would not call the
+given to their parents and grandparents (a block of `<br>` lines as the paragraphs they
+are; see `score`); the best container and those of its siblings that score near it are
+the main content. A class or id saying "content" counts in full only on a block
+holding a short article's text. Inside it, what a reader would not call the
 article is left out: navigation, forms, asides, link lists (most of their text inside
 `<a>`, whatever their tag: bylines, labels, other stories' headlines), and blocks
 whose class or id names a template part (share bars, "related", "most read", comment
