@@ -99,3 +99,23 @@ def test_a_paragraph_citing_a_few_sources_stays_content() -> None:
         )
 
     assert digest(page("published in spring")) != digest(page("published in autumn"))
+
+
+def test_an_article_header_of_headline_and_links_is_not_a_row_of_links() -> None:
+    def page(h1: str) -> str:
+        body = (
+            "<p>The council met on Monday, for the third time this month, and voted the "
+            "budget for the river bridge after a long debate about its cost.</p>"
+        ) * 5
+        return (
+            "<html><head><title>Budget passed | Town Council Gazette Online</title></head>"
+            "<body><h1><a href='/'>Town Council Gazette Online</a></h1><article><header>"
+            "<div><a href='/c/general'>General</a>, <a href='/c/news'>News</a></div>"
+            "<div>Published on <a href='/budget'>5 April</a></div>"
+            f"<h1>{h1}</h1><div>by <a href='/a/editor'>the editor</a></div></header>"
+            f"{body}</article></body></html>"
+        )
+
+    # The site's name in the logo shares more words with the title than the story's
+    # `<h1>` does: the story's headline is known by the article's text alone.
+    assert digest(page("Budget passed")) != digest(page("Budget voted"))
