@@ -29,7 +29,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sitegen import STYLES, new_site
 
-from sitemapd.fingerprint import Reading, Settings, TemplateMemory, parse_html
+from sitemapd.fingerprint import (
+    FINGERPRINT_VERSION,
+    Reading,
+    Settings,
+    TemplateMemory,
+    parse_html,
+)
 from sitemapd.sources.content import read_page
 from sitemapd.sources.pages import Job, read_file
 
@@ -204,8 +210,8 @@ def test_a_ledger_of_the_previous_fingerprint_version_moves_nothing(site: Site) 
     news.write(site.root)
     summary(site)
     before = change_counts(site)
-    # As the release before wrote it: version 1 settings, and digests of its own.
-    old = Settings(version=1)
+    # As the release before wrote it: its version's settings, and digests of its own.
+    old = Settings(version=FINGERPRINT_VERSION - 1)
     conn = sqlite3.connect(site.state / "ledger.sqlite3")
     with conn:
         conn.execute(

@@ -22,18 +22,10 @@ from lxml import etree
 
 from sitemapd.fingerprint.chrome import Element
 from sitemapd.fingerprint.decode import decoded
-from sitemapd.fingerprint.extract import (
-    NEVER,
-    describe,
-    drop,
-    fragments,
-    main_content,
-    outside,
-    text_nodes,
-    text_of,
-)
+from sitemapd.fingerprint.extract import NEVER, describe, drop, fragments, main_content, outside
 from sitemapd.fingerprint.headline import headline, title_text
 from sitemapd.fingerprint.material import Material, kept, material
+from sitemapd.fingerprint.score import text_nodes, text_of
 from sitemapd.fingerprint.template import TemplateMemory, shape
 
 __all__ = [
@@ -52,7 +44,7 @@ __all__ = [
 ]
 
 # Bumped whenever a change to this package can give an unchanged page another digest.
-FINGERPRINT_VERSION = 2
+FINGERPRINT_VERSION = 3
 # Characters of main text below which the site's template is not left out.
 MIN_KEPT = 140
 # Plain elements: lxml.html's element classes cost a Python lookup per element.

@@ -5,8 +5,10 @@ A block is template when it is a navigation, aside, form or footer landmark, or 
 of one, smaller than the main content; when its class or id names a template part (share
 bars, "related", "most read", comment counts, cookie banners) and not an article part;
 or when it is a link list: most of its text inside `<a>`, whatever its tag (bylines,
-labels, other stories' headlines). A form that holds a paragraph of the article's kind
-(long, few links) is a page or a product wrapped in a form, not a form's template.
+labels, other stories' headlines), or a row of three or more links with little text
+between them ("Retailers: A | B | C", a date beside each). A form that holds a
+paragraph of the article's kind (long, few links) is a page or a product wrapped in a
+form, not a form's template.
 """
 
 from __future__ import annotations
@@ -65,6 +67,12 @@ _PROSE_HELD = 400
 # Characters below which one link that is most of a block's text makes it chrome: a
 # byline, a section label, another story's headline.
 _SHORT_LINKED = 100
+# A row of links: three or more, a third of the text or more, and under 30 characters
+# of other text a link (separators, a date, a label: "Retailers: A | B | C").
+_ROW_LINKS = 0.3
+_ROW_COUNT = 3
+_ROW_OWN = 30
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 # A paragraph shorter than this says too little to tell article from template.
 MIN_PARAGRAPH = 25
 # Characters a paragraph outside the main content needs to count as the article's, and
@@ -215,6 +223,16 @@ def template_reason(
             and (text < _SHORT_LINKED or _link_count(element) >= 2)
         ):
             return f"link list ({round(100 * links / text)}% link text)"
+        # A row of links holds no heading: an article's header (its headline above a
+        # byline and category links) is not one.
+        if links > _ROW_LINKS * text and text - links < _ROW_OWN * _ROW_COUNT:
+            count = _link_count(element, max(_ROW_COUNT, (text - links) // _ROW_OWN + 1))
+            if (
+                count >= _ROW_COUNT
+                and text - links < _ROW_OWN * count
+                and next(element.iter(*_HEADINGS), None) is None
+            ):
+                return f"row of links ({round(100 * links / text)}% link text)"
     return None
 
 
@@ -227,11 +245,12 @@ def _holds_prose(element: Element, sizes: Sizes) -> bool:
     return False
 
 
-def _link_count(element: Element) -> int:
+def _link_count(element: Element, most: int = 2) -> int:
+    """Return how many links `element` holds, counting to `most` at most."""
     count = 0
     for _ in element.iter("a"):
         count += 1
-        if count >= 2:
+        if count >= most:
             break
     return count
 

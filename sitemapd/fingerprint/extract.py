@@ -2,8 +2,10 @@
 
 Works on any template, landmarks or not. Paragraph-like blocks are scored by their text
 (readability's measure: length and commas, discounted by link text) and the scores are
-given to their parents and grandparents; the best container and those of its siblings
-that score near it are the main content. Inside it, what a reader would not call the
+given to their parents and grandparents (a block of `<br>` lines as the paragraphs they
+are; see `score`); the best container and those of its siblings that score near it are
+the main content. A class or id saying "content" counts in full only on a block
+holding a short article's text. Inside it, what a reader would not call the
 article is left out: navigation, forms, asides, link lists (most of their text inside
 `<a>`, whatever their tag: bylines, labels, other stories' headlines), and blocks
 whose class or id names a template part (share bars, "related", "most read", comment
@@ -15,7 +17,6 @@ operator's CSS selector replaces the search when given.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -29,6 +30,14 @@ from sitemapd.fingerprint.chrome import (
     template_parts,
     template_reason,
     weight,
+)
+
+# BLOCKS is the drill's too: named here, where it has always been imported from.
+from sitemapd.fingerprint.score import BLOCKS as BLOCKS
+from sitemapd.fingerprint.score import (
+    loose_text,
+    paragraphs_score,
+    text_of,
 )
 
 # Never visible content, or not content at all: dropped before anything is measured.
@@ -56,45 +65,9 @@ _PARAGRAPHS = {"p", "pre", "td", "blockquote", "dd"}
 _SHARED = (*_PARAGRAPHS, "li", "h2", "h3", "h4")
 # Containers whose own loose text counts as a paragraph of theirs.
 _LOOSE = {"div", "article", "section", "main", "center"}
-BLOCKS = {
-    "address",
-    "article",
-    "aside",
-    "blockquote",
-    "dd",
-    "div",
-    "dl",
-    "dt",
-    "figcaption",
-    "figure",
-    "footer",
-    "form",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "header",
-    "hr",
-    "li",
-    "main",
-    "nav",
-    "ol",
-    "p",
-    "pre",
-    "section",
-    "table",
-    "td",
-    "th",
-    "tr",
-    "ul",
-}
 # A page's main list of items: children with a link each, and its link text.
 _LIST_ITEMS = 5
 _MIN_LIST_TEXT = 200
-# Commas as Latin, CJK full-width and ideographic text write them.
-_COMMAS = re.compile("[,\uff0c\u3001]")
 # Main content with less text than this is not found: the page is fingerprinted whole.
 _MIN_MAIN = 140
 # Paragraph scores go to five generations of ancestors, less with each (readability.js).
@@ -247,16 +220,6 @@ def _finish(main: list[Element], sizes: Sizes) -> Extract:
     return Extract(main, fallback=False, dropped=dropped)
 
 
-def text_nodes(element: Element) -> list[str]:
-    """Return the text nodes inside `element` (not its tail), in document order."""
-    return [t for t in element.itertext() if isinstance(t, str)]
-
-
-def text_of(element: Element) -> str:
-    """Return the text inside `element` (not its tail)."""
-    return "".join(text_nodes(element))
-
-
 def _best_container(body: Element, sizes: Sizes) -> Element | None:
     """Return the element whose paragraphs score highest, or None when no paragraph."""
     scores: dict[Element, float] = {}
@@ -268,19 +231,17 @@ def _best_container(body: Element, sizes: Sizes) -> Element | None:
             length = sizes.text[element]
             if length < MIN_PARAGRAPH or template_reason(element, sizes, 1 << 62):
                 continue
-            text = text_of(element)
-            score = (1 + len(_COMMAS.findall(text)) + min(length / 100, 3)) * (
+            score = paragraphs_score(element, text_of(element), length, inline=True) * (
                 1 - sizes.link_density(element)
             )
             ancestor = element.getparent()
         elif tag in _LOOSE:
             # Text written straight into a container between its blocks, lines cut by
             # <br> (Blogger, legacy CMSs): a paragraph of the container itself.
-            text = _loose_text(element)
-            length = len(text)
-            if length < MIN_PARAGRAPH or template_reason(element, sizes, 1 << 62):
+            text = loose_text(element)
+            if len(text) < MIN_PARAGRAPH or template_reason(element, sizes, 1 << 62):
                 continue
-            score = 1 + len(_COMMAS.findall(text)) + min(length / 100, 3)
+            score = paragraphs_score(element, text, len(text), inline=False)
             ancestor = element
         else:
             continue
@@ -294,9 +255,19 @@ def _best_container(body: Element, sizes: Sizes) -> Element | None:
     # Link density without the template parts a container holds: a "latest" box that
     # rotates must not decide which container is the article.
     prose = sizes.prose()
-    final = {e: v * (1 - prose(e)) + weight(e) for e, v in scores.items()}
+    final = {e: v * (1 - prose(e)) + _named(e, sizes) for e, v in scores.items()}
     ranked = sorted(final, key=final.__getitem__, reverse=True)
     return _climb(ranked[0], ranked[1:_TOP], final, stop)
+
+
+def _named(element: Element, sizes: Sizes) -> float:
+    """Return the bonus or malus of `element`'s name; a name saying "content" counts in
+    full only on a block holding a short article's text: a "content" box of one line
+    is not the article."""
+    bonus = weight(element)
+    if bonus > 0:
+        bonus *= min(sizes.text[element] / _MIN_MAIN, 1.0)
+    return bonus
 
 
 def _climb(
@@ -339,13 +310,6 @@ def _climb(
     ):
         top = up
     return top
-
-
-def _loose_text(element: Element) -> str:
-    """Return the text `element` holds outside its child elements, stripped."""
-    parts = [element.text or ""]
-    parts.extend(child.tail or "" for child in element)
-    return " ".join(" ".join(parts).split())
 
 
 def _is_leaf_block(element: Element) -> bool:

@@ -1,0 +1,121 @@
+"""The extractor's rules, each on a generated page that shows it: what a page's content
+is decides whether an edit moves its fingerprint and a rotated box does not."""
+
+from __future__ import annotations
+
+from sitemapd.fingerprint import Settings, TemplateMemory
+from sitemapd.sources.pages import read_file
+
+# A story written as one block of lines cut by <br> (legacy CMSs, wire copy).
+_LINES = [
+    "NEW DELHI: Shares of state-owned banks traded higher on Thursday, led by the "
+    "larger lenders, after the government said it would inject fresh capital.",
+    "The index of public sector banks rose two percent, while the wider market, "
+    "weighed down by metal and energy stocks, stayed flat.",
+    "Analysts said the move, long awaited by investors, would ease pressure on "
+    "balance sheets, though bad loans remain high.",
+    "Among the gainers, the largest lender rose three percent, its rival two, and "
+    "smaller banks, in thin trade, up to five percent.",
+    "The finance ministry, in a statement, said the capital would be paid in two "
+    "tranches, the first of them before the end of the quarter.",
+    "Traders expect, given the news, more buying in the sector over the coming "
+    "sessions, unless global markets turn lower again.",
+]
+
+
+def digest(html: str) -> str:
+    """Return the fingerprint of the page `html`, alone on its site."""
+    return read_file("a.html", html.encode(), Settings()).digest(TemplateMemory())
+
+
+def br_story_page(lines: list[str], band: list[str]) -> str:
+    """Return a page whose story is one block of `<br>` lines, beside a band of short
+    one-line boxes named "content" (market figures, teasers)."""
+    boxes = "".join(f"<div class='band-content-left'><p>{text}</p></div>" for text in band)
+    story = "<br><br>".join(lines)
+    return (
+        "<html><head><title>Bank shares rise | Daily</title></head><body>"
+        f"<section class='page'><div class='band clearfix'>{boxes}</div>"
+        "<section><div class='wrap'><article><h1>Bank shares rise</h1>"
+        f"<div class='text'><div class='section1'><div class='Normal'>{story}</div></div>"
+        "</div></article></div></section>"
+        "<div class='copyright'>Copyright Daily. All rights reserved.</div>"
+        "</section></body></html>"
+    )
+
+
+_BAND = [
+    f"Sensex {n}: index closes {n} points higher, led by banks, metals and autos" for n in range(5)
+]
+
+
+def test_a_story_of_br_lines_is_the_content_not_a_band_of_one_line_content_boxes() -> None:
+    before = digest(br_story_page(_LINES, _BAND))
+    edited = [*_LINES]
+    edited[2] = edited[2].replace("long awaited", "long expected")
+    assert digest(br_story_page(edited, _BAND)) != before
+    corrected = [*_LINES, "Correction: an earlier version misstated the index's rise."]
+    assert digest(br_story_page(corrected, _BAND)) != before
+    # The band's figures change all day: not what the page says.
+    assert digest(br_story_page(_LINES, [t.replace("higher", "lower") for t in _BAND])) == before
+
+
+def retailer_page(retailers: list[str], word: str = "fast") -> str:
+    """Return an article holding a row of retailers' links between its paragraphs."""
+    row = " | ".join(f"<a href='/go/{r.lower()}'>{r}</a>" for r in retailers)
+    paragraph = (
+        f"<p>The new graphics card is {word}, quiet and, for what it does, cheaper than "
+        "the last one; it runs every game we tried at high settings, and its fans, even "
+        "under load, stay below the noise of a desk fan.</p>"
+    )
+    return (
+        "<html><head><title>Graphics card review | Hardware</title></head><body>"
+        "<nav><a href='/'>Home</a> <a href='/reviews'>Reviews</a></nav>"
+        "<article><h1>Graphics card review</h1>"
+        f"{paragraph * 4}<p>US pre-built gaming systems at a glance: {row}</p>{paragraph * 3}"
+        "</article></body></html>"
+    )
+
+
+def test_a_row_of_links_inside_the_article_rotates_without_moving_it() -> None:
+    shops = ["Alpha", "Bravo", "Charlie", "Delta", "Echo"]
+    before = digest(retailer_page(shops))
+    assert digest(retailer_page(["Foxtrot", *shops[:-1]])) == before
+    assert digest(retailer_page(shops, word="swift")) != before
+
+
+def test_a_paragraph_citing_a_few_sources_stays_content() -> None:
+    def page(claim: str) -> str:
+        cited = (
+            f"<p>The study, {claim}, was covered by <a href='/a'>one paper</a>, "
+            "<a href='/b'>a second paper</a> and <a href='/c'>a radio show</a>, and its "
+            "authors, asked about the doubts of other teams, answered that the data, "
+            "all of it public, would settle the question within a year.</p>"
+        )
+        body = "<p>Scientists measured the winter ice of the lake for forty years.</p>" * 4
+        return (
+            "<html><head><title>Lake ice | Science</title></head><body>"
+            f"<article><h1>Lake ice</h1>{body}{cited}</article></body></html>"
+        )
+
+    assert digest(page("published in spring")) != digest(page("published in autumn"))
+
+
+def test_an_article_header_of_headline_and_links_is_not_a_row_of_links() -> None:
+    def page(h1: str) -> str:
+        body = (
+            "<p>The council met on Monday, for the third time this month, and voted the "
+            "budget for the river bridge after a long debate about its cost.</p>"
+        ) * 5
+        return (
+            "<html><head><title>Budget passed | Town Council Gazette Online</title></head>"
+            "<body><h1><a href='/'>Town Council Gazette Online</a></h1><article><header>"
+            "<div><a href='/c/general'>General</a>, <a href='/c/news'>News</a></div>"
+            "<div>Published on <a href='/budget'>5 April</a></div>"
+            f"<h1>{h1}</h1><div>by <a href='/a/editor'>the editor</a></div></header>"
+            f"{body}</article></body></html>"
+        )
+
+    # The site's name in the logo shares more words with the title than the story's
+    # `<h1>` does: the story's headline is known by the article's text alone.
+    assert digest(page("Budget passed")) != digest(page("Budget voted"))
