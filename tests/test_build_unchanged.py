@@ -118,6 +118,18 @@ def test_a_list_replaced_while_the_build_ran_is_read_again(listed: ListSite) -> 
     assert "https://example.com/a/late.html" in published(listed.out)
 
 
+def test_a_same_size_edit_copied_with_its_mtime_kept_is_read(listed: ListSite) -> None:
+    """`cp -p` or `rsync --inplace -t` of an edit of the same size: the same inode, size
+    and mtime; only the ctime tells, and the list is read."""
+    stat = listed.list.stat()
+    text = listed.list.read_text().replace("2026-01-05T00", "2026-03-05T00")
+    assert len(text) == stat.st_size
+    listed.list.write_text(text)
+    os.utime(listed.list, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert not listed.early()
+    assert published(listed.out)["https://example.com/a/4.html"] == "2026-03-05T00:00:00+00:00"
+
+
 def test_a_deleted_shard_is_published_again(listed: ListSite) -> None:
     before = snapshot(listed.out)
     (listed.out / "sitemap-2.xml").unlink()

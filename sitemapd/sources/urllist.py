@@ -34,7 +34,7 @@ def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
     """Return a scan of the list, empty and incomplete when the file is unchanged."""
     try:
         handle = open(source.path, "rb")  # noqa: SIM115 - closed below or by `_items`
-        key = file_key(os.fstat(handle.fileno()))
+        key = _list_key(os.fstat(handle.fileno()))
     except OSError as exc:
         raise SourceError(f"{source.name}: cannot read {source.path} ({exc.strerror})") from exc
     # The cursor: the file's key, then the digest of its bytes (or of its chunks').
@@ -106,11 +106,18 @@ def _same_chunks(items: list[Item], known: list[KnownChunk]) -> bool:
     )
 
 
+def _list_key(stat: os.stat_result) -> str:
+    """Return what tells whether the list changed without reading it: its file key and
+    its ctime, which a copy that keeps the mtime (`cp -p`, `rsync --inplace -t`) of an
+    edit of the same size still moves."""
+    return f"{file_key(stat)}:{stat.st_ctime_ns}"
+
+
 def _check_key(source: UrlListSource, key: str) -> None:
     """Raise SourceError unless the list's file still has `key`: rewritten in place while
     being read, what was read may be a fraction of the list."""
     try:
-        unchanged = file_key(os.stat(source.path)) == key
+        unchanged = _list_key(os.stat(source.path)) == key
     except OSError:
         unchanged = False
     if not unchanged:
