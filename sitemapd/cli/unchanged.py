@@ -98,19 +98,20 @@ def as_noted(cfg: Config) -> bool:
     published, code, digests = (lines[n].split()[1:] for n in (2, 3, 4))
     try:
         now = inputs(cfg)
-        if _state(cfg, published, code, digests, now) == noted:
-            return True
         then = lines[5 : 5 + len(now)]
-        if len(then) != len(now):
+        # One pass over what the build left: all of it as noted, the inputs as they were.
+        if len(then) != len(now) or _state(cfg, published, code, digests, then) != noted:
             return False
         moved = [n for n, (line, was) in enumerate(zip(now, then, strict=True)) if line != was]
         lists = _lists(cfg)
-        if _state(cfg, published, code, digests, then) != noted or any(
+        if any(
             n >= min(len(lists), len(digests)) or not _same_bytes(lists[n], now[n], digests[n])
             for n in moved
         ):
             return False
-        _write(cfg, published, code, digests, now)
+        if moved:
+            lines[5 : 5 + len(now)] = now
+            _write(cfg, "\n".join(lines))
         return True
     except OSError:
         return False
@@ -141,18 +142,21 @@ def note(cfg: Config, published: Iterable[str], read: list[str]) -> None:
         ]
     except OSError:
         digests = ["-"] * len(lists)
-    _write(cfg, sorted(published), _code(), digests, read)
+    try:
+        text = _state(cfg, sorted(published), _code(), digests, read)
+    except OSError as exc:  # the build itself is done: the next one runs in full
+        log.debug("cannot note the quiet build (%s)", exc)
+        return
+    _write(cfg, text)
 
 
-def _write(
-    cfg: Config, published: list[str], code: list[str], digests: list[str], read: list[str]
-) -> None:
-    """Write the note (see `_state`). A note lost in a crash costs a full build, no more:
-    it is not fsynced."""
+def _write(cfg: Config, text: str) -> None:
+    """Write the note `text` (see `_state`). A note lost in a crash costs a full build, no
+    more: it is not fsynced."""
     path = cfg.site.state_dir / NOTE
     temp = path.with_name(f"{NOTE}.tmp")
     try:
-        temp.write_text(_state(cfg, published, code, digests, read))
+        temp.write_text(text)
         temp.replace(path)
     except OSError as exc:  # the build itself is done: the next one runs in full
         log.debug("cannot note the quiet build in %s (%s)", path, exc)
