@@ -272,6 +272,24 @@ def test_a_page_that_gives_eio_fails_build_for_now_and_keeps_its_entry(site: Sit
     assert "1 updated" in site.build().stdout  # readable again
 
 
+def test_a_url_list_replaced_by_a_fifo_is_refused_at_once_and_keeps_its_urls(site: Site) -> None:
+    site.write("index.html", page("Home"))
+    listing = site.base / "urls.txt"
+    listing.write_text("https://example.com/listed\n")
+    site.configure(extra='[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"\n')
+    site.build()
+    before = published(site.out)
+    assert "https://example.com/listed" in before
+    listing.unlink()
+    os.mkfifo(listing)
+    # Nobody writes the FIFO: reading it would hang the build, and its size (0) would
+    # read as an empty list that removes every URL.
+    result = site.cli("build", check=False)
+    assert result.returncode == 1
+    assert f"list: {listing} is not a regular file" in result.stderr
+    assert published(site.out) == before
+
+
 # 9. A damaged ledger, a read-only output, a full state file system ------------------------
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 import errno
 import os
 import time
+from pathlib import Path
 
 import pytest
 from conftest import Site, page, write_atomic
 from daemon_harness import RunningDaemon, http_port, request, u
 
 LIST = "https://example.com/listed\n"
+ROBOTS = "User-agent: *\nDisallow: /private/\n"
 
 
 def probe(port: int, path: str) -> tuple[int, str]:
@@ -20,32 +22,28 @@ def probe(port: int, path: str) -> tuple[int, str]:
     return status, body.decode().strip()
 
 
-def feed_fifo(path: str, data: bytes) -> None:
-    """Write `data` into the FIFO at `path` once a reader has it open."""
+def open_writer(path: Path) -> int:
+    """Return the writer end of the FIFO at `path`, opened once a reader has it open."""
     deadline = time.monotonic() + 30
     while True:
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
-            break
+            return os.open(path, os.O_WRONLY | os.O_NONBLOCK)
         except OSError as exc:  # ENXIO: no reader yet
             if exc.errno != errno.ENXIO or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
-    try:
-        os.set_blocking(fd, True)
-        os.write(fd, data)
-    finally:
-        os.close(fd)
 
 
 @pytest.mark.slow
 def test_livez_fails_only_when_the_loops_stall(site: Site, daemons: list[RunningDaemon]) -> None:
     site.configure(
+        site='robots_txt = "robots.txt"',
         extra='[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"\n'
         '[http]\nlisten = "127.0.0.1:0"\n'
-        "[daemon]\ndebounce = 0.2\nmax_delay = 1\nstuck_after = 1\n"
+        "[daemon]\ndebounce = 0.2\nmax_delay = 1\nstuck_after = 1\n",
     )
     write_atomic(site.base / "urls.txt", LIST)
+    write_atomic(site.base / "robots.txt", ROBOTS)
     site.write("a.html", page("a", "text"))
     daemon = RunningDaemon(site)
     daemons.append(daemon)
@@ -65,11 +63,13 @@ def test_livez_fails_only_when_the_loops_stall(site: Site, daemons: list[Running
     (site.base / "away").rename(site.root)
     daemon.wait_until(lambda: probe(port, "/readyz")[0] == 200, 30, "ready again")
 
-    # The writer blocks for good in one read (a hung file system: here a FIFO nobody
-    # writes): the loops stop turning, and /livez says so after `stuck_after`.
-    listing = site.base / "urls.txt"
-    listing.unlink()
-    os.mkfifo(listing)
+    # The writer blocks for good in one read (a hung file system: here robots.txt
+    # replaced by a FIFO nobody writes): the loops stop turning, and /livez says so
+    # after `stuck_after`.
+    rules = site.base / "robots.txt"
+    fifo = site.base / "robots.fifo"
+    os.mkfifo(fifo)
+    fifo.replace(rules)
     try:
         daemon.wait_until(lambda: probe(port, "/livez")[0] == 503, 30, "stalled")
         _, body = probe(port, "/livez")
@@ -77,10 +77,16 @@ def test_livez_fails_only_when_the_loops_stall(site: Site, daemons: list[Running
         assert probe(port, "/readyz")[0] == 503
         assert b"sitemapd_live 0.0" in request(port, "/metrics", timeout=1)[2]
     finally:
-        feed_fifo(str(listing), LIST.encode())
+        # The FIFO's writer end frees the read; robots.txt is a file again before the
+        # reader gets its bytes, so the batch's publish edits a file, not the FIFO.
+        writer = open_writer(rules)
+        try:
+            write_atomic(rules, ROBOTS)
+            os.write(writer, ROBOTS.encode())
+        finally:
+            os.close(writer)
     daemon.wait_until(lambda: probe(port, "/livez") == (200, "ok"), 30, "turning again")
-    listing.unlink()
-    write_atomic(listing, LIST + "https://example.com/more\n")
+    write_atomic(site.base / "urls.txt", LIST + "https://example.com/more\n")
     daemon.wait_for_urls(u("a.html", "listed", "more"))
     assert daemon.stop() == 0
 

@@ -13,6 +13,7 @@ big or a URL of a changed chunk is listed elsewhere too: then the whole file is.
 from __future__ import annotations
 
 import os
+import stat
 from collections import Counter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
@@ -32,11 +33,8 @@ if TYPE_CHECKING:
 
 def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
     """Return a scan of the list, empty and incomplete when the file is unchanged."""
-    try:
-        handle = open(source.path, "rb")  # noqa: SIM115 - closed below or by `_items`
-        key = _list_key(os.fstat(handle.fileno()))
-    except OSError as exc:
-        raise SourceError(f"{source.name}: cannot read {source.path} ({exc.strerror})") from exc
+    handle = _open(source)
+    key = _list_key(os.fstat(handle.fileno()))
     # The cursor: the file's key, then the digest of its bytes (or of its chunks').
     cursor = f"urllist:{source.name}"
     known_key, _, known_digest = (ledger.cursor(cursor) or "").partition(" ")
@@ -80,6 +78,22 @@ def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
     return Scan(source.name, _items(source, policy, handle, key), True, state)
 
 
+def _open(source: UrlListSource) -> BinaryIO:
+    """Return the list's file, open for reading; raises SourceError when it cannot be
+    read or is not a regular file."""
+    try:
+        # Not blocking: a FIFO put in the list's place would hang the open until written.
+        fd = os.open(source.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise SourceError(f"{source.name}: cannot read {source.path} ({exc.strerror})") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        # Its size says nothing of what it holds: read as one, a pipe is an empty list.
+        raise SourceError(f"{source.name}: {source.path} is not a regular file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
 def _chunks_digest(digests: list[bytes]) -> str:
     """Return the digest of a file read by chunks of `digests`, in order: their xxh3-128,
     in hex, marked `c` (the whole file's has no mark)."""
@@ -106,11 +120,11 @@ def _same_chunks(items: list[Item], known: list[KnownChunk]) -> bool:
     )
 
 
-def _list_key(stat: os.stat_result) -> str:
+def _list_key(status: os.stat_result) -> str:
     """Return what tells whether the list changed without reading it: its file key and
     its ctime, which a copy that keeps the mtime (`cp -p`, `rsync --inplace -t`) of an
     edit of the same size still moves."""
-    return f"{file_key(stat)}:{stat.st_ctime_ns}"
+    return f"{file_key(status)}:{status.st_ctime_ns}"
 
 
 def _check_key(source: UrlListSource, key: str) -> None:
