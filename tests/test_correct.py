@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
-from conftest import Site, page
+from conftest import Site, page, snapshot
 
 from sitemapd.core import w3c
 
@@ -100,17 +102,67 @@ def test_forget_starts_a_url_again(site: Site, clock: Callable[[str], None]) -> 
     assert "https://example.com/nowhere.html: not in the ledger" in missing.stderr
 
 
-def test_reread_finds_an_edit_that_kept_size_and_mtime(
+def keep_size_and_mtime(path: Path, old: bytes, new: bytes) -> None:
+    """Edit the file at `path` in place as `cp -p` over it does: same size, same inode,
+    mtime put back (only the ctime moves)."""
+    st = path.stat()
+    with open(path, "r+b") as handle:
+        handle.write(path.read_bytes().replace(old, new))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def keys_of_an_earlier_release(site: Site) -> None:
+    """Write the ledger's file keys as releases before the ctime was in them did."""
+    with sqlite3.connect(site.state / "ledger.sqlite3") as conn:
+        rows = conn.execute("SELECT id, file_key FROM urls WHERE file_key IS NOT NULL").fetchall()
+        conn.executemany(
+            "UPDATE urls SET file_key = ? WHERE id = ?",
+            [(key.rpartition(":")[0], url_id) for url_id, key in rows],
+        )
+
+
+def test_an_edit_that_kept_size_and_mtime_is_read_by_its_ctime(
     site: Site, clock: Callable[[str], None]
 ) -> None:
     path = site.write("news/a.html", page("A", "alpha"))
     clock(T)
     site.build()
-    st = path.stat()
-    # Same size, same inode, mtime put back: a scan cannot tell.
-    with open(path, "r+b") as handle:
-        handle.write(path.read_bytes().replace(b"alpha", b"omega"))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    keep_size_and_mtime(path, b"alpha", b"omega")
+    clock(hours(1))
+    assert "0 new, 1 updated" in site.build().stdout
+    assert site.urls()[A] == hours(1)
+
+
+def test_keys_of_an_earlier_release_are_trusted_once_then_hold_the_ctime(
+    site: Site, clock: Callable[[str], None]
+) -> None:
+    site.write("b.html", page("B", "beta"))
+    path = site.write("news/a.html", page("A", "alpha"))
+    clock(T)
+    site.build()
+    keys_of_an_earlier_release(site)
+    # An upgrade reads no page again: the old keys still match, and are replaced.
+    before = snapshot(site.out)
+    assert "0 new, 0 updated" in site.build().stdout
+    assert snapshot(site.out) == before
+    with sqlite3.connect(site.state / "ledger.sqlite3") as conn:
+        keys = [key for (key,) in conn.execute("SELECT file_key FROM urls")]
+    assert [key.count(":") for key in keys] == [3, 3]
+    keep_size_and_mtime(path, b"alpha", b"omega")
+    clock(hours(1))
+    assert "0 new, 1 updated" in site.build().stdout
+
+
+def test_reread_finds_an_edit_a_ledger_of_an_earlier_release_cannot_tell(
+    site: Site, clock: Callable[[str], None]
+) -> None:
+    path = site.write("news/a.html", page("A", "alpha"))
+    clock(T)
+    site.build()
+    keys_of_an_earlier_release(site)
+    # Same size, same inode, mtime put back, and a key without the ctime: a scan cannot
+    # tell.
+    keep_size_and_mtime(path, b"alpha", b"omega")
     clock(hours(1))
     site.build()
     assert site.urls()[A] == T

@@ -171,5 +171,14 @@ Item = Observation | Seen | Gone | Rejected | Unreadable | Checkpoint | ListChun
 
 
 def file_key(stat: os.stat_result) -> str:
-    """Return an `Observation.file_key`: what tells whether a file changed without reading it."""
-    return f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ino}"
+    """Return an `Observation.file_key`: what tells whether a file changed without reading
+    it. The ctime tells an edit of the same size copied with its mtime kept (`cp -p`,
+    `rsync --inplace -t`), which size, mtime and inode miss."""
+    return f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ino}:{stat.st_ctime_ns}"
+
+
+def keyed_before_ctime(key: str) -> str:
+    """Return `key` as releases before the ctime was part of it wrote it (size, mtime,
+    inode): a ledger's old key is trusted once, then replaced, rather than every page of
+    a site read again on upgrade."""
+    return key.rpartition(":")[0]

@@ -25,6 +25,7 @@ from sitemapd.core.observation import (
     Seen,
     Unreadable,
     file_key,
+    keyed_before_ctime,
 )
 from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import InvalidURL
@@ -185,8 +186,12 @@ class PageReader:
             old = known.get(loc)
             if old is not None and not reread:
                 try:
-                    if file_key(entry.stat()) == old.file_key:
+                    key = file_key(entry.stat())
+                    if key == old.file_key:
                         items.append(Seen(loc, name))
+                        continue
+                    if keyed_before_ctime(key) == old.file_key:
+                        items.append(Seen(loc, name, key))
                         continue
                 except OSError as exc:
                     items.extend(self._failed(loc, relpath, old, exc))

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
     """Return a scan of the list, empty and incomplete when the file is unchanged."""
     handle = _open(source)
-    key = _list_key(os.fstat(handle.fileno()))
+    key = file_key(os.fstat(handle.fileno()))
     # The cursor: the file's key, then the digest of its bytes (or of its chunks').
     cursor = f"urllist:{source.name}"
     known_key, _, known_digest = (ledger.cursor(cursor) or "").partition(" ")
@@ -120,18 +120,11 @@ def _same_chunks(items: list[Item], known: list[KnownChunk]) -> bool:
     )
 
 
-def _list_key(status: os.stat_result) -> str:
-    """Return what tells whether the list changed without reading it: its file key and
-    its ctime, which a copy that keeps the mtime (`cp -p`, `rsync --inplace -t`) of an
-    edit of the same size still moves."""
-    return f"{file_key(status)}:{status.st_ctime_ns}"
-
-
 def _check_key(source: UrlListSource, key: str) -> None:
     """Raise SourceError unless the list's file still has `key`: rewritten in place while
     being read, what was read may be a fraction of the list."""
     try:
-        unchanged = _list_key(os.stat(source.path)) == key
+        unchanged = file_key(os.stat(source.path)) == key
     except OSError:
         unchanged = False
     if not unchanged:
