@@ -113,7 +113,7 @@ def test_a_list_replaced_while_the_build_ran_is_read_again(listed: ListSite) -> 
     )
     replaced.replace(listed.list)
     with StateLock(listed.state):
-        unchanged.note(cfg, published_names, read)
+        unchanged.note(cfg, published_names, read, unchanged.hash_lists(cfg, read))
         assert not unchanged.as_noted(cfg)
     assert not listed.early()
     assert "https://example.com/a/late.html" in published(listed.out)

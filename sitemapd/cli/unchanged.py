@@ -26,6 +26,7 @@ import os
 import stat
 import sys
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import sitemapd
@@ -128,22 +129,39 @@ def inputs(cfg: Config) -> list[str]:
     return _lines(paths)
 
 
-def note(cfg: Config, published: Iterable[str], read: list[str]) -> None:
+def hash_lists(cfg: Config, read: list[str]) -> Future[list[str]] | None:
+    """Start hashing the URL lists of `cfg`, whose status `read` gave (see `inputs`), on
+    a thread of its own while the build runs, for `note`; None when `cfg` is not noted.
+    A list whose status is not `read`'s, or that cannot be read, has the digest "-"."""
+    if not eligible(cfg):
+        return None
+    hashing = ThreadPoolExecutor(1, thread_name_prefix="list-digests")
+    try:
+        return hashing.submit(_digests, _lists(cfg), read)
+    finally:
+        hashing.shutdown(wait=False)
+
+
+def _digests(lists: list[Path], read: list[str]) -> list[str]:
+    """Return the digest of each of `lists` whose status is still `read`'s, else "-"."""
+    try:
+        return [_digest_as(path, line) for path, line in zip(lists, read, strict=False)]
+    except OSError:
+        return ["-"] * len(lists)
+
+
+def note(
+    cfg: Config, published: Iterable[str], read: list[str], digests: Future[list[str]] | None
+) -> None:
     """Note the state a quiet build of `cfg` left, whose published files are `published`
-    and whose inputs were `read` (as `inputs` gave them before the build read them).
+    and whose inputs were `read` (as `inputs` gave them before the build read them), the
+    lists' bytes those of `digests` (from `hash_lists`).
 
     Call it holding the state lock, the ledger closed."""
-    if not eligible(cfg):
+    if digests is None:
         return
-    lists = _lists(cfg)
     try:
-        digests = [
-            _digest_as(path, line) for path, line in zip(lists, read[: len(lists)], strict=True)
-        ]
-    except OSError:
-        digests = ["-"] * len(lists)
-    try:
-        text = _state(cfg, sorted(published), _code(), digests, read)
+        text = _state(cfg, sorted(published), _code(), digests.result(), read)
     except OSError as exc:  # the build itself is done: the next one runs in full
         log.debug("cannot note the quiet build (%s)", exc)
         return
