@@ -26,8 +26,8 @@ import os
 import stat
 import sys
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import sitemapd
 from sitemapd import __version__
@@ -35,6 +35,9 @@ from sitemapd.config import Config, UrlListSource
 from sitemapd.core.filedigest import file_digest
 from sitemapd.ledger.lock import StateLock
 from sitemapd.publish.manifestfile import manifest_name
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 log = logging.getLogger("sitemapd.build")
 # Where this sitemapd's modules are.
@@ -135,6 +138,9 @@ def hash_lists(cfg: Config, read: list[str]) -> Future[list[str]] | None:
     A list whose status is not `read`'s, or that cannot be read, has the digest "-"."""
     if not eligible(cfg):
         return None
+    # Loaded by a full build only (whose engine needs it too), not by one that ends early.
+    from concurrent.futures import ThreadPoolExecutor
+
     hashing = ThreadPoolExecutor(1, thread_name_prefix="list-digests")
     try:
         return hashing.submit(_digests, _lists(cfg), read)
