@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import sitemapd
 from sitemapd import __version__
 from sitemapd.config import Config, UrlListSource
-from sitemapd.core.filedigest import file_digest
+from sitemapd.core.filedigest import piece_digests
 from sitemapd.ledger.lock import StateLock
 from sitemapd.publish.manifestfile import manifest_name
 
@@ -238,19 +238,31 @@ def _lists(cfg: Config) -> list[Path]:
 
 
 def _digest_as(path: Path, line: str) -> str:
-    """Return the digest of the bytes of `path` when its status is still that of `line`
-    (the bytes the build read), or "-"."""
+    """Return the digests of the pieces of `path`, joined by commas, when its status is
+    still that of `line` (the bytes the build read), or "-"."""
     with open(path, "rb") as handle:
         if _lines([path])[0] != line:
             return "-"
-        digest = file_digest(handle)
+        digest = ",".join(piece_digests(handle))
     # Replaced or written while it was hashed: the bytes read are not known.
     return digest if _lines([path])[0] == line else "-"
 
 
 def _same_bytes(path: Path, line: str, digest: str) -> bool:
-    """True when `path`, whose status is `line` now, holds the bytes of `digest`."""
-    return digest != "-" and _digest_as(path, line) == digest
+    """True when `path`, whose status is `line` now, holds the bytes of `digest` (see
+    `_digest_as`). A changed list is told at its first changed piece: hashing it to its
+    end would only delay the build that reads it."""
+    if digest == "-":
+        return False
+    expected = iter(digest.split(","))
+    with open(path, "rb") as handle:
+        if _lines([path])[0] != line:
+            return False
+        for found in piece_digests(handle):
+            if found != next(expected, None):
+                return False
+    # Not one piece more, and not written while it was hashed.
+    return next(expected, None) is None and _lines([path])[0] == line
 
 
 def _lines(paths: Iterable[Path]) -> list[str]:
