@@ -113,7 +113,7 @@ def test_a_list_replaced_while_the_build_ran_is_read_again(listed: ListSite) -> 
     )
     replaced.replace(listed.list)
     with StateLock(listed.state):
-        unchanged.note(cfg, published_names, read)
+        unchanged.note(cfg, published_names, read, unchanged.hash_lists(cfg, read))
         assert not unchanged.as_noted(cfg)
     assert not listed.early()
     assert "https://example.com/a/late.html" in published(listed.out)
@@ -250,3 +250,29 @@ def test_sites_that_move_with_the_clock_or_pages_always_build_in_full(
     site.build()
     assert not site.early()
     assert not (site.state / "quiet-build").exists()
+
+
+def test_a_list_of_several_pieces_is_told_changed_in_any_of_them(tmp_path: Path) -> None:
+    """The note holds a digest of each 8 MiB piece of a list: a same-size edit in any
+    piece, a piece more or less, tells a change; the same bytes, touched, do not."""
+    path = tmp_path / "urls.txt"
+    line = b"https://example.com/a/0000000.html\t2026-01-01T00:00:00+00:00\n"
+    body = line * (20 * (1 << 20) // len(line))  # three pieces, the last one short
+    path.write_bytes(body)
+    status = unchanged._lines([path])[0]
+    noted = unchanged._digest_as(path, status)
+    assert len(noted.split(",")) == 3
+    os.utime(path, ns=(1, 1))
+    assert unchanged._same_bytes(path, unchanged._lines([path])[0], noted)
+    for at in (0, 9 << 20, len(body) - 3):
+        edited = bytearray(body)
+        edited[at : at + 1] = b"9" if edited[at : at + 1] != b"9" else b"8"
+        path.write_bytes(bytes(edited))
+        assert not unchanged._same_bytes(path, unchanged._lines([path])[0], noted)
+    for other in (body + line, body[: 16 << 20], b""):
+        path.write_bytes(other)
+        assert not unchanged._same_bytes(path, unchanged._lines([path])[0], noted)
+    path.write_bytes(body)
+    assert unchanged._same_bytes(path, unchanged._lines([path])[0], noted)
+    assert not unchanged._same_bytes(path, "moved", noted)
+    assert not unchanged._same_bytes(path, unchanged._lines([path])[0], "-")

@@ -265,6 +265,35 @@ def test_pg_row_mapping(postgres: Postgres, reader_of: list[Reader]) -> None:
     ]
 
 
+def test_pg_time_python_cannot_hold_in_another_column_comes_as_its_text(
+    postgres: Postgres, reader_of: list[Reader]
+) -> None:
+    """A time column that is neither changed_at nor a publication time keeps its value
+    as its text where Python has no datetime for it; the read goes on."""
+    dsn = postgres.create_database("t_far_times")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(MAPPED_PG)
+        conn.execute(
+            "INSERT INTO changes (section, slug, op, changed_at, seen_at) VALUES"
+            " ('w', 'a', 'upsert', '2024-03-01 12:00:00+00', 'infinity'),"
+            " ('w', 'b', 'upsert', '2024-03-01 12:00:00+00', '10000-01-01 00:00:00'),"
+            " ('w', 'c', 'upsert', '2024-03-01 12:00:00+00', '2024-03-01 10:00:00')"
+        )
+    spec = ChangelogSpec(
+        dsn,
+        table="changes",
+        url_column=None,
+        url_template="/{section}/{slug}",
+        meta_columns=(("seen", "seen_at"),),
+    )
+    rows, _ = opened(reader_of, spec).read(None, 10)
+    assert [(row.url, row.meta, row.problem) for row in rows] == [
+        ("/w/a", {"seen": "infinity"}, None),
+        ("/w/b", {"seen": "10000-01-01 00:00:00"}, None),
+        ("/w/c", {"seen": "2024-03-01T10:00:00+00:00"}, None),
+    ]
+
+
 def test_pg_custom_query(pg_dsn: str, reader_of: list[Reader]) -> None:
     with psycopg.connect(pg_dsn, autocommit=True) as cms:
         cms.execute("INSERT INTO articles (slug, title) VALUES ('q1', '100% true'), ('q2', 'x')")

@@ -137,7 +137,7 @@ def open_reader(spec: ChangelogSpec) -> Reader:
             from sitemapd.changelog.postgres import PostgresReader
         except ImportError as exc:
             raise SourceError(
-                f"changelog {redact(spec.dsn)}: PostgreSQL needs psycopg 3: "
+                f"changelog {redact(spec.dsn)}: PostgreSQL needs psycopg2: "
                 "pip install 'sitemapd[postgres]'"
             ) from exc
         return PostgresReader(spec)

@@ -3,10 +3,11 @@ logical replication slot decoded by `pgoutput`, PostgreSQL's own plugin (no exte
 to install, changes of the published table only, whole rows as text).
 
 psycopg 3 has no client for the replication protocol (its COPY BOTH streams cannot be
-read or answered), so the stream is read with psycopg2's LogicalReplicationConnection;
-psycopg 3 does everything else. The slot's confirmed position moves only to a cursor
-the ledger has committed (each scan confirms the one it starts from): after a crash
-the server sends again what the ledger lacks, and what it has is skipped by position.
+read or answered), so the stream is read with psycopg2's LogicalReplicationConnection,
+as is the reconcile query; psycopg 3 checks the server and takes the snapshot. The
+slot's confirmed position moves only to a cursor the ledger has committed (each scan
+confirms the one it starts from): after a crash the server sends again what the ledger
+lacks, and what it has is skipped by position.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ import psycopg2
 import psycopg2.extensions
 import psycopg2.extras
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
+from sitemapd.changelog.pgclient import connect_params, stream_first_column
 from sitemapd.changelog.pgoutput import (
     Commit,
     Relation,
@@ -49,7 +50,6 @@ from sitemapd.errors import ConfigError, SourceError
 
 log = logging.getLogger("sitemapd.changelog")
 
-CONNECT_TIMEOUT = 10
 # How long a read waits for the first message when none is buffered: the stream is
 # live, so this only bounds a poll that finds nothing.
 _IDLE = 0.05
@@ -71,12 +71,7 @@ class LogicalReader:
         if not spec.table:
             raise ConfigError("changelog: mode 'logical' needs the table to follow")
         self._spec = spec
-        try:
-            params: dict[str, Any] = conninfo_to_dict(spec.dsn)
-        except psycopg.Error as exc:
-            raise source_error(spec.dsn, "bad dsn", exc) from exc
-        params.setdefault("connect_timeout", CONNECT_TIMEOUT)
-        params.setdefault("application_name", "sitemapd")
+        params = connect_params(spec.dsn)
         params["options"] = f"{params.get('options', '')} {_SESSION}".strip()
         self._params = params
         schema, _, name = spec.table.rpartition(".")
@@ -150,12 +145,7 @@ class LogicalReader:
 
     def live_urls(self, query: str) -> Iterator[str]:
         """Yield the first column of `query`, streamed; raises SourceError."""
-        try:
-            with psycopg.connect(**self._params, autocommit=True) as conn:
-                for row in conn.cursor().stream(query):
-                    yield "" if row[0] is None else str(row[0])
-        except psycopg.Error as exc:
-            raise source_error(self._spec.dsn, "cannot run reconcile_query", exc) from exc
+        return stream_first_column(self._params, self._spec.dsn, query)
 
     def close(self) -> None:
         """Close the stream; the next read checks the server and starts it again."""
@@ -220,8 +210,7 @@ class LogicalReader:
             if exists:
                 conn.execute("SELECT pg_drop_replication_slot(%s)", (self._slot,))
         maker = psycopg2.connect(
-            make_conninfo("", **self._params),
-            connection_factory=psycopg2.extras.LogicalReplicationConnection,
+            connection_factory=psycopg2.extras.LogicalReplicationConnection, **self._params
         )
         reader = psycopg.connect(**self._params, row_factory=dict_row)
         try:
@@ -275,8 +264,7 @@ class LogicalReader:
             return self._stream
         self._drop_stream()
         conn = psycopg2.connect(
-            make_conninfo("", **self._params),
-            connection_factory=psycopg2.extras.LogicalReplicationConnection,
+            connection_factory=psycopg2.extras.LogicalReplicationConnection, **self._params
         )
         try:
             stream = conn.cursor()

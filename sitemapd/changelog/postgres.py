@@ -7,18 +7,19 @@ can no longer grow: reading only below it, in (txid, id) order, never skips a ro
 
 from __future__ import annotations
 
+import select
 import time
 from collections.abc import Iterator
 from typing import Any
 
-import psycopg
-from psycopg import sql
-from psycopg.adapt import Buffer, Loader
-from psycopg.conninfo import conninfo_to_dict
-from psycopg.types.datetime import DateLoader, TimestampLoader, TimestamptzLoader
+import psycopg2
+import psycopg2.extensions
+from psycopg2 import sql
 
+from sitemapd.changelog.pgclient import connect, connect_params, stream_first_column
 from sitemapd.config.changelog import (
     MAX_BACKLOG,
+    TIME_FIELDS,
     ChangelogSpec,
     ChangeRows,
     Shape,
@@ -27,10 +28,11 @@ from sitemapd.config.changelog import (
 )
 from sitemapd.errors import SourceError
 
-CONNECT_TIMEOUT = 10
+_Connection = psycopg2.extensions.connection
 
-# The type oids of timestamp and timestamptz, and their ISO 8601 text whatever the
-# session's DateStyle (JSON's form), as `_when` reads it.
+# The type oids of timestamp and timestamptz. The changed_at column and the metadata
+# columns holding times are read as their ISO 8601 text whatever the session's DateStyle
+# (JSON's form), which the rows' times are made of once for each distinct value.
 _TIMES = (1114, 1184)
 _ISO_TEXT = sql.SQL("to_json({}) #>> '{{}}' AS {}")
 _SETTLED = sql.SQL("{xid} < pg_snapshot_xmin(pg_current_snapshot())")
@@ -44,14 +46,9 @@ class PostgresReader:
         """Plan the queries; raises ConfigError or SourceError for an unusable spec or dsn."""
         self._spec = spec
         self._shape = Shape(spec, (spec.xid_column, spec.id_column))
-        try:
-            self._params: dict[str, Any] = conninfo_to_dict(spec.dsn)
-        except psycopg.Error as exc:
-            raise source_error(spec.dsn, "bad dsn", exc) from exc
-        self._params.setdefault("connect_timeout", CONNECT_TIMEOUT)
-        self._params.setdefault("application_name", "sitemapd")
+        self._params = connect_params(spec.dsn)
         if spec.query:
-            # psycopg reads `%` as a placeholder; the query's own must stay literal.
+            # psycopg2 reads `%` as a placeholder; the query's own must stay literal.
             source: sql.Composable = sql.SQL("({}) q").format(
                 sql.SQL(spec.query.replace("%", "%%"))
             )
@@ -80,8 +77,12 @@ class PostgresReader:
             "SELECT count(*) FROM (SELECT 1 FROM {} WHERE {} LIMIT %s) s"
         ).format(source, after)
         self._listen = sql.SQL("LISTEN {}").format(sql.Identifier(spec.channel))
-        self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
-        self._listener: psycopg.Connection[tuple[Any, ...]] | None = None
+        # The columns read as ISO 8601 text when they hold timestamps.
+        self._as_text = {spec.changed_at_column} | {
+            column for field, column in spec.meta_columns if field in TIME_FIELDS
+        }
+        self._conn: _Connection | None = None
+        self._listener: _Connection | None = None
 
     def read(self, cursor: str | None, limit: int) -> tuple[ChangeRows, str | None]:
         """Return up to `limit` settled rows after `cursor` and the cursor after them.
@@ -90,16 +91,15 @@ class PostgresReader:
         """
         after = _parse_cursor(self._spec.dsn, cursor)
         try:
-            if self._conn is None:
-                self._conn = self._connect()
+            conn = self._reading()
             if self._queries is None:
-                self._queries = self._plan(self._conn)
+                self._queries = self._plan(conn)
             first, later = self._queries
             if after is None:
-                rows = self._fetch(self._conn, first, (limit,))
+                rows = self._fetch(conn, first, (limit,))
             else:
-                rows = self._fetch(self._conn, later, (*after, limit))
-        except psycopg.Error as exc:
+                rows = self._fetch(conn, later, (*after, limit))
+        except psycopg2.Error as exc:
             self._drop_conn()
             raise source_error(self._spec.dsn, "cannot read", exc) from exc
         if not rows:
@@ -116,101 +116,95 @@ class PostgresReader:
         if self._listener is None:
             started = time.monotonic()
             try:
-                self._listener = self._connect()
-                self._listener.execute(self._listen)
-            except psycopg.Error:
+                self._listener = connect(self._params)
+                with self._listener.cursor() as cur:
+                    cur.execute(self._listen)
+            except psycopg2.Error:
                 self._drop_listener()
                 # The database is down: wait out the timeout rather than spin on reconnects.
                 time.sleep(max(0.0, timeout - (time.monotonic() - started)))
                 return False
             return True
         try:
-            woken = any(True for _ in self._listener.notifies(timeout=timeout, stop_after=1))
-            if woken:
-                # One read covers every change announced so far.
-                for _ in self._listener.notifies(timeout=0):
-                    pass
-        except psycopg.Error:
+            return _notified(self._listener, timeout)
+        except (psycopg2.Error, OSError, ValueError):
             self._drop_listener()
             return True
-        return woken
 
     def backlog(self, cursor: str | None) -> int | None:
         """Return how many committed rows wait after `cursor` (capped), None when unknown."""
         try:
             after = _parse_cursor(self._spec.dsn, cursor)
-            if self._conn is None:
-                self._conn = self._connect()
-            if after is None:
-                found = self._conn.execute(self._count_all, (MAX_BACKLOG,)).fetchone()
-            else:
-                found = self._conn.execute(self._count_after, (*after, MAX_BACKLOG)).fetchone()
-        except (psycopg.Error, SourceError):
+            with self._reading().cursor() as cur:
+                if after is None:
+                    cur.execute(self._count_all, (MAX_BACKLOG,))
+                else:
+                    cur.execute(self._count_after, (*after, MAX_BACKLOG))
+                found = cur.fetchone()
+        except (psycopg2.Error, SourceError):
             self._drop_conn()
             return None
         return None if found is None else int(found[0])
 
     def live_urls(self, query: str) -> Iterator[str]:
-        """Yield the first column of `query`, streamed row by row; raises SourceError."""
-        try:
-            if self._conn is None:
-                self._conn = self._connect()
-            # Without parameters psycopg sends the query as written: `%` stays literal.
-            for row in self._conn.cursor().stream(query):
-                yield "" if row[0] is None else str(row[0])
-        except psycopg.Error as exc:
-            self._drop_conn()
-            raise source_error(self._spec.dsn, "cannot run reconcile_query", exc) from exc
+        """Yield the first column of `query`, streamed; raises SourceError."""
+        return stream_first_column(self._params, self._spec.dsn, query)
 
     def close(self) -> None:
         """Close both connections; the next read or wait opens them again."""
         self._drop_conn()
         self._drop_listener()
 
-    def _fetch(
-        self,
-        conn: psycopg.Connection[tuple[Any, ...]],
-        query: sql.Composed,
-        params: tuple[Any, ...],
-    ) -> list[tuple[Any, ...]]:
-        """Return the rows of `query`; a time Python cannot hold comes back as its text."""
-        with conn.transaction():
-            if self._spec.query is None:
-                # A change table filled since it was last analysed (a bulk import) looks
-                # small to the planner, which then sorts every waiting row for each read
-                # instead of walking the (txid, id) index up to the limit.
-                conn.execute("SET LOCAL enable_sort = off")
-            try:
-                return conn.execute(query, params).fetchall()
-            except psycopg.DataError:
-                # Rare: read the batch again through the slower loaders that keep such values.
-                cursor = conn.cursor()
-                for name, loader in _LENIENT_LOADERS.items():
-                    cursor.adapters.register_loader(name, loader)
-                return cursor.execute(query, params).fetchall()
+    def _reading(self) -> _Connection:
+        """Return the connection that reads, opened if need be; raises psycopg2.Error."""
+        if self._conn is None:
+            self._conn = connect(self._params)
+            # A time Python cannot hold ('infinity', a year past 9999) comes back as its
+            # text, so the row it is in is rejected, not the whole read.
+            for caster in _LENIENT:
+                psycopg2.extensions.register_type(caster, self._conn)
+        return self._conn
 
-    def _plan(self, conn: psycopg.Connection[tuple[Any, ...]]) -> tuple[sql.Composed, sql.Composed]:
-        """Return the first and the later read queries. A changed_at column holding
-        timestamps is read as its ISO 8601 text, which the rows' times are made of once
-        for each distinct value, where psycopg makes a datetime a row. Raises
-        psycopg.Error."""
-        changed_at = sql.Identifier(self._spec.changed_at_column)
+    def _fetch(
+        self, conn: _Connection, query: sql.Composed, params: tuple[Any, ...]
+    ) -> list[tuple[Any, ...]]:
+        """Return the rows of `query`; raises psycopg2.Error."""
+        with conn.cursor() as cur:
+            if self._spec.query is not None:
+                cur.execute(query, params)
+                return cur.fetchall()
+            # A change table filled since it was last analysed (a bulk import) looks
+            # small to the planner, which then sorts every waiting row for each read
+            # instead of walking the (txid, id) index up to the limit.
+            cur.execute("BEGIN; SET LOCAL enable_sort = off")
+            cur.execute(query, params)
+            rows = cur.fetchall()
+            cur.execute("COMMIT")
+            return rows
+
+    def _plan(self, conn: _Connection) -> tuple[sql.Composed, sql.Composed]:
+        """Return the first and the later read queries: a changed_at or publication
+        time column holding timestamps is read as its ISO 8601 text, which the rows'
+        times are made of once for each distinct value, where psycopg2 makes a datetime
+        a row. Raises psycopg2.Error."""
+        columns = self._shape.columns
         # Every statement embedding the source takes parameters (see __init__).
-        probe = conn.execute(
-            sql.SQL("SELECT {} FROM {} LIMIT %s").format(changed_at, self._source), (0,)
-        )
-        as_text = probe.description is not None and probe.description[0].type_code in _TIMES
+        with conn.cursor() as cur:
+            cur.execute(
+                sql.SQL("SELECT {} FROM {} LIMIT %s").format(
+                    sql.SQL(", ").join(map(sql.Identifier, columns)), self._source
+                ),
+                (0,),
+            )
+            types = [column.type_code for column in cur.description or ()]
         select = sql.SQL(", ").join(
             _ISO_TEXT.format(sql.Identifier(column), sql.Identifier(column))
-            if as_text and column == self._spec.changed_at_column
+            if kind in _TIMES and column in self._as_text
             else sql.Identifier(column)
-            for column in self._shape.columns
+            for column, kind in zip(columns, types, strict=True)
         )
         first, later = (sql.SQL("SELECT {} {}").format(select, where) for where in self._where)
         return first, later
-
-    def _connect(self) -> psycopg.Connection[tuple[Any, ...]]:
-        return psycopg.connect(**self._params, autocommit=True)
 
     def _drop_conn(self) -> None:
         if self._conn is not None:
@@ -224,24 +218,41 @@ class PostgresReader:
             self._listener = None
 
 
-def _lenient(base: type[Loader]) -> type[Loader]:
-    """Return a loader like `base` that gives a value Python cannot hold ('infinity', a
-    year past 9999) as its text, so the row it is in is rejected, not the whole read."""
+def _notified(conn: _Connection, timeout: float) -> bool:
+    """Return True when a notification arrives on `conn` within `timeout` s, having
+    taken every one that came: one read covers every change announced so far. Raises
+    psycopg2.Error when the connection breaks."""
+    deadline = time.monotonic() + timeout
+    while True:
+        conn.poll()
+        if conn.notifies:
+            conn.notifies.clear()
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([conn], [], [], left)[0]:
+            return False
 
-    def load(self: Loader, data: Buffer) -> Any:
+
+def _lenient(base: Any, name: str) -> Any:
+    """Return a typecaster like `base` that gives a value Python cannot hold (or holds
+    only as datetime.max: 'infinity') as its text."""
+
+    def cast(value: str | bytes | None, cur: psycopg2.extensions.cursor) -> Any:
+        if value is None or value in ("infinity", "-infinity"):
+            return value
         try:
-            return base.load(self, data)
-        except psycopg.DataError:
-            return bytes(data).decode("utf-8", "replace")
+            return base(value, cur)
+        except (ValueError, OverflowError, psycopg2.Error):
+            return value
 
-    return type(f"Lenient{base.__name__}", (base,), {"load": load})
+    return psycopg2.extensions.new_type(base.values, name, cast)
 
 
-_LENIENT_LOADERS = {
-    "timestamptz": _lenient(TimestamptzLoader),
-    "timestamp": _lenient(TimestampLoader),
-    "date": _lenient(DateLoader),
-}
+_LENIENT = (
+    _lenient(psycopg2.extensions.PYDATETIMETZ, "LENIENT_TIMESTAMPTZ"),
+    _lenient(psycopg2.extensions.PYDATETIME, "LENIENT_TIMESTAMP"),
+    _lenient(psycopg2.extensions.PYDATE, "LENIENT_DATE"),
+)
 
 
 def _parse_cursor(dsn: str, cursor: str | None) -> tuple[str, int] | None:

@@ -113,6 +113,16 @@ def _summary(
     )
 
 
+def _deliver(engine: Engine, cfg: config.Config) -> int:
+    """Send the notifications owed once; return how many failed. A site that notifies no
+    one owes none: the outbox and its HTTP client are not loaded for it."""
+    if cfg.indexnow is None and not (cfg.feed is not None and cfg.websub.hubs):
+        return 0
+    from sitemapd.notify import outbox
+
+    return outbox.deliver_now(engine.ledger, cfg)
+
+
 def _confirm_to_daemon(cfg: config.Config) -> None:
     """Leave the confirmation for the process holding the state directory: a daemon
     looks for it every few seconds and publishes the removals it holds."""
@@ -129,12 +139,13 @@ def _confirm_to_daemon(cfg: config.Config) -> None:
 def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = False) -> None:
     """Under the state lock, run `first` on the engine, then build, notify and print the
     summary; exit 1 when a source failed or a removal is held."""
-    from sitemapd.notify import outbox
     from sitemapd.publish import ownership
     from sitemapd.status import problems
 
     with StateLock(cfg.site.state_dir), unchanged.hearing() as heard:
         read = unchanged.inputs(cfg)
+        # Hashed while the build runs, on another core: the note of a quiet build needs it.
+        digests = unchanged.hash_lists(cfg, read)
         with opened_engine(cfg) as engine, progress_bar(cfg) as bar:
             ownership.claim(cfg, engine.ledger.published)
             first(engine)
@@ -143,14 +154,14 @@ def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = 
             engine.target.acquire(wait=2 * target.lease_ttl + 1 if target else 0)
             result = engine.build(confirm_removal=confirm, progress=bar)
             # Notifications owed but not delivered stay owed: the next build or run sends them.
-            undelivered = outbox.deliver_now(engine.ledger, cfg)
+            undelivered = _deliver(engine, cfg)
             warnings = problems.canonical_elsewhere(engine.ledger.conn, cfg.site.origin.root)
             unmatched = problems.seeded_count(engine.ledger.conn)
             published = engine.ledger.published_names()
         said = heard.said or warnings or unmatched or undelivered or result.failed
         if not (said or result.held or result.unreadable):
             # Nothing to say: the next build finds nothing to do unless something changes.
-            unchanged.note(cfg, published, read)
+            unchanged.note(cfg, published, read, digests)
     for line in warnings:
         click.echo(f"sitemapd: warning: {line}", err=True)
     changes, report = result.changes, result.report

@@ -27,13 +27,17 @@ import stat
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import sitemapd
 from sitemapd import __version__
 from sitemapd.config import Config, UrlListSource
-from sitemapd.core.filedigest import file_digest
+from sitemapd.core.filedigest import piece_digests
 from sitemapd.ledger.lock import StateLock
 from sitemapd.publish.manifestfile import manifest_name
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 log = logging.getLogger("sitemapd.build")
 # Where this sitemapd's modules are.
@@ -128,22 +132,42 @@ def inputs(cfg: Config) -> list[str]:
     return _lines(paths)
 
 
-def note(cfg: Config, published: Iterable[str], read: list[str]) -> None:
+def hash_lists(cfg: Config, read: list[str]) -> Future[list[str]] | None:
+    """Start hashing the URL lists of `cfg`, whose status `read` gave (see `inputs`), on
+    a thread of its own while the build runs, for `note`; None when `cfg` is not noted.
+    A list whose status is not `read`'s, or that cannot be read, has the digest "-"."""
+    if not eligible(cfg):
+        return None
+    # Loaded by a full build only (whose engine needs it too), not by one that ends early.
+    from concurrent.futures import ThreadPoolExecutor
+
+    hashing = ThreadPoolExecutor(1, thread_name_prefix="list-digests")
+    try:
+        return hashing.submit(_digests, _lists(cfg), read)
+    finally:
+        hashing.shutdown(wait=False)
+
+
+def _digests(lists: list[Path], read: list[str]) -> list[str]:
+    """Return the digest of each of `lists` whose status is still `read`'s, else "-"."""
+    try:
+        return [_digest_as(path, line) for path, line in zip(lists, read, strict=False)]
+    except OSError:
+        return ["-"] * len(lists)
+
+
+def note(
+    cfg: Config, published: Iterable[str], read: list[str], digests: Future[list[str]] | None
+) -> None:
     """Note the state a quiet build of `cfg` left, whose published files are `published`
-    and whose inputs were `read` (as `inputs` gave them before the build read them).
+    and whose inputs were `read` (as `inputs` gave them before the build read them), the
+    lists' bytes those of `digests` (from `hash_lists`).
 
     Call it holding the state lock, the ledger closed."""
-    if not eligible(cfg):
+    if digests is None:
         return
-    lists = _lists(cfg)
     try:
-        digests = [
-            _digest_as(path, line) for path, line in zip(lists, read[: len(lists)], strict=True)
-        ]
-    except OSError:
-        digests = ["-"] * len(lists)
-    try:
-        text = _state(cfg, sorted(published), _code(), digests, read)
+        text = _state(cfg, sorted(published), _code(), digests.result(), read)
     except OSError as exc:  # the build itself is done: the next one runs in full
         log.debug("cannot note the quiet build (%s)", exc)
         return
@@ -214,19 +238,31 @@ def _lists(cfg: Config) -> list[Path]:
 
 
 def _digest_as(path: Path, line: str) -> str:
-    """Return the digest of the bytes of `path` when its status is still that of `line`
-    (the bytes the build read), or "-"."""
+    """Return the digests of the pieces of `path`, joined by commas, when its status is
+    still that of `line` (the bytes the build read), or "-"."""
     with open(path, "rb") as handle:
         if _lines([path])[0] != line:
             return "-"
-        digest = file_digest(handle)
+        digest = ",".join(piece_digests(handle))
     # Replaced or written while it was hashed: the bytes read are not known.
     return digest if _lines([path])[0] == line else "-"
 
 
 def _same_bytes(path: Path, line: str, digest: str) -> bool:
-    """True when `path`, whose status is `line` now, holds the bytes of `digest`."""
-    return digest != "-" and _digest_as(path, line) == digest
+    """True when `path`, whose status is `line` now, holds the bytes of `digest` (see
+    `_digest_as`). A changed list is told at its first changed piece: hashing it to its
+    end would only delay the build that reads it."""
+    if digest == "-":
+        return False
+    expected = iter(digest.split(","))
+    with open(path, "rb") as handle:
+        if _lines([path])[0] != line:
+            return False
+        for found in piece_digests(handle):
+            if found != next(expected, None):
+                return False
+    # Not one piece more, and not written while it was hashed.
+    return next(expected, None) is None and _lines([path])[0] == line
 
 
 def _lines(paths: Iterable[Path]) -> list[str]:

@@ -320,7 +320,8 @@ class Shape:
             return [False] * len(columns[0])
         if any(problem for _, problem in verdicts.values()):
             return None
-        return [verdicts[key][0] for key in keys]
+        flags = {key: gone for key, (gone, _) in verdicts.items()}
+        return list(map(flags.__getitem__, keys))
 
     def _build_url(self, values: Sequence[object]) -> tuple[str, str | None]:
         """Return the row's URL, or "" and why there is none."""

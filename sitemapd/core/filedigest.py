@@ -1,9 +1,11 @@
-"""The digest of a whole file's bytes: what tells a `touch` from a change."""
+"""The digest of a whole file's bytes (what tells a `touch` from a change), or of each of
+its pieces in turn (which tells a change at its first changed piece)."""
 
 from __future__ import annotations
 
 import mmap
 import os
+from collections.abc import Iterator
 from typing import BinaryIO
 
 # Bytes hashed, then handed back, at a time (clean file pages count as resident until
@@ -17,15 +19,39 @@ def file_digest(handle: BinaryIO) -> str:
     import xxhash
 
     hasher = xxhash.xxh3_128()
+    for piece in _pieces(handle):
+        hasher.update(piece)
+    return hasher.hexdigest()
+
+
+def piece_digests(handle: BinaryIO) -> Iterator[str]:
+    """Yield the xxh3-128 in hex of each 8 MiB piece of the open file `handle` in turn
+    (one, of no bytes, for an empty file); raises OSError."""
+    import xxhash
+
+    empty = True
+    for piece in _pieces(handle):
+        empty = False
+        yield xxhash.xxh3_128_hexdigest(piece)
+    if empty:
+        yield xxhash.xxh3_128_hexdigest(b"")
+
+
+def _pieces(handle: BinaryIO) -> Iterator[memoryview]:
+    """Yield the bytes of the open file `handle` in pieces of `_PIECE`, each handed back
+    once the next is asked for; raises OSError."""
     size = os.fstat(handle.fileno()).st_size
     if size == 0:
-        return hasher.hexdigest()
+        return
     with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as whole:
         view = memoryview(whole)
         try:
             for start in range(0, size, _PIECE):
-                hasher.update(view[start : start + _PIECE])
+                piece = view[start : start + _PIECE]
+                try:
+                    yield piece
+                finally:
+                    piece.release()  # else the view cannot be released
                 whole.madvise(mmap.MADV_DONTNEED, start, min(_PIECE, size - start))
         finally:
             view.release()
-    return hasher.hexdigest()

@@ -93,13 +93,12 @@ def _create_temp(path: Path) -> tuple[int, Path]:
     Anyone else who can write to the folder could plant a symlink at a name they can
     guess: the name is random and the file is created exclusively, never through a link.
     """
-    # Loaded by a write only (with hashlib and random): `check-config` and `status` read.
-    import secrets
-
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     while True:
         # The pid last: remove_leftover_temps keeps a running sitemapd's temps.
-        temp = path.with_name(f"{_TEMP_PREFIX}{path.name}-{secrets.token_hex(8)}-{os.getpid()}")
+        # Eight random bytes as `secrets.token_hex(8)` makes them, without loading it (and
+        # hashlib, hmac, base64 and random) for a build's first write.
+        temp = path.with_name(f"{_TEMP_PREFIX}{path.name}-{os.urandom(8).hex()}-{os.getpid()}")
         try:
             return os.open(temp, flags, 0o666), temp
         except FileExistsError:

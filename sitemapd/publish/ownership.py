@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import gzip
 import logging
-import shutil
 import sqlite3
 import stat
 import zlib
@@ -26,7 +25,6 @@ from sitemapd.config import Config
 from sitemapd.errors import ConfigError, SitemapdError
 from sitemapd.publish.names import OutputNames
 from sitemapd.publish.store import LocalStore, Record
-from sitemapd.render.news import NEWS_HEAD
 from sitemapd.render.parts import part_number
 from sitemapd.render.sitemap import INDEX_HEAD, URLSET_EXTENDED_HEAD, URLSET_HEAD
 
@@ -116,6 +114,9 @@ def claim(config: Config, published: Published) -> list[Foreign]:
     found = foreign_files(config, published)
     refuse(config, found)
     for foreign in found:
+        # Loaded for a take-over only (with bz2 and lzma): most builds find nothing foreign.
+        import shutil
+
         keep = config.site.state_dir / REPLACED / foreign.path.name
         try:
             keep.parent.mkdir(parents=True, exist_ok=True)
@@ -162,6 +163,9 @@ def _own_bytes(path: Path, config: Config, names: OutputNames) -> bool:
     if names.is_shard(name):
         return head.startswith((URLSET_HEAD.encode(), URLSET_EXTENDED_HEAD.encode()))
     if names.is_news(name):
+        # The news renderer loads only where a file may be a news sitemap.
+        from sitemapd.render.news import NEWS_HEAD
+
         return head.startswith(NEWS_HEAD.encode())
     # feedgen loads only for a site with feeds.
     from sitemapd.render.feeds import GENERATOR

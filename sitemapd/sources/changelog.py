@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from functools import lru_cache, partial
 from itertools import count, islice, repeat
+from typing import cast
 
 from sitemapd.changelog import ChangeRow, ChangeRows, Reader, Snapshot, Stream
 from sitemapd.config.sources import ChangelogSource
@@ -151,8 +152,15 @@ def _plain_locs(ctx: Context, rows: ChangeRows) -> list[str] | None:
     if any(rows.problems):
         return None
     root = ctx.policy.origin.root
+    paths = rows.urls
     # A path ("/news/a") is on the site; "//host/a" is a URL without its scheme.
-    urls = [root + url[1:] if url[:1] == "/" and url[1:2] != "/" else url for url in rows.urls]
+    lines = "\n" + "\n".join(paths)
+    if root.endswith("/") and lines.count("\n/") == len(paths) and "\n//" not in lines:
+        # Every row a path (a backlog's usual kind): joined to the site without a
+        # Python step a row. A line break in a URL is never canonical: checked below.
+        urls = list(map(root[:-1].__add__, paths))
+    else:
+        urls = [root + url[1:] if url[:1] == "/" and url[1:2] != "/" else url for url in paths]
     return urls if ctx.policy.canonical(urls) else None
 
 
@@ -216,10 +224,17 @@ def _changes_of(
         rows.deleted,
         rows.content_hashes,
         # Every row is a change: one without a time is one happening now.
-        [changed or ctx.now for changed in rows.changed_at],
+        _or_now(rows.changed_at, ctx.now),
         titles,
         metas,
     )
+
+
+def _or_now(times: list[str | None], now: str) -> list[str]:
+    """Return `times` with `now` for each None (or empty) one."""
+    if None in times or "" in times:
+        return [changed or now for changed in times]
+    return cast(list[str], times)
 
 
 @lru_cache(maxsize=1024)
