@@ -119,3 +119,58 @@ def test_an_article_header_of_headline_and_links_is_not_a_row_of_links() -> None
     # The site's name in the logo shares more words with the title than the story's
     # `<h1>` does: the story's headline is known by the article's text alone.
     assert digest(page("Budget passed")) != digest(page("Budget voted"))
+
+
+def docs_page(conclusion: str) -> str:
+    """Return a documentation page whose sections' ids are their headings' slugs, one
+    of them with a word a share bar goes by."""
+    sections = "".join(
+        f"<div class='section' id='{slug}'><h2>{title}</h2>"
+        f"<p>{_LINES[n]}</p><p>{_LINES[n + 1]}</p></div>"
+        for n, (slug, title) in enumerate(
+            [
+                ("sharing-with-a-single-developer", "Sharing with a single developer"),
+                ("sharing-with-multiple-developers", "Sharing with multiple developers"),
+            ]
+        )
+    )
+    return (
+        "<html><head><title>Shared history | Docs</title></head><body><div class='body'>"
+        f"<h1>Shared history</h1><p>{_LINES[4]}</p>{sections}"
+        f"<div class='section' id='conclusion'><h2>Conclusion</h2><p>{conclusion}</p></div>"
+        "<div class='share' id='share-buttons-for-this'><h2>Share</h2>"
+        "<a href='/t'>Twitter</a> <a href='/f'>Facebook</a></div></div></body></html>"
+    )
+
+
+def test_a_section_whose_id_is_its_headings_slug_is_not_named_by_it() -> None:
+    # "sharing-with-..." is where the section's heading links to, not a share bar.
+    page = docs_page(_LINES[5])
+    before = digest(page)
+    assert digest(page.replace(_LINES[1], _LINES[1].replace("wider", "broader"))) != before
+    assert digest(page.replace("Twitter", "Mastodon")) == before
+
+
+def sections_page(last: str) -> str:
+    """Return an article cut into sections between ads, the second holding a box of
+    links between its paragraphs (a dossier's topics)."""
+    links = "<br>".join(
+        f"<a href='/topic/{n}'>Topic page {n} of the dossier</a>" for n in range(14)
+    )
+    lead = "".join(f"<p>{line}</p>" for line in _LINES)
+    return (
+        "<html><head><title>Virus | Science</title></head><body><div class='wrapper'>"
+        f"<div class='row'><div class='columns'><h1>Virus</h1>{lead}</div></div>"
+        "<div class='row'><aside><script>ad()</script></aside></div>"
+        f"<div class='row'><div class='columns'><p>{_LINES[4]} {_LINES[5]}</p>"
+        f"<div class='callout'><strong>Dossier</strong><br>{links}</div><p>{last}</p>"
+        "</div></div></div></body></html>"
+    )
+
+
+def test_a_section_holding_a_box_of_links_is_taken_whole() -> None:
+    # Measured without the box, the section is prose: an appended correction is in it.
+    last = f"{_LINES[2]} {_LINES[3]}"
+    before = digest(sections_page(last))
+    corrected = last + "</p><p>Correction: an earlier version misstated the index."
+    assert digest(sections_page(corrected)) != before
