@@ -73,8 +73,6 @@ _ROW_LINKS = 0.3
 _ROW_COUNT = 3
 _ROW_OWN = 30
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
-# Words from which an id may be a heading's slug rather than a name.
-_SLUG_WORDS = 3
 # A paragraph shorter than this says too little to tell article from template.
 MIN_PARAGRAPH = 25
 # Characters a paragraph outside the main content needs to count as the article's, and
@@ -155,23 +153,8 @@ def weight(element: Element) -> float:
 
 def named(element: Element) -> tuple[bool, bool, bool]:
     """Return whether `element`'s class and id name an article part, a template part, and
-    what may be a template part. An id that is the slug of the block's heading (a
-    documentation generator's section anchor, "sharing-with-a-developer") names nothing."""
-    ident = element.get("id")
-    if ident and ident.count("-") >= _SLUG_WORDS - 1 and _slug_of_heading(element, ident):
-        ident = None
-    return _names(element.get("class"), ident)
-
-
-def _slug_of_heading(element: Element, ident: str) -> bool:
-    """True when the words of `ident` are those its first heading starts with."""
-    heading = next(element.iter(*_HEADINGS), None)
-    if heading is None:
-        return False
-    words = [w for w in _WORD_SPLIT.split(ident.lower()) if w]
-    text = " ".join(t for t in heading.itertext() if isinstance(t, str))
-    said = [w for w in _WORD_SPLIT.split(text.lower()) if w]
-    return len(words) >= _SLUG_WORDS and said[: len(words)] == words
+    what may be a template part."""
+    return _names(element.get("class"), element.get("id"))
 
 
 @lru_cache(maxsize=4096)

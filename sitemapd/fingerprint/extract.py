@@ -202,17 +202,12 @@ def _strays(body: Element, sizes: Sizes, main: list[Element]) -> list[Element]:
 
 def _section(paragraph: Element, sizes: Sizes, main: set[Element]) -> Element:
     """Return the part of the article `paragraph` opens (an article cut into sections,
-    ads between them): its highest ancestor of prose that holds none of `main`, measured
-    without the template parts it holds (a box of links between two paragraphs)."""
+    ads between them): its highest ancestor of prose that holds none of `main`."""
     part = paragraph
     for ancestor in paragraph.iterancestors():
         if ancestor.tag in ("body", "html") or any(e in main for e in ancestor.iter()):
             break
-        parts = template_parts(ancestor, sizes, ancestor)
-        text = sizes.text[ancestor] - sum(sizes.text[e] for e in parts)
-        links = sizes.links[ancestor] - sum(sizes.links[e] for e in parts)
-        kept = [p for p in ancestor.iter(*_SHARED) if not parts.keys() & {p, *p.iterancestors()}]
-        if links >= 0.1 * text or sum(sizes.text.get(p, 0) for p in kept) <= 0.7 * text:
+        if sizes.link_density(ancestor) >= 0.1 or _paragraph_share(ancestor, sizes) <= 0.7:
             break
         part = ancestor
     return part
