@@ -46,16 +46,8 @@ from typing import Any
 import lxml.html
 from lxml import etree
 
-from sitemapd.drill.structure import (
-    PROSE_LINKS,
-    Element,
-    is_prose,
-    link_share,
-    never_content,
-    normal,
-    page_content,
-    text_of,
-)
+from sitemapd.drill.structure import PROSE_LINKS, never_content, page_content
+from sitemapd.drill.text import Element, is_prose, link_share, normal, text_of
 from sitemapd.fingerprint.decode import decoded
 
 WORK = Path(__file__).resolve().parent / "work"

@@ -11,8 +11,10 @@ import lxml.html
 from conftest import Site
 from sitegen import new_site
 
+from sitemapd.drill.mutate import append_correction, edit_word, headline
 from sitemapd.drill.run import drill
-from sitemapd.drill.structure import main_list, never_content, page_content, text_of
+from sitemapd.drill.structure import Page, main_list, never_content, page_content
+from sitemapd.drill.text import loose_text, text_of
 from sitemapd.fingerprint import Settings, TemplateMemory
 
 WORDS = [
@@ -329,3 +331,118 @@ def test_a_list_holding_the_headline_is_not_rotated(site: Site) -> None:
     rotation = rows["link lists outside the content rotate"]
     assert (rotation["applied"], rotation["moved"]) == (6, 0)
     assert rows["headline element alone"]["moved"] == 6
+
+
+def prose_words(n: int, words: int = 30) -> str:
+    """Return a sentence of `words` words, the same for the same `n`."""
+    rng = random.Random(n)
+    return " ".join(rng.choice(WORDS) for _ in range(words)) + "."
+
+
+def written_into(n: int) -> str:
+    """Return a press release written straight into a `<div>`: lines cut by `<br>`,
+    pictures in paragraphs of their own between them, and its `<h1>` inside."""
+    lines = "<br><br>".join(prose_words(n + k) for k in range(3))
+    return (
+        f"<html><head><title>Bridge vote {n} | Wire</title></head><body>"
+        "<div class='release'><div class='rich-text'>"
+        f"<h1>Bridge vote {n}</h1>{prose_words(n)}<p><img src='/a.jpg'></p>"
+        f"<strong>{prose_words(n + 9, 4)}</strong><br>{lines}<p><img src='/b.jpg'></p>"
+        f"{prose_words(n + 5)}</div></div>"
+        f"<div class='releasefooter'><p>{prose_words(n + 7)}</p></div></body></html>"
+    )
+
+
+def test_a_story_written_into_a_container_is_its_content() -> None:
+    # The text a container holds between its blocks is a paragraph: not seeing it made
+    # the oracle edit the release's footer box, the only `<p>` of prose on the page.
+    tree = lxml.html.document_fromstring(written_into(1))
+    page = Page(tree, page_content(tree))
+    assert [e.get("class") for e in page.content] == ["rich-text"]
+    (story,) = page.content
+    inner = [text_of(e) for e in story.iter("h1", "p", "strong")]
+    loose = loose_text(story)
+    assert edit_word(page)
+    # The word changed is the story's own, not the heading's or a bold line's.
+    assert [text_of(e) for e in story.iter("h1", "p", "strong")] == inner
+    assert loose_text(story) != loose
+    assert append_correction(page)
+    assert text_of(story[-1]).startswith("Correction")
+    # Its `<h1>` opens the story: the headline element, though inside the paragraph.
+    assert headline(tree, page.content) is next(story.iter("h1"))
+
+
+def test_edits_to_a_story_written_into_a_container_are_caught(site: Site) -> None:
+    rows = drilled(site, written_into)
+    for change in ("one word of a paragraph", "correction appended", "headline element alone"):
+        assert (rows[change]["applied"], rows[change]["moved"]) == (6, 6), change
+
+
+def teaser_cards(n: int, permalink: bool = False) -> str:
+    """Return an article above a list of other stories' cards: a linked headline and a
+    teaser of prose each; or, `permalink`, a post of one paragraph under its linked
+    title and nothing else."""
+    cards = "".join(
+        f"<div class='card'><h3><a href='/story-{k}.html'>Story {k} headline</a></h3>"
+        f"<p class='summary'>{prose_words(n + k, 14)}</p></div>"
+        for k in range(4)
+    )
+    if permalink:
+        return (
+            f"<html><head><title>Post {n}</title></head><body><div class='post'>"
+            f"<h2><a href='/post-{n}.html'>Post {n}</a></h2><p>{prose_words(n, 40)}</p>"
+            "</div></body></html>"
+        )
+    return (
+        f"<html><head><title>Bridge vote {n} | Gazette</title></head><body>"
+        f"<article><h1>Bridge vote {n}</h1>{paragraphs(n)}</article>"
+        f"<section id='more'>{cards}</section></body></html>"
+    )
+
+
+def test_another_pages_teaser_beside_its_linked_headline_is_not_content() -> None:
+    tree = lxml.html.document_fromstring(teaser_cards(2))
+    page = Page(tree, page_content(tree))
+    assert {p.getparent().tag for p in page.content} == {"article"}
+    assert append_correction(page)
+    assert text_of(tree.xpath("//article/p[last()]")[0]).startswith("Correction")
+    # A post of one paragraph under its own linked title is a post, not a teaser.
+    tree = lxml.html.document_fromstring(teaser_cards(2, permalink=True))
+    assert [p.tag for p in page_content(tree)] == ["p"]
+
+
+def test_ads_promotions_and_sign_up_boxes_are_not_content() -> None:
+    boxes = "".join(
+        f"<div class='{name}'><p>{prose_words(k, 40)}</p></div>"
+        for k, name in enumerate(("ads-box", "BottomLeft-promo", "box-signup", "side_right"))
+    )
+    page = (
+        "<html><head><title>Story | Gazette</title></head><body>"
+        f"<div class='story'>{paragraphs(4)}</div>{boxes}</body></html>"
+    )
+    tree = lxml.html.document_fromstring(page)
+    assert {p.getparent().get("class") for p in page_content(tree)} == {"story"}
+
+
+def test_no_edit_goes_to_a_block_no_reader_reads_whoever_names_the_content() -> None:
+    # A ground truth holding a cell with the site's copyright line names the cell; the
+    # copyright paragraph inside it is still no paragraph of the article.
+    tree = lxml.html.document_fromstring(
+        f"<html><body><table><tr><td><p>{prose_words(1, 40)}</p>"
+        f"<p class='copyright'>{prose_words(2, 12)}</p></td></tr></table></body></html>"
+    )
+    page = Page(tree, list(tree.iter("td")))
+    assert append_correction(page)
+    assert text_of(tree.xpath("//td/p[2]")[0]).startswith("Correction")
+
+
+def test_the_word_edited_is_the_paragraphs_own_not_a_links() -> None:
+    # A listing opens with its linked title: an editor's fix goes to its description.
+    tree = lxml.html.document_fromstring(
+        "<html><body><div class='listings'><p><b><a href='/lake'>99 McNee Drive, Golden "
+        f"Lake</a></b> - $139,900 {prose_words(3, 40)}</p></div></body></html>"
+    )
+    page = Page(tree, page_content(tree))
+    assert edit_word(page)
+    assert text_of(next(tree.iter("a"))) == "99 McNee Drive, Golden Lake"
+    assert next(tree.iter("b")).tail != f" - $139,900 {prose_words(3, 40)}"

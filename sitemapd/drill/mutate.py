@@ -20,13 +20,17 @@ from sitemapd.drill.structure import (
     MAIN_LIST_ITEMS,
     PROSE_LINKS,
     PROSE_TAGS,
-    Element,
     Page,
     comments,
-    is_prose,
     link_lists,
-    link_share,
     list_items,
+)
+from sitemapd.drill.text import (
+    Element,
+    is_prose,
+    link_share,
+    paragraph_text,
+    teaser,
     text_of,
     unseen,
 )
@@ -171,17 +175,21 @@ def counters(page: Page) -> bool:
 
 def _prose(page: Page) -> list[Element]:
     """Return the content's paragraphs of prose, in order: its blocks of text with few
-    links and no blocks inside (a content element holding blocks gives its own), none
-    unseen, in a link or in a comment thread, whoever named the content."""
+    links (a block holding blocks: the text it holds between them), none unseen, in a
+    link, in a comment thread, in a block no reader reads as content, nor another
+    page's teaser, whoever named the content."""
     found: dict[Element, None] = {}
     for element in page.content:
         for block in element.iter(*PROSE_TAGS):
             if (
                 block not in found
-                and not any(child.tag in BLOCKS for child in block)
-                and not any(_hidden_from_reader(a) for a in (block, *block.iterancestors()))
-                and is_prose(text_of(block))
+                and is_prose(paragraph_text(block))
+                and not any(
+                    _hidden_from_reader(a) or a in page.never
+                    for a in (block, *block.iterancestors())
+                )
                 and link_share(block) < PROSE_LINKS
+                and not teaser(block)
             ):
                 found[block] = None
     return list(found)
@@ -193,21 +201,36 @@ def _hidden_from_reader(element: Element) -> bool:
 
 
 def edit_word(page: Page) -> bool:
-    """Change one word in the middle of the content's prose: an editor's smallest fix."""
+    """Change one word in the middle of the content's prose: an editor's smallest fix,
+    in the paragraph's own words rather than a link's (another page's title) when it
+    has some."""
     prose = _prose(page)
     if not prose:
         return False
     paragraph = prose[len(prose) // 2]
+    return _edit_text(paragraph, links=False) or _edit_text(paragraph, links=True)
+
+
+def _edit_text(paragraph: Element, links: bool) -> bool:
+    """Change a word of the first run of three words or more of `paragraph`, in a link
+    only when `links`; False when it has none."""
     for node in paragraph.iter(etree.Element):
-        # Text a reader sees: not a script's, not a hidden element's.
+        # Text a reader sees (not a script's, not a hidden element's) of the paragraph's
+        # own (not of a block it holds: its paragraph is the text between them).
         holders = _up_to(node, paragraph)
         for attr in ("text", "tail"):
             value = getattr(node, attr)
-            if node is paragraph and attr == "tail":
+            if not value or (node is paragraph and attr == "tail"):
                 continue
-            if any(unseen(h) for h in (holders if attr == "text" else holders[1:])):
+            line = holders if attr == "text" else holders[1:]
+            if any(
+                unseen(h)
+                or (h is not paragraph and h.tag in BLOCKS)
+                or (h.tag == "a" and not links)
+                for h in line
+            ):
                 continue
-            if (value and is_prose(value)) or (value and len(value.split()) >= 3):
+            if is_prose(value) or len(value.split()) >= 3:
                 setattr(node, attr, _one_word_changed(value))
                 return True
     return False
@@ -236,13 +259,19 @@ def _one_word_changed(text: str) -> str:
 
 
 def append_correction(page: Page) -> bool:
-    """Add a correction notice after the last paragraph of the content's prose."""
+    """Add a correction notice after the last paragraph of the content's prose (at the
+    end of a container whose paragraph is the text between its blocks)."""
     prose = _prose(page)
     if not prose:
         return False
     last = prose[-1]
     correction = etree.Element("p")
     correction.text = "Correction: an earlier version of this article misstated a name."
+    if any(child.tag in BLOCKS for child in last):
+        # A container whose paragraph is the text between its blocks: the correction
+        # ends that text, inside it.
+        last.append(correction)
+        return True
     correction.tail = last.tail
     last.tail = None
     last.addnext(correction)
@@ -265,7 +294,8 @@ def headline(tree: Element, content: Iterable[Element]) -> Element | None:
     if first is None:
         return h1s[0] if h1s else None
     order = {e: n for n, e in enumerate(tree.iter())}
-    before = [h for h in h1s if order[h] < order[first]]
+    # An `<h1>` inside the first paragraph (a container whose text follows it) precedes it.
+    before = [h for h in h1s if order[h] < order[first] or first in h.iterancestors()]
     return before[-1] if before else (h1s[0] if h1s else None)
 
 

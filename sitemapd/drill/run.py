@@ -16,7 +16,8 @@ import lxml.html
 from lxml import etree
 
 from sitemapd.drill.mutate import CHANGES, Change
-from sitemapd.drill.structure import Element, Page, page_content
+from sitemapd.drill.structure import Page, page_content
+from sitemapd.drill.text import Element
 from sitemapd.fingerprint import Settings, TemplateMemory
 from sitemapd.fingerprint.decode import decoded
 from sitemapd.sources.pages import PageRead, read_file

@@ -17,19 +17,22 @@ link: it is the teaser of another page.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from lxml import etree
 
-from sitemapd.fingerprint.extract import BLOCKS
+from sitemapd.drill.text import (
+    Element,
+    is_prose,
+    link_share,
+    paragraph_text,
+    teaser,
+    text_of,
+    unseen,
+)
 from sitemapd.sources.content import ld_articles
 
-Element = etree._Element
-
-# A paragraph of prose: this many words (or characters of text written without spaces).
-PROSE_WORDS = 8
-PROSE_CHARACTERS = 40
 # Link text share below which a block is prose, not a list of links.
 PROSE_LINKS = 0.3
 # Items a block needs to be a list a CMS rotates, and to be the list a page is about.
@@ -40,10 +43,6 @@ LIST_PAGE_PROSE = 280
 _STRUCTURAL = {"nav", "header", "footer", "aside", "form"}
 # Landmarks never content, even where a ground truth holds their text.
 _NEVER_CONTENT = ("nav", "aside", "footer")
-# Elements whose text a browser never shows.
-_UNSEEN = {"script", "style", "noscript", "template", "dialog"}
-_DIALOGS = {"dialog", "alertdialog"}
-_DISPLAY_NONE = re.compile(r"display\s*:\s*none", re.I)
 # Class and id words of a comment thread, as WordPress, Drupal and Disqus name them.
 _COMMENT_WORDS = {
     "comment",
@@ -61,7 +60,8 @@ _COMMENT_WORDS = {
 }
 _WORDS = re.compile(r"[^a-z0-9]+")
 # Class and id words, and roles, of blocks around the content that are no landmark:
-# menus, a site's header and footer, sidebars, "related" boxes, cookie banners.
+# menus, a site's header and footer, sidebars, "related" boxes, cookie banners,
+# advertisements, promotions and newsletter sign-up boxes.
 _AROUND_WORDS = {
     "header",
     "masthead",
@@ -78,8 +78,21 @@ _AROUND_WORDS = {
     "footer",
     "copyright",
     "sidebar",
+    "side",
     "aside",
     "related",
+    "ad",
+    "ads",
+    "advert",
+    "advertisement",
+    "advertising",
+    "sponsor",
+    "sponsored",
+    "newsletter",
+    "signup",
+    "subscribe",
+    "promo",
+    "promotion",
 }
 _AROUND_ROLES = {"navigation", "menu", "menubar", "banner", "contentinfo", "complementary"}
 # Words by which such a name says it holds the content too: "content-with-sidebar",
@@ -87,47 +100,10 @@ _AROUND_ROLES = {"navigation", "menu", "menubar", "banner", "contentinfo", "comp
 _CONTENT_WORDS = {"article", "body", "content", "entry", "main", "post", "story", "text"}
 # Where a camel-cased name starts a word: "asideRight", "relatedNews".
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
-# Blocks that hold a paragraph of text.
+# Blocks that hold a paragraph of text, and those of them whose paragraph is the text
+# they hold between their blocks when they hold any.
 PROSE_TAGS = ("p", "blockquote", "pre", "dd", "li", "td", "div")
-_SPACES = re.compile(r"\s+")
-# Text written without spaces between words: Chinese, Japanese, Thai.
-_UNSPACED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
-
-
-def normal(text: str) -> str:
-    """Return `text` with whitespace runs as one space, stripped."""
-    return _SPACES.sub(" ", text).strip()
-
-
-def text_of(element: Element) -> str:
-    """Return the text inside `element` a reader sees, whitespace normalised."""
-    return normal("".join(_seen(element)))
-
-
-def unseen(element: Element) -> bool:
-    """True when a browser does not show `element` with the page: a script, style,
-    template, dialog, an element `hidden` or styled `display:none`, or a comment or
-    processing instruction."""
-    if not isinstance(element.tag, str) or element.tag in _UNSEEN:
-        return True
-    if (element.get("role") or "").strip().lower() in _DIALOGS or element.get(
-        "aria-modal"
-    ) == "true":
-        return True
-    return element.get("hidden") is not None or bool(
-        _DISPLAY_NONE.search(element.get("style") or "")
-    )
-
-
-def _seen(element: Element) -> Iterator[str]:
-    if unseen(element):
-        return
-    if element.text:
-        yield element.text
-    for child in element:
-        yield from _seen(child)
-        if child.tail:
-            yield child.tail
+_CONTAINERS = {"div", "li", "td"}
 
 
 def comments(element: Element) -> bool:
@@ -140,39 +116,22 @@ def comments(element: Element) -> bool:
     return any(w in _COMMENT_WORDS for w in _WORDS.split(names))
 
 
-def link_share(element: Element) -> float:
-    """Return the share of `element`'s text inside links."""
-    total = len(text_of(element))
-    if not total:
-        return 0.0
-    links = sum(len(text_of(a)) for a in element.iter("a") if not _in_link(a))
-    return min(links / total, 1.0)
-
-
-def _in_link(a: Element) -> bool:
-    return any(p.tag == "a" for p in a.iterancestors())
-
-
-def is_prose(text: str) -> bool:
-    """True when `text` reads as a paragraph of prose, in any script."""
-    if len(text.split()) >= PROSE_WORDS:
-        return True
-    return len(_UNSPACED.findall(text)) >= PROSE_CHARACTERS
-
-
 def prose_paragraphs(tree: Element) -> list[Element]:
     """Return the page's paragraphs of prose, outermost, outside its landmarks of template.
 
     What a reader calls the page's text, found by structure alone: blocks of enough words
-    with few links, not inside `nav`, `header`, `footer`, `aside`, `form` or a link, nor
-    in a block named or playing a footer, sidebar or "related" box, nor unseen, nor in a
-    comment thread.
+    with few links (a container's: what it holds between its blocks), not inside `nav`,
+    `header`, `footer`, `aside`, `form` or a link, nor in a block named or playing a
+    footer, sidebar or "related" box, nor unseen, nor in a comment thread, nor another
+    page's teaser.
     """
     found: list[Element] = []
     chosen: set[Element] = set()
     around = surroundings(tree)
     for element in tree.iter(*PROSE_TAGS):
-        if element.tag in ("div", "li", "td") and any(c.tag in BLOCKS for c in element):
+        # A container's own paragraph is the prose it holds between its blocks.
+        text = paragraph_text(element) if element.tag in _CONTAINERS else text_of(element)
+        if not is_prose(text):
             continue
         if any(
             a in chosen
@@ -184,8 +143,7 @@ def prose_paragraphs(tree: Element) -> list[Element]:
             for a in (element, *element.iterancestors())
         ):
             continue
-        text = text_of(element)
-        if is_prose(text) and link_share(element) < PROSE_LINKS:
+        if link_share(element) < PROSE_LINKS and not teaser(element):
             found.append(element)
             chosen.add(element)
     return _main_cluster(found)
@@ -316,6 +274,11 @@ class Page:
             holder = max(shared, key=_depth, default=None)
             if holder is not None:
                 self.body.update(holder.iter())
+
+    @cached_property
+    def never(self) -> set[Element]:
+        """Return the blocks no reader reads as content (see `never_content`)."""
+        return never_content(self.tree)
 
     def holds_content(self, element: Element) -> bool:
         """True when `element` is, holds or lies inside a content paragraph."""
