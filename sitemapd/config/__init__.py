@@ -4,12 +4,14 @@
 beside its checks: `site` (`[site]`, `[sitemap]`), `sources` (`[[source]]`), `feeds`
 (`[feed]`, `[news]`), `notify` (`[websub]`, `[indexnow]`), `daemon` (`[daemon]`,
 `[http]`, `[crawlers]`), `fleet` (`[publish]`, partitions); `table` reads one TOML table
-with errors that name the file and the dotted key.
+with errors that name the file and the dotted key. `feeds` loads with the first
+configuration that has a `[feed]` or `[news]` (or with its first name asked for here).
 """
+
+from typing import TYPE_CHECKING, Any
 
 from sitemapd.config.config import Config, load, parse
 from sitemapd.config.daemon import DaemonConfig, HttpConfig
-from sitemapd.config.feeds import FeedConfig, NewsConfig
 from sitemapd.config.fleet import Partition, PublishConfig, S3Target, partition_name
 from sitemapd.config.notify import IndexNowConfig, WebSubConfig
 from sitemapd.config.site import SiteConfig, SitemapConfig
@@ -21,6 +23,9 @@ from sitemapd.config.sources import (
     SourceConfig,
     UrlListSource,
 )
+
+if TYPE_CHECKING:
+    from sitemapd.config.feeds import FeedConfig, NewsConfig
 
 __all__ = [
     "AccessLogSource",
@@ -45,3 +50,12 @@ __all__ = [
     "parse",
     "partition_name",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Return `FeedConfig` or `NewsConfig`, loading their module on first use."""
+    if name in ("FeedConfig", "NewsConfig"):
+        from sitemapd.config import feeds
+
+        return getattr(feeds, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,7 @@ import re
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sitemapd.config.daemon import (
     CRAWLER_PATTERNS,
@@ -21,7 +21,6 @@ from sitemapd.config.daemon import (
     read_daemon,
     read_http,
 )
-from sitemapd.config.feeds import FeedConfig, NewsConfig, read_feed, read_news
 from sitemapd.config.fleet import Partition, PublishConfig, partition_name, read_publish
 from sitemapd.config.notify import IndexNowConfig, WebSubConfig, read_indexnow, read_websub
 from sitemapd.config.site import SiteConfig, SitemapConfig, read_site, read_sitemap
@@ -35,6 +34,9 @@ from sitemapd.config.sources import (
 from sitemapd.config.table import Table
 from sitemapd.errors import ConfigError
 from sitemapd.render.parts import part_name
+
+if TYPE_CHECKING:
+    from sitemapd.config.feeds import FeedConfig, NewsConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +98,13 @@ def parse(raw: dict[str, Any], file: Path) -> Config:
     )
     if not any(not isinstance(source, AccessLogSource) for source in sources):
         raise top.error("source", "at least one [[source]] table giving URLs is required")
-    feed = read_feed(top.table("feed"), site) if "feed" in raw else None
-    news = read_news(top.table("news")) if "news" in raw else None
+    feed = news = None
+    if "feed" in raw or "news" in raw:
+        # Loaded for sites with feeds only.
+        from sitemapd.config.feeds import read_feed, read_news
+
+        feed = read_feed(top.table("feed"), site) if "feed" in raw else None
+        news = read_news(top.table("news")) if "news" in raw else None
     websub = read_websub(top.table("websub"))
     indexnow = read_indexnow(top.table("indexnow"), site) if "indexnow" in raw else None
     crawlers = read_crawlers(top.table("crawlers")) if "crawlers" in raw else CRAWLER_PATTERNS

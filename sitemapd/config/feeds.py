@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sitemapd.config.site import SiteConfig
@@ -64,7 +65,7 @@ def read_feed(table: Table, site: SiteConfig) -> FeedConfig:
 
 def read_news(table: Table) -> NewsConfig:
     language = table.required_text("language")
-    if not LANGUAGE.fullmatch(language.lower()):
+    if not re.fullmatch(LANGUAGE, language.lower()):
         raise table.error(
             "language", f"must be an ISO 639 code like 'en' or 'zh-cn', got {language!r}"
         )

@@ -51,11 +51,11 @@ class PublishConfig:
     s3: S3Target | None = None
 
 
-_PARTITION = re.compile(r"([1-9]\d*|auto)/([1-9]\d*)")
+_PARTITION = r"([1-9]\d*|auto)/([1-9]\d*)"
 
 
 # A StatefulSet's pods are named <set>-<ordinal>, from 0.
-_ORDINAL = re.compile(r"-(\d+)\Z")
+_ORDINAL = r"-(\d+)\Z"
 
 
 # Search Console takes up to 500 sitemap indexes per site.
@@ -68,7 +68,7 @@ def _ordinal(table: Table) -> int:
     import socket  # here: only `auto/K` partitions need it, and it is slow to import
 
     host = socket.gethostname()
-    match = _ORDINAL.search(host)
+    match = re.search(_ORDINAL, host)
     if match is None:
         raise table.error(
             "partition",
@@ -82,7 +82,7 @@ def read_partition(table: Table) -> Partition | None:
     value = table.text("partition", "")
     if not value:
         return None
-    match = _PARTITION.fullmatch(value.strip())
+    match = re.fullmatch(_PARTITION, value.strip())
     if match is None:
         raise table.error("partition", f"must be 'i/K' like '2/4', or 'auto/K', got {value!r}")
     count = int(match[2])
@@ -108,7 +108,7 @@ def read_publish(table: Table) -> PublishConfig:
 
 
 # Bucket names: 3 to 63 lower-case letters, digits, dots and hyphens.
-_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_BUCKET = r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
 
 
 def _installed(module: str) -> bool:
@@ -125,7 +125,7 @@ def _s3_target(table: Table, target: str) -> S3Target:
     parts = urlsplit(target)
     if parts.scheme != "s3" or parts.query or parts.fragment:
         raise table.error("target", f"must be an s3://bucket/prefix/ URL, got {target!r}")
-    if not _BUCKET.fullmatch(parts.netloc):
+    if not re.fullmatch(_BUCKET, parts.netloc):
         raise table.error("target", f"bucket name {parts.netloc!r} is not a valid S3 bucket name")
     prefix = parts.path.lstrip("/")
     if prefix and not prefix.endswith("/"):

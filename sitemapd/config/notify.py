@@ -40,7 +40,7 @@ def read_websub(table: Table) -> WebSubConfig:
 
 def read_indexnow(table: Table, site: SiteConfig) -> IndexNowConfig:
     key = table.required_text("key")
-    if not _INDEXNOW_KEY.fullmatch(key):
+    if not re.fullmatch(_INDEXNOW_KEY, key):
         raise table.error("key", "must be 8 to 128 characters of a-z, A-Z, 0-9 and '-'")
     # Engines accept only URLs under the key file's folder: a key among the sitemaps in
     # a sub-folder would cover none of the pages.
@@ -61,4 +61,4 @@ def read_indexnow(table: Table, site: SiteConfig) -> IndexNowConfig:
     return config
 
 
-_INDEXNOW_KEY = re.compile(r"[A-Za-z0-9-]{8,128}")
+_INDEXNOW_KEY = r"[A-Za-z0-9-]{8,128}"

@@ -315,17 +315,17 @@ def _wordpress(table: Table, dsn: str) -> ChangelogSource:
 
 
 # WordPress's posts table (any prefix) read as a change table: rows updated in place.
-_WP_POSTS = re.compile(r"\b\w*posts\b", re.IGNORECASE)
+_WP_POSTS = r"(?i)\b\w*posts\b"
 
 
-_WP_COLUMNS = re.compile(r"\bpost_(status|name|modified|modified_gmt|date|type)\b", re.IGNORECASE)
+_WP_COLUMNS = r"(?i)\bpost_(status|name|modified|modified_gmt|date|type)\b"
 
 
 def _refuse_content_table(table: Table, source: str) -> None:
     """Refuse a table-mode source over WordPress's posts table: its cursor only moves
     forward over ids, and an edited post keeps its id, so no edit would ever be read."""
     mapped = " ".join(str(value) for value in table.data.get("columns", {}).values())
-    if not (_WP_POSTS.search(source) and _WP_COLUMNS.search(f"{source} {mapped}")):
+    if not (re.search(_WP_POSTS, source) and re.search(_WP_COLUMNS, f"{source} {mapped}")):
         return
     key = "query" if "query" in table.data else "table"
     raise table.error(

@@ -72,7 +72,7 @@ class Table:
         self.used.add(key)
         value = self.data.get(key, default)
         if isinstance(value, str):
-            match = DURATION.fullmatch(value.strip())
+            match = re.fullmatch(DURATION, value.strip())
             if match is None:
                 raise self.error(key, f"must be seconds or a duration like '48h', got {value!r}")
             value = float(match[1]) * UNITS[match[2] or "s"]
@@ -86,7 +86,7 @@ class Table:
         """Return a fraction from 0 to 1, given as a number or a percentage like "50%"."""
         self.used.add(key)
         value = self.data.get(key, default)
-        if isinstance(value, str) and PERCENT.fullmatch(value.strip()):
+        if isinstance(value, str) and re.fullmatch(PERCENT, value.strip()):
             value = float(value.strip()[:-1]) / 100
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
             raise self.error(key, f"must be a fraction from 0 to 1 or a percentage, got {value!r}")
@@ -104,7 +104,7 @@ class Table:
         """Return a plain file name (no folder, space or control character) ending in
         `suffix`: it is spelled into URLs and served by name."""
         value = self.text(key, default)
-        if not FILE_NAME.fullmatch(value) or not value.endswith(suffix):
+        if not re.fullmatch(FILE_NAME, value) or not value.endswith(suffix):
             raise self.error(
                 key,
                 f"must be a file name of letters, digits, '.', '_' and '-' ending in "
@@ -147,13 +147,15 @@ class Table:
             raise self.error(unknown[0], "unknown key")
 
 
-PERCENT = re.compile(r"\d+(\.\d+)?%")
+# The validation patterns of this package are kept as text: `re` compiles (and caches)
+# each on its first use, not at every start for keys a configuration does not have.
+PERCENT = r"\d+(\.\d+)?%"
 
 
-DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
+DURATION = r"(\d+(?:\.\d+)?)\s*([smhd]?)"
 
 
-FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+FILE_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 
 
 UNITS = {"s": 1.0, "m": 60.0, "h": HOUR, "d": 24 * HOUR}
@@ -171,4 +173,4 @@ def kind_of(value: object) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-LANGUAGE = re.compile(r"[a-z]{2,3}|zh-cn|zh-tw")
+LANGUAGE = r"[a-z]{2,3}|zh-cn|zh-tw"

@@ -23,9 +23,7 @@ from sitemapd.daemon.fleet import Fleet
 from sitemapd.daemon.health import Health
 from sitemapd.daemon.loop import BatchLoop
 from sitemapd.daemon.metrics import Metrics
-from sitemapd.daemon.sidecar import Sidecar
 from sitemapd.daemon.state import DaemonState
-from sitemapd.daemon.statuspage import StatusPage
 from sitemapd.daemon.watching import Watching
 from sitemapd.daemon.workqueue import OUTBOX, REFRESH, WorkQueue
 from sitemapd.engine.engine import Engine
@@ -36,6 +34,8 @@ from sitemapd.publish import ownership
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.background import BackgroundScheduler
+
+    from sitemapd.daemon.sidecar import Sidecar
 
 log = logging.getLogger("sitemapd.daemon")
 
@@ -50,16 +50,23 @@ class Daemon:
     def __init__(self, config: Config, lock: StateLock) -> None:
         queue = WorkQueue()
         courier = Courier(config, lambda: queue.add_task(OUTBOX))
-        metrics = Metrics(
-            config.ledger_path,
-            lambda: not self.health.problems(),
-            queue.depth,
-            courier.waiting,
-            lambda: self.fleet.role(),
-            lambda: len(self.loop.held),
-            lambda: not self.health.stalls(),
+        exported = None
+        if config.http.listen:
+            # The endpoint's modules (prometheus_client, http.server) load only for it.
+            from sitemapd.daemon.prometheus import Exported
+
+            exported = Exported(
+                config.ledger_path,
+                lambda: not self.health.problems(),
+                queue.depth,
+                courier.waiting,
+                lambda: self.fleet.role(),
+                lambda: len(self.loop.held),
+                lambda: not self.health.stalls(),
+            )
+        self.state = DaemonState(
+            config, lock, queue, courier, Metrics() if exported is None else exported
         )
-        self.state = DaemonState(config, lock, queue, courier, metrics)
         self.loop = BatchLoop(self.state)
         self.fleet = Fleet(self.state)
         self.watching = Watching(self.state)
@@ -69,13 +76,16 @@ class Daemon:
         self.reload_requested = threading.Event()
         self._wake = threading.Event()
         self.sidecar: Sidecar | None = None
-        if config.http.listen:
+        if exported is not None:
+            from sitemapd.daemon.sidecar import Sidecar
+            from sitemapd.daemon.statuspage import StatusPage
+
             self.sidecar = Sidecar(
                 config.http.listen,
                 config.site.output_dir,
                 config.http.serve_files,
                 self.health.problems,
-                metrics,
+                exported,
                 config.ledger_path,
                 self.loop.served,
                 self.fleet.role,
@@ -101,7 +111,7 @@ class Daemon:
             self.sidecar.start()
         # `sitemapd status` tells a daemon still starting from a process that is not one.
         self.health.save(self.health.status())
-        self.watching.start()
+        self.watching.start_sources()
         scanning = threading.Event()
         threading.Thread(target=self.extend_start, args=(scanning,), daemon=True).start()
         written = 0
@@ -120,6 +130,9 @@ class Daemon:
             self.state.reconcile_all()
         finally:
             scanning.set()
+        # From here: the writer checks what the first publish left in the output folder
+        # (the watcher asks it to as it starts), as it would have for events meanwhile.
+        self.watching.watch_output()
         self.loop.notify()
         self.state.courier.start()
         self.loop.writer.start()

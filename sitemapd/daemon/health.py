@@ -8,18 +8,21 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from sitemapd.core import w3c
 from sitemapd.core.words import count
 from sitemapd.daemon.fleet import Fleet
 from sitemapd.daemon.loop import BatchLoop
 from sitemapd.daemon.state import DaemonState
-from sitemapd.daemon.watch import Watcher
 from sitemapd.daemon.watching import Watching
 from sitemapd.errors import SitemapdError
 from sitemapd.publish.atomic import atomic_write
-from sitemapd.status.data import LiveState
 from sitemapd.status.report import DAEMON_FILE
+
+if TYPE_CHECKING:
+    from sitemapd.daemon.watch import Watcher
+    from sitemapd.status.data import LiveState
 
 log = logging.getLogger("sitemapd.daemon")
 
@@ -73,6 +76,8 @@ class Health:
 
     def live_state(self) -> LiveState:
         """Return what the status page shows of the daemon besides its ledger."""
+        from sitemapd.status.data import LiveState  # with the status page only
+
         return LiveState(
             problems=self.problems(),
             faults=self.stalls(),

@@ -18,9 +18,6 @@ from sitemapd.engine.progress import LOG_EVERY, STATUS_EVERY, Progress, every_so
 from sitemapd.errors import SitemapdError
 from sitemapd.ledger import removals
 from sitemapd.notify import outbox
-from sitemapd.publish.feedwindow import feed_file_page
-from sitemapd.sources import changelog
-from sitemapd.sources.accesslog import crawler_of
 
 log = logging.getLogger("sitemapd.daemon")
 
@@ -165,6 +162,8 @@ class BatchLoop:
         for source in self.state.config.sources:
             if not isinstance(source, ChangelogSource):
                 continue
+            from sitemapd.sources import changelog  # change-log sites only
+
             name = source.name
             if name in result.deferred:
                 self.state.queue.add_rescan(name)
@@ -176,7 +175,7 @@ class BatchLoop:
             # transactions that have not all ended (a long one anywhere holds them all).
             reader = self.state.engine.reader(source)
             if (kept := self.slots.note(name, reader)) is not None:
-                self.state.metrics.retained_wal.labels(name).set(kept.bytes)
+                self.state.metrics.retained_wal(name, kept.bytes)
             cursor = self.state.engine.ledger.cursor(changelog.cursor_name(source))
             waiting = reader.backlog(cursor)
             if waiting is None:
@@ -186,8 +185,7 @@ class BatchLoop:
                 self.waiting_since.setdefault(name, time.time())
             else:
                 self.waiting_since.pop(name, None)
-            self.state.metrics.backlog.labels(name).set(waiting)
-            self.state.metrics.waiting_since.labels(name).set(self.waiting_since.get(name, 0.0))
+            self.state.metrics.changelog_backlog(name, waiting, self.waiting_since.get(name, 0.0))
 
     def poll(self, name: str) -> None:
         """Read a polled source (scheduler job), unless it is failing: its retry will."""
@@ -256,7 +254,7 @@ class BatchLoop:
                 failures += 1
                 self.state.errors += 1
                 self.batch_error = str(exc) or type(exc).__name__
-                self.state.metrics.batch_failures.inc()
+                self.state.metrics.batch_failed()
                 delay = min(2.0**failures, _MAX_BACKOFF)
                 # Our own errors and the system's (a full or read-only disk) say what is
                 # wrong in one line; anything else is a bug.
@@ -284,7 +282,7 @@ class BatchLoop:
         if not results:
             return
         for delivery, outcome in results:
-            self.state.metrics.notifications.labels(delivery.kind, outcome.kind).inc()
+            self.state.metrics.notification(delivery.kind, outcome.kind)
         outbox.settle(self.state.engine.ledger, results)
 
     def served(self, name: str, status: int, user_agent: str) -> None:
@@ -292,6 +290,10 @@ class BatchLoop:
         feed = self.state.config.feed
         if feed is None or not (200 <= status < 300 or status == 304):
             return
+        # Sites with feeds and a sidecar only.
+        from sitemapd.publish.feedwindow import feed_file_page
+        from sitemapd.sources.accesslog import crawler_of
+
         page = feed_file_page(feed, name)
         crawler = crawler_of(user_agent, self.state.config.crawlers)
         if page is not None and crawler is not None:

@@ -39,7 +39,7 @@ from urllib.parse import unquote, urlsplit
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from sitemapd.config.daemon import parse_listen
-from sitemapd.daemon.metrics import Metrics
+from sitemapd.daemon.prometheus import Exported
 from sitemapd.daemon.statuspage import PATHS as STATUS_PATHS
 from sitemapd.daemon.statuspage import StatusPage
 from sitemapd.ledger.ledger import is_published
@@ -104,7 +104,7 @@ class _Server(ThreadingHTTPServer):
     output_dir: Path
     serve_files: bool
     problems: Callable[[], list[str]]
-    metrics: Metrics
+    metrics: Exported
     is_published: _PublishedFiles
     # Told of every file a GET received in full (name, status, User-Agent): crawler
     # fetches of feeds.
@@ -352,7 +352,7 @@ class Sidecar:
         output_dir: Path,
         serve_files: bool,
         problems: Callable[[], list[str]],
-        metrics: Metrics,
+        metrics: Exported,
         ledger_path: Path,
         on_served: Callable[[str, int, str], None] = lambda name, status, agent: None,
         role: Callable[[], str | None] = lambda: None,

@@ -1,17 +1,24 @@
 """The daemon's watchers: directory and list watchers, the output folder's, change-log
-listeners; restarted when they die or their folder is replaced."""
+listeners; restarted when they die or their folder is replaced.
+
+watchdog loads with the first watcher: a site of change logs alone starts (and reads,
+and publishes) without it, and watches its output folder from its first publish on.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import threading
+from typing import TYPE_CHECKING
 
 from sitemapd.changelog import notifies
 from sitemapd.config.sources import ChangelogSource, DirectorySource, UrlListSource
 from sitemapd.daemon.state import DaemonState
-from sitemapd.daemon.watch import OutputWatcher, Watcher
 from sitemapd.errors import SitemapdError
+
+if TYPE_CHECKING:
+    from sitemapd.daemon.watch import OutputWatcher, Watcher
 
 log = logging.getLogger("sitemapd.daemon")
 
@@ -96,6 +103,13 @@ class Watching:
         self._listeners.pop(source.name, None)
 
     def start(self) -> None:
+        """Start every watcher: the sources' and the output folder's."""
+        self.start_sources()
+        self.watch_output()
+
+    def start_sources(self) -> None:
+        """Start the watchers of the sources' folders and files (and of a robots.txt
+        outside them); make the output folder on disk."""
         site = self.state.config.site
         skip = site.not_content
         watched: list[DirectorySource | UrlListSource] = [
@@ -106,6 +120,8 @@ class Watching:
         if robots_txt is not None and not any(robots_txt.is_relative_to(r) for r in roots):
             # Any batch re-reads robots.txt; this makes its edits one.
             watched.append(UrlListSource(name=ROBOTS_WATCH, path=robots_txt))
+        if watched:
+            from sitemapd.daemon.watch import Watcher
         for source in watched:
             watcher = Watcher(source, skip, self.state.queue.add_paths, self.state.queue.add_rescan)
             self.watchers[source.name] = watcher
@@ -113,7 +129,6 @@ class Watching:
         if self.state.config.publish.s3 is None:
             with contextlib.suppress(OSError):  # not a folder: the publish reports it
                 self.state.config.site.output_dir.mkdir(parents=True, exist_ok=True)
-        self.watch_output()
 
     def watch_output(self) -> None:
         """Watch the output folder for sitemapd's own names (none with an S3 target). Its
@@ -122,6 +137,8 @@ class Watching:
         self.unwatch_output()
         if self.state.config.publish.s3 is not None:
             return
+        from sitemapd.daemon.watch import OutputWatcher
+
         names = self.state.engine.publisher.names
         watcher = OutputWatcher(
             OUTPUT_WATCH,
