@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,6 +118,48 @@ def test_a_list_replaced_while_the_build_ran_is_read_again(listed: ListSite) -> 
         assert not unchanged.as_noted(cfg)
     assert not listed.early()
     assert "https://example.com/a/late.html" in published(listed.out)
+
+
+def test_a_list_replaced_after_it_was_hashed_is_not_noted_with_those_bytes(
+    listed: ListSite,
+) -> None:
+    """The lists are hashed as the build starts: one replaced before the build read it,
+    then put back, must not be taken for the list the build published."""
+    cfg = config.load(listed.config)
+    published_names = (listed.state / unchanged.NOTE).read_text().split("\n")[2].split()[1:]
+    original = listed.list.read_bytes()
+    with StateLock(listed.state):
+        read = unchanged.inputs(cfg)
+        hashed = unchanged.hash_lists(cfg, read)
+        assert hashed is not None
+        hashed.result()
+    # Replaced after the hash: the build would read and publish these bytes.
+    replaced = listed.list.with_suffix(".new")
+    replaced.write_bytes(original + b"https://example.com/a/late.html\n")
+    replaced.replace(listed.list)
+    with StateLock(listed.state):
+        unchanged.note(cfg, published_names, read, hashed)
+    # Put back: the bytes hashed, but not those published.
+    replaced.write_bytes(original)
+    replaced.replace(listed.list)
+    with StateLock(listed.state):
+        assert not unchanged.as_noted(cfg)
+
+
+def test_a_list_that_becomes_a_fifo_fails_the_build_at_once(listed: ListSite) -> None:
+    """Neither the noted build's check nor the hashing for the next note may wait on a
+    FIFO nobody writes: the build exits 1 saying why, with a note and without."""
+    listed.list.unlink()
+    os.mkfifo(listed.list)
+    for _ in range(2):
+        result = subprocess.run(
+            [sys.executable, "-m", "sitemapd", "build", "-c", str(listed.config)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 1, result.stderr
+        assert f"list: {listed.list} is not a regular file" in result.stderr
 
 
 def test_a_same_size_edit_copied_with_its_mtime_kept_is_read(listed: ListSite) -> None:

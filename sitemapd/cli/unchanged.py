@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import sitemapd
 from sitemapd import __version__
 from sitemapd.config import Config, UrlListSource
-from sitemapd.core.filedigest import piece_digests
+from sitemapd.core.filedigest import open_regular, piece_digests
 from sitemapd.ledger.lock import StateLock
 from sitemapd.publish.manifestfile import manifest_name
 
@@ -166,8 +166,15 @@ def note(
     Call it holding the state lock, the ledger closed."""
     if digests is None:
         return
+    lists = _lists(cfg)
+    # Hashed as the build started: a list replaced since may hold other bytes than those
+    # hashed, which the build may have read. Its status now tells.
+    hashed = [
+        digest if before == after else "-"
+        for digest, before, after in zip(digests.result(), read, _lines(lists), strict=False)
+    ]
     try:
-        text = _state(cfg, sorted(published), _code(), digests.result(), read)
+        text = _state(cfg, sorted(published), _code(), hashed, read)
     except OSError as exc:  # the build itself is done: the next one runs in full
         log.debug("cannot note the quiet build (%s)", exc)
         return
@@ -240,7 +247,10 @@ def _lists(cfg: Config) -> list[Path]:
 def _digest_as(path: Path, line: str) -> str:
     """Return the digests of the pieces of `path`, joined by commas, when its status is
     still that of `line` (the bytes the build read), or "-"."""
-    with open(path, "rb") as handle:
+    handle = open_regular(path)
+    if handle is None:  # refused by the build's scan too
+        return "-"
+    with handle:
         if _lines([path])[0] != line:
             return "-"
         digest = ",".join(piece_digests(handle))
@@ -255,7 +265,10 @@ def _same_bytes(path: Path, line: str, digest: str) -> bool:
     if digest == "-":
         return False
     expected = iter(digest.split(","))
-    with open(path, "rb") as handle:
+    handle = open_regular(path)
+    if handle is None:
+        return False
+    with handle:
         if _lines([path])[0] != line:
             return False
         for found in piece_digests(handle):

@@ -1,16 +1,30 @@
 """The digest of a whole file's bytes (what tells a `touch` from a change), or of each of
-its pieces in turn (which tells a change at its first changed piece)."""
+its pieces in turn (which tells a change at its first changed piece), and the opening of
+a file to be hashed."""
 
 from __future__ import annotations
 
 import mmap
 import os
+import stat
 from collections.abc import Iterator
 from typing import BinaryIO
 
 # Bytes hashed, then handed back, at a time (clean file pages count as resident until
 # then: a 10M-line list is 800 MB).
 _PIECE = 8 << 20
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO | None:
+    """Return the file at `path` open for reading, or None when it is not a regular file;
+    raises OSError."""
+    # Not blocking: a FIFO in the file's place would hang the open until written.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def file_digest(handle: BinaryIO) -> str:

@@ -13,13 +13,12 @@ big or a URL of a changed chunk is listed elsewhere too: then the whole file is.
 from __future__ import annotations
 
 import os
-import stat
 from collections import Counter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
 from sitemapd.config.sources import UrlListSource
-from sitemapd.core.filedigest import file_digest
+from sitemapd.core.filedigest import file_digest, open_regular
 from sitemapd.core.observation import Item, ListChunk, file_key
 from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import SourceError
@@ -82,16 +81,13 @@ def _open(source: UrlListSource) -> BinaryIO:
     """Return the list's file, open for reading; raises SourceError when it cannot be
     read or is not a regular file."""
     try:
-        # Not blocking: a FIFO put in the list's place would hang the open until written.
-        fd = os.open(source.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        handle = open_regular(source.path)
     except OSError as exc:
         raise SourceError(f"{source.name}: cannot read {source.path} ({exc.strerror})") from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
+    if handle is None:
         # Its size says nothing of what it holds: read as one, a pipe is an empty list.
         raise SourceError(f"{source.name}: {source.path} is not a regular file")
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
+    return handle
 
 
 def _chunks_digest(digests: list[bytes]) -> str:
