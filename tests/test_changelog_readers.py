@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import resource
+import socket
 import sqlite3
 import threading
 import time
@@ -18,6 +21,7 @@ from pg import PASSWORD, Postgres, free_port
 
 from sitemapd.changelog import ChangelogSpec, ChangeRow, Reader, open_reader
 from sitemapd.changelog.ddl import ddl
+from sitemapd.changelog.pgclient import readable
 from sitemapd.config.changelog import Shape
 from sitemapd.config.urltemplate import template_fields
 from sitemapd.errors import ConfigError, SourceError
@@ -683,3 +687,29 @@ def test_a_template_that_does_not_fit_a_row_refuses_that_row_alone() -> None:
     assert (good.url, good.problem) == ("/a/abc", None)
     assert bad.url == ""
     assert "does not fit this row" in (bad.problem or "")
+
+
+def test_a_connection_past_descriptor_1023_is_waited_on() -> None:
+    """A daemon raises its open-files limit and holds thousands of files: the wait for a
+    PostgreSQL notification or stream message must work on any descriptor number (select
+    refuses those past 1023)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip(f"open-files hard limit {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2048), hard))
+    ours, theirs = socket.socketpair()
+    high = os.dup2(ours.fileno(), 1500)
+
+    class Connection:
+        def fileno(self) -> int:
+            return high
+
+    try:
+        assert not readable(Connection(), 0.05)
+        theirs.send(b"N")
+        assert readable(Connection(), 5)
+    finally:
+        os.close(high)
+        ours.close()
+        theirs.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import math
-import select
 import time
 from collections.abc import Iterator
 from typing import Any, LiteralString
@@ -26,7 +25,7 @@ import psycopg2.extras
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from sitemapd.changelog.pgclient import connect_params, stream_first_column
+from sitemapd.changelog.pgclient import connect_params, readable, stream_first_column
 from sitemapd.changelog.pgoutput import (
     Commit,
     Relation,
@@ -132,7 +131,7 @@ class LogicalReader:
             time.sleep(left)
             return False
         try:
-            ready = bool(select.select([stream], [], [], left)[0])
+            ready = readable(stream, left)
         except (OSError, ValueError, psycopg2.Error):  # closed by a read on the writer
             return False
         if ready:
@@ -298,7 +297,7 @@ class LogicalReader:
             message, self._waiting = self._waiting or stream.read_message(), None
             if message is None:
                 left = _LONGEST - (time.monotonic() - started)
-                if left <= 0 or not select.select([stream], [], [], min(quiet, left))[0]:
+                if left <= 0 or not readable(stream, min(quiet, left)):
                     break
                 continue
             found = decode(message.payload, self._relations, wanted)

@@ -7,6 +7,8 @@ a cost each daemon's start-up pays before its first read.
 
 from __future__ import annotations
 
+import math
+import select
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +20,16 @@ from sitemapd.config.changelog import source_error
 CONNECT_TIMEOUT = 10
 # Rows a streamed query fetches at a time.
 _STREAM_ROWS = 2000
+
+
+def readable(conn: Any, timeout: float) -> bool:
+    """Return True when `conn` (a connection or a replication cursor) has something to
+    read within `timeout` seconds; raises psycopg2.Error when it is closed."""
+    # poll, not select: select refuses a descriptor past 1023, and a daemon raises its
+    # open-files limit to keep thousands of files open.
+    poller = select.poll()
+    poller.register(conn, select.POLLIN)
+    return bool(poller.poll(math.ceil(max(0.0, timeout) * 1000)))
 
 
 def connect_params(dsn: str) -> dict[str, Any]:

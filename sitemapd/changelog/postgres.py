@@ -7,7 +7,6 @@ can no longer grow: reading only below it, in (txid, id) order, never skips a ro
 
 from __future__ import annotations
 
-import select
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -16,7 +15,12 @@ import psycopg2
 import psycopg2.extensions
 from psycopg2 import sql
 
-from sitemapd.changelog.pgclient import connect, connect_params, stream_first_column
+from sitemapd.changelog.pgclient import (
+    connect,
+    connect_params,
+    readable,
+    stream_first_column,
+)
 from sitemapd.config.changelog import (
     MAX_BACKLOG,
     TIME_FIELDS,
@@ -229,7 +233,7 @@ def _notified(conn: _Connection, timeout: float) -> bool:
             conn.notifies.clear()
             return True
         left = deadline - time.monotonic()
-        if left <= 0 or not select.select([conn], [], [], left)[0]:
+        if left <= 0 or not readable(conn, left):
             return False
 
 
