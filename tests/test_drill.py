@@ -381,7 +381,8 @@ def test_edits_to_a_story_written_into_a_container_are_caught(site: Site) -> Non
 def teaser_cards(n: int, permalink: bool = False) -> str:
     """Return an article above a list of other stories' cards: a linked headline and a
     teaser of prose each; or, `permalink`, a post of one paragraph under its linked
-    title and nothing else."""
+    title, beside a box of related posts' linked headlines."""
+    related = "".join(f"<h3><a href='/post-{k}.html'>Related post {k}</a></h3>" for k in range(3))
     cards = "".join(
         f"<div class='card'><h3><a href='/story-{k}.html'>Story {k} headline</a></h3>"
         f"<p class='summary'>{prose_words(n + k, 14)}</p></div>"
@@ -391,7 +392,7 @@ def teaser_cards(n: int, permalink: bool = False) -> str:
         return (
             f"<html><head><title>Post {n}</title></head><body><div class='post'>"
             f"<h2><a href='/post-{n}.html'>Post {n}</a></h2><p>{prose_words(n, 40)}</p>"
-            "</div></body></html>"
+            f"</div><aside>{related}</aside></body></html>"
         )
     return (
         f"<html><head><title>Bridge vote {n} | Gazette</title></head><body>"
@@ -409,6 +410,25 @@ def test_another_pages_teaser_beside_its_linked_headline_is_not_content() -> Non
     # A post of one paragraph under its own linked title is a post, not a teaser.
     tree = lxml.html.document_fromstring(teaser_cards(2, permalink=True))
     assert [p.tag for p in page_content(tree)] == ["p"]
+
+
+def permalinked(n: int) -> str:
+    """Return a post of one paragraph under its `<h1>` linked to itself, the title
+    another text, beside a box of related posts' linked headlines (a common theme)."""
+    related = "".join(f"<h3><a href='/post-{k}.html'>Related post {k}</a></h3>" for k in range(3))
+    return (
+        f"<html><head><title>Post {n}</title></head><body><main><article>"
+        f"<h1><a href='/post-{n}.html'>A short post number {n} about the harbour</a></h1>"
+        f"<p>{prose_words(n, 30)}</p></article></main><aside>{related}</aside></body></html>"
+    )
+
+
+def test_a_post_under_its_permalinked_headline_beside_related_links_is_drilled(
+    site: Site,
+) -> None:
+    rows = drilled(site, permalinked)
+    for change in ("one word of a paragraph", "correction appended"):
+        assert (rows[change]["applied"], rows[change]["moved"]) == (6, 6), change
 
 
 def test_ads_promotions_and_sign_up_boxes_are_not_content() -> None:

@@ -6,7 +6,8 @@ templates, `hidden` or `display:none` elements, dialogs that open over the page)
 text. A paragraph is a block of prose, or the prose a container holds between its
 blocks (a story written straight into a `<div>`, its lines cut by `<br>`). A paragraph
 that shares a card with another page's linked headline, in a list of such cards, is
-that page's teaser, not prose of this one.
+that page's teaser, not prose of this one; under the page's own headline (its first
+`<h1>`, or its title's words), linked to itself, it is the page's post.
 """
 
 from __future__ import annotations
@@ -125,7 +126,11 @@ def teaser(paragraph: Element) -> bool:
         if not heads:
             continue
         head = next((h for h in heads if _linked(h)), None)
-        if head is None or len(text_of(card)) > size + len(text_of(head)) + _CARD_SLACK:
+        if (
+            head is None
+            or _own_headline(head)
+            or len(text_of(card)) > size + len(text_of(head)) + _CARD_SLACK
+        ):
             return False
         return any(
             _linked(h) and not _holds(card, h)
@@ -133,6 +138,17 @@ def teaser(paragraph: Element) -> bool:
             for h in near.iter(*_HEADINGS)
         )
     return False
+
+
+def _own_headline(heading: Element) -> bool:
+    """True when `heading` is the page's own headline (a post under its permalink, not
+    another page's): the page's first `<h1>`, or the words of its `<title>`."""
+    tree = heading.getroottree()
+    if next(tree.iter("h1"), None) is heading:
+        return True
+    words = " ".join(text_of(heading).split()).casefold()
+    title = next(tree.iter("title"), None)
+    return bool(words) and title is not None and words in " ".join(title.itertext()).casefold()
 
 
 def _holds(element: Element, other: Element) -> bool:
