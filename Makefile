@@ -71,7 +71,7 @@ bench: $(VENV)/.bench-extras
 
 # Debian 12 refuses `pip install` into the system Python (externally managed): install into
 # a venv of its own under PREFIX, and the units (which run PREFIX/bin/sitemapd), the system
-# user and the folders where systemd looks for them. EXTRAS="postgres" adds psycopg.
+# user and the folders where systemd looks for them. EXTRAS="postgres" adds psycopg2 (and psycopg 3).
 PREFIX ?= /opt/sitemapd
 UNITDIR ?= /etc/systemd/system
 SYSUSERSDIR ?= /usr/lib/sysusers.d
