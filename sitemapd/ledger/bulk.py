@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from itertools import chain
 from typing import Any
 
 _ROWS = 50
@@ -31,7 +30,11 @@ def insert_values(
     count, width = len(columns[0]), len(columns)
     per = max(1, min(_ROWS, _MAX_VALUES // width))
     whole = count - count % per
-    flat = list(chain.from_iterable(zip(*columns, strict=True)))
+    # Row by row, each column's values put in place at once: no Python code per value
+    # (a column of another length raises ValueError).
+    flat: list[Any] = [None] * (count * width)
+    for at, column in enumerate(columns):
+        flat[at::width] = column
     if whole:
         step = per * width
         conn.executemany(
