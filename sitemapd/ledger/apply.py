@@ -84,6 +84,13 @@ class Apply(Decisions):
         self.changes.moved += self.shards.enforce_limits()
 
     def consume(self, items: Iterable[Item]) -> None:
+        try:
+            self._consume(items)
+        except BaseException:
+            self.lists.inserts.abandon()  # before the rollback: the connection is shared
+            raise
+
+    def _consume(self, items: Iterable[Item]) -> None:
         batch: list[Item] = []
         for item in items:
             if isinstance(item, Changes) and not self.bulk:
@@ -99,6 +106,7 @@ class Apply(Decisions):
                 if isinstance(item, ListChunk):
                     self.lists.take(item)
                 else:
+                    self.lists.settle()
                     load_changes(self, item)
                 continue
             for one in item.items() if isinstance(item, Changes) else (item,):
@@ -111,6 +119,7 @@ class Apply(Decisions):
     def _consume_batch(self, batch: list[Item]) -> None:
         if not batch:
             return
+        self.lists.settle()
         rejects = [item for item in batch if isinstance(item, Rejected)]
         if rejects:
             self.changes.rejected += len(rejects)
@@ -164,6 +173,7 @@ class Apply(Decisions):
         configured: Collection[str] | None,
         complete_before: Collection[str],
     ) -> None:
+        self.lists.settle()
         if self.bulk:
             self._finish_bulk()
         else:

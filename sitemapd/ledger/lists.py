@@ -25,7 +25,8 @@ from operator import itemgetter
 from typing import NamedTuple, TypeVar
 
 from sitemapd.core.observation import Gone, ListChunk, Observation, Seen
-from sitemapd.ledger.bulk import insert_values
+from sitemapd.errors import LedgerError
+from sitemapd.ledger.bulk import Inserts
 from sitemapd.ledger.model import ROBOTS_REASON
 from sitemapd.ledger.run import Run
 from sitemapd.ledger.schema import EXCLUDED, LIVE
@@ -36,6 +37,9 @@ from sitemapd.render.sitemap import entry_sizes
 log = logging.getLogger("sitemapd.ledger")
 
 _BATCH = 2000
+# Rows of the longest insert of a list's lines: SQLite lets go of the GIL for as long as
+# one runs, which the thread formatting the next chunk's rows needs (bulk.py).
+_STATEMENT_ROWS = 512
 _LOC, _STAMP = itemgetter(0), itemgetter(1)
 _T = TypeVar("_T")
 # The row of `urls` as a list line would leave it: anything else is a difference.
@@ -184,6 +188,10 @@ class ListLoad:
         self.read: dict[str, list[_ReadChunk]] = {}  # source name -> its chunks read
         # Lists applied by `finish`: (read whole, digests known before, digests now).
         self.finished: dict[str, tuple[bool, Counter[bytes], Counter[bytes]]] = {}
+        # An empty ledger's inserts, on a thread of their own (bulk.py), and the id of
+        # the last row they insert while some are pending (ids follow on in a bulk load).
+        self.inserts = Inserts(self.conn)
+        self._last_id: int | None = None
 
     @property
     def sources(self) -> set[str]:
@@ -201,8 +209,21 @@ class ListLoad:
         )
         self.conn.execute("DELETE FROM temp.list_lines")
 
+    def settle(self) -> None:
+        """Wait for the inserts of the chunks loaded (before anything else uses the
+        connection); raises their error (sqlite3.Error), or LedgerError when the rows
+        were not given the ids counted for them."""
+        self.inserts.settle()
+        if self._last_id is not None:
+            (last,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
+            if last != self._last_id:
+                raise LedgerError("the ledger's URL ids are exhausted; rebuild it from its sources")
+            self._last_id = None
+
     def take(self, chunk: ListChunk) -> None:
         """Load or stage the lines of `chunk`."""
+        if chunk.source not in self.read:
+            self.settle()  # its first chunk may register the source
         source_id = self.run.source_id(chunk.source)
         parsed = chunk.lines is not None
         self.read.setdefault(chunk.source, []).append(
@@ -224,7 +245,10 @@ class ListLoad:
 
     def _load(self, source_id: int, digest: bytes, lines: list[tuple[str, str]]) -> None:
         """Insert a chunk's lines as new URLs, placed in shards as they come."""
-        (before,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
+        if self._last_id is None:
+            (self._last_id,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
+        before = self._last_id
+        excluded: list[tuple[str, str]] = []
         if self.run.robots.fingerprint != "none":
             allows = self.run.robots.allows
             excluded = [line for line in lines if not allows(line[0])]
@@ -233,9 +257,10 @@ class ListLoad:
                 self._insert(source_id, None, ROBOTS_REASON, _Rows.of(excluded, self.run.now))
         if lines:
             self._insert_live(source_id, _Rows.of(lines, self.run.now))
-        (after,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
+        # A row inserted without an id takes the one after the largest (checked at `settle`).
+        after = self._last_id = before + len(excluded) + len(lines)
         # Written now, not held: ten million URLs take 80 MB of ids.
-        self.conn.execute(
+        self.inserts.execute(
             "INSERT OR REPLACE INTO list_chunk_urls (source_id, digest, ids) VALUES (?, ?, ?)",
             (source_id, digest, array("q", range(before + 1, after + 1)).tobytes()),
         )
@@ -257,13 +282,14 @@ class ListLoad:
         now = self.run.now  # canonical: digits, "-", ":", "T", "+"
         status = EXCLUDED if reason else LIVE
         reason_sql = f"'{reason}'" if reason else "NULL"
-        insert_values(
-            self.conn,
+        # The shard bound, not written into the statement: a statement of many rows holds
+        # a few hundred KB once prepared, and the connection keeps 128 of them.
+        self.inserts.values(
             "INSERT OR FAIL INTO urls (loc, source_time, lastmod, entry_bytes, source_id, status, "
             "reason, first_seen, change_count, shard)",
-            f"(?, ?, ?, ?, {source_id}, '{status}', {reason_sql}, '{now}', 0, "
-            f"{'NULL' if shard is None else shard})",
-            rows,
+            f"(?, ?, ?, ?, {source_id}, '{status}', {reason_sql}, '{now}', 0, ?)",
+            (*rows, [shard] * len(rows.locs)),
+            _STATEMENT_ROWS,
         )
 
     def finish_bulk(self, repeated: list[int]) -> None:
