@@ -58,6 +58,14 @@ def rendered_by_the_ledger(site: Site) -> dict[str, bytes]:
     return published_bytes(site.out)
 
 
+def assert_journal_of_a_first_load(site: Site) -> None:
+    """Assert that the journal holds each live URL once, as new, in id order from seq 1."""
+    with sqlite3.connect(site.state / "ledger.sqlite3") as conn:
+        journal = conn.execute("SELECT seq, url_id, kind FROM journal ORDER BY seq").fetchall()
+        live = [i for (i,) in conn.execute("SELECT id FROM urls WHERE status = 'live' ORDER BY id")]
+    assert journal == [(seq, url_id, "new") for seq, url_id in enumerate(live, start=1)]
+
+
 def varied(count: int) -> list[str]:
     """Return `count` list lines of every kind a shard renders: escaped characters,
     non-ASCII paths, no datetime, datetimes in the future and in other zones."""
@@ -98,6 +106,7 @@ def test_a_url_listed_twice_is_rendered_by_the_ledger(site: Site) -> None:
     listed(site, lines)
     first, spooled = first_build(site)
     assert spooled == 0
+    assert_journal_of_a_first_load(site)
     assert first == rendered_by_the_ledger(site)
     # Its last line counts, in the shard of that line.
     entries = b"".join(data for name, data in first.items() if name.startswith("sitemap-"))
@@ -110,6 +119,7 @@ def test_pages_and_a_list_loaded_together_share_shards_rightly(site: Site) -> No
         site.write(f"page-{n}.html", page(f"Page {n}", "text " * 30))
     listed(site, varied(500))
     first, _ = first_build(site)
+    assert_journal_of_a_first_load(site)
     assert first == rendered_by_the_ledger(site)
     assert first["sitemap.xml"].count(b"<sitemap>") == 2
 
@@ -304,6 +314,7 @@ def test_lists_loaded_together_past_robots_rules_are_read_again_by_chunks(site: 
     write_atomic(site.base / "b.txt", "".join(f"{line}\n" for line in lines[30000:]))
     first, spooled = first_build(site)
     assert spooled == 10
+    assert_journal_of_a_first_load(site)
     assert b"q&amp;a" not in b"".join(first.values())
     assert first == rendered_by_the_ledger(site)
     # One line of each list dropped, one changed: read again by the chunks they are in.

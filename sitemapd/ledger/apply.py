@@ -30,7 +30,7 @@ from sitemapd.ledger.model import (
     RobotsRules,
 )
 from sitemapd.ledger.removals import RemovalGuard, decide
-from sitemapd.ledger.run import LedgerFile
+from sitemapd.ledger.run import JOURNAL_NEW, LedgerFile
 from sitemapd.ledger.schema import (
     LIVE,
     create_url_indexes,
@@ -252,11 +252,13 @@ class Apply(Decisions):
                     self.changes.new -= 1
                 self.conn.execute("DELETE FROM urls WHERE id = ?", (url_id,))
                 deleted = True
-        self.conn.execute(
-            "INSERT INTO journal (url_id, kind, at) SELECT id, ?, ? FROM urls "
-            "WHERE status = ? ORDER BY id",
-            (NEW, self.now, LIVE),
-        )
+        if repeated or deleted:
+            # Some rows journalled as they were loaded are gone: journalled again, as if
+            # none had been, in the same seqs.
+            self.conn.execute("DELETE FROM journal WHERE seq > ?", (self.first_seq,))
+            self.journaled = 0
+        (last,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
+        self.conn.execute(JOURNAL_NEW, (NEW, self.now, self.journaled + 1, last, LIVE))
         # Feeds and notifications treat the first build as the site's baseline, not news.
         self.conn.execute(
             "INSERT OR REPLACE INTO cursors (name, value) "

@@ -27,8 +27,8 @@ from typing import NamedTuple, TypeVar
 from sitemapd.core.observation import Gone, ListChunk, Observation, Seen
 from sitemapd.errors import LedgerError
 from sitemapd.ledger.bulk import Inserts
-from sitemapd.ledger.model import ROBOTS_REASON
-from sitemapd.ledger.run import Run
+from sitemapd.ledger.model import NEW, ROBOTS_REASON
+from sitemapd.ledger.run import JOURNAL_NEW, Run
 from sitemapd.ledger.schema import EXCLUDED, LIVE
 from sitemapd.ledger.spool import ShardSpool, SpooledShard
 from sitemapd.ledger.transaction import Transactions
@@ -259,6 +259,13 @@ class ListLoad:
             self._insert_live(source_id, _Rows.of(lines, self.run.now))
         # A row inserted without an id takes the one after the largest (checked at `settle`).
         after = self._last_id = before + len(excluded) + len(lines)
+        if self.run.journaled == before:
+            # Journalled now, on the inserts' thread, rather than at the end of the load,
+            # where nothing goes on beside it.
+            if lines:
+                first = before + len(excluded) + 1
+                self.inserts.execute(JOURNAL_NEW, (NEW, self.run.now, first, after, LIVE))
+            self.run.journaled = after
         # Written now, not held: ten million URLs take 80 MB of ids.
         self.inserts.execute(
             "INSERT OR REPLACE INTO list_chunk_urls (source_id, digest, ids) VALUES (?, ?, ?)",
