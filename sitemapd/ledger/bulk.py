@@ -29,6 +29,8 @@ _ROWS = 64
 _STEP = 8
 # Pieces of work `Inserts` may lag behind by (a list chunk's rows: about 1,000).
 _QUEUE = 8
+# `sqlite3.threadsafety` of an SQLite that locks a connection around each call.
+_SERIALIZED = 3
 
 
 def insert_values(
@@ -109,8 +111,10 @@ class Inserts:
     caller prepares the next: SQLite lets go of the GIL while it works, so its inserts
     and the Python that turns a list's lines into rows and entries share two cores.
 
-    The connection is shared: while work is pending, nothing else may use it; `settle`
-    waits for it all.
+    The connection is shared: while work is pending, no other write may use it; `settle`
+    waits for it all. A read on it meanwhile (a source asking a cursor) waits for the
+    statement running: SQLite built serialized (`sqlite3.threadsafety` 3) locks the
+    connection around each call. Built otherwise, the work runs on the caller's thread.
     """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -137,6 +141,9 @@ class Inserts:
     def _submit(self, job: Callable[..., object], *args: Any) -> None:
         """Run `job(*args)` on the thread, after the work submitted before; raises the
         error of earlier work (sqlite3.Error) once it is known."""
+        if sqlite3.threadsafety != _SERIALIZED:
+            job(*args)
+            return
         if self._thread is None:
             self._thread = ThreadPoolExecutor(1, thread_name_prefix="sitemapd-insert")
         while len(self._pending) >= _QUEUE:
