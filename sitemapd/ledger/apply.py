@@ -87,7 +87,7 @@ class Apply(Decisions):
         try:
             self._consume(items)
         except BaseException:
-            self.lists.inserts.abandon()  # before the rollback: the connection is shared
+            self.lists.first.inserts.abandon()  # before the rollback: the connection is shared
             raise
 
     def _consume(self, items: Iterable[Item]) -> None:
@@ -106,7 +106,7 @@ class Apply(Decisions):
                 if isinstance(item, ListChunk):
                     self.lists.take(item)
                 else:
-                    self.lists.settle()
+                    self.lists.first.settle()
                     load_changes(self, item)
                 continue
             for one in item.items() if isinstance(item, Changes) else (item,):
@@ -119,7 +119,7 @@ class Apply(Decisions):
     def _consume_batch(self, batch: list[Item]) -> None:
         if not batch:
             return
-        self.lists.settle()
+        self.lists.first.settle()
         rejects = [item for item in batch if isinstance(item, Rejected)]
         if rejects:
             self.changes.rejected += len(rejects)
@@ -173,7 +173,7 @@ class Apply(Decisions):
         configured: Collection[str] | None,
         complete_before: Collection[str],
     ) -> None:
-        self.lists.settle()
+        self.lists.first.settle()
         if self.bulk:
             self._finish_bulk()
         else:
