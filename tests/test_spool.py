@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Site, assert_valid, page, snapshot, write_atomic
@@ -17,7 +18,7 @@ from conftest import Site, assert_valid, page, snapshot, write_atomic
 from sitemapd.config import load
 from sitemapd.engine.engine import Engine
 from sitemapd.errors import LedgerError
-from sitemapd.ledger import bulk, spool
+from sitemapd.ledger import listfirst, spool
 
 SPOOLED = "entries as the first load rendered them"
 
@@ -266,29 +267,28 @@ def test_a_spool_write_that_fails_on_its_thread_is_left_to_the_ledger(
     assert first == rendered_by_the_ledger(site)
 
 
-def test_an_insert_that_fails_on_its_thread_rolls_the_first_load_back(
+def test_an_insert_that_fails_part_way_rolls_the_first_load_back(
     site: Site, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Enough lines for several chunks, each inserted by the load's thread (bulk.py).
-    listed(site, varied(6000))
-    ran = bulk.Inserts._run_all
+    listed(site, varied(6000))  # several chunks, each inserted in several statements
+    inserted = listfirst.insert_values
     calls = 0
 
-    def failing(inserts: bulk.Inserts, runs: list[tuple[str, list[list[object]]]]) -> None:
+    def failing(conn: sqlite3.Connection, *args: Any) -> None:
         nonlocal calls
         calls += 1
         if calls == 3:
             raise sqlite3.OperationalError("database or disk is full")
-        ran(inserts, runs)
+        inserted(conn, *args)
 
-    monkeypatch.setattr(bulk.Inserts, "_run_all", failing)
+    monkeypatch.setattr(listfirst, "insert_values", failing)
     engine = Engine(load(site.config))
     try:
         with pytest.raises(LedgerError, match="disk is full"):
             engine.build()
     finally:
         engine.close()
-    assert calls >= 3
+    assert calls == 3
     assert not (site.out / "sitemap.xml").exists()
     assert not (site.state / "ledger.sqlite3.spool").exists()
     with sqlite3.connect(site.state / "ledger.sqlite3") as conn:
@@ -301,7 +301,7 @@ def test_an_insert_that_fails_on_its_thread_rolls_the_first_load_back(
 
 def test_lists_loaded_together_past_robots_rules_are_read_again_by_chunks(site: Site) -> None:
     # Rows the robots.txt rules exclude take ids between the listed ones: each chunk's ids
-    # must still be those of its lines, or a re-read by chunks would lose or keep URLs.
+    # must be those of its lines, or a re-read by chunks would lose or keep URLs.
     site.write("robots.txt", "User-agent: *\nDisallow: /q&a/\n")
     site.configure(
         site='robots_txt = "site/robots.txt"',

@@ -30,7 +30,7 @@ from sitemapd.ledger.model import (
     RobotsRules,
 )
 from sitemapd.ledger.removals import RemovalGuard, decide
-from sitemapd.ledger.run import JOURNAL_NEW, LedgerFile
+from sitemapd.ledger.run import LedgerFile
 from sitemapd.ledger.schema import (
     LIVE,
     create_url_indexes,
@@ -84,13 +84,6 @@ class Apply(Decisions):
         self.changes.moved += self.shards.enforce_limits()
 
     def consume(self, items: Iterable[Item]) -> None:
-        try:
-            self._consume(items)
-        except BaseException:
-            self.lists.first.inserts.abandon()  # before the rollback: the connection is shared
-            raise
-
-    def _consume(self, items: Iterable[Item]) -> None:
         batch: list[Item] = []
         for item in items:
             if isinstance(item, Changes) and not self.bulk:
@@ -106,7 +99,6 @@ class Apply(Decisions):
                 if isinstance(item, ListChunk):
                     self.lists.take(item)
                 else:
-                    self.lists.first.settle()
                     load_changes(self, item)
                 continue
             for one in item.items() if isinstance(item, Changes) else (item,):
@@ -119,7 +111,6 @@ class Apply(Decisions):
     def _consume_batch(self, batch: list[Item]) -> None:
         if not batch:
             return
-        self.lists.first.settle()
         rejects = [item for item in batch if isinstance(item, Rejected)]
         if rejects:
             self.changes.rejected += len(rejects)
@@ -173,7 +164,6 @@ class Apply(Decisions):
         configured: Collection[str] | None,
         complete_before: Collection[str],
     ) -> None:
-        self.lists.first.settle()
         if self.bulk:
             self._finish_bulk()
         else:
@@ -252,13 +242,11 @@ class Apply(Decisions):
                     self.changes.new -= 1
                 self.conn.execute("DELETE FROM urls WHERE id = ?", (url_id,))
                 deleted = True
-        if repeated or deleted:
-            # Some rows journalled as they were loaded are gone: journalled again, as if
-            # none had been, in the same seqs.
-            self.conn.execute("DELETE FROM journal WHERE seq > ?", (self.first_seq,))
-            self.journaled = 0
-        (last,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
-        self.conn.execute(JOURNAL_NEW, (NEW, self.now, self.journaled + 1, last, LIVE))
+        self.conn.execute(
+            "INSERT INTO journal (url_id, kind, at) SELECT id, ?, ? FROM urls "
+            "WHERE status = ? ORDER BY id",
+            (NEW, self.now, LIVE),
+        )
         # Feeds and notifications treat the first build as the site's baseline, not news.
         self.conn.execute(
             "INSERT OR REPLACE INTO cursors (name, value) "

@@ -1,12 +1,11 @@
-"""Inserts of many rows: many rows to a statement, and a first load's on a thread of
-their own.
+"""Inserts of many rows: many rows to a statement.
 
 Each run of a statement opens a cursor on the table and on each of its indexes; for
 `urls` (a table and six indexes, five of them partial) that costs more than inserting
 the row. One INSERT of many rows pays for it once: a million-URL first build inserts in
-half the time. Rows go in statements of 64 (or more, as the caller says), then 8, then
-one by one: a handful of statement texts, few runs of one row, and SQLite's own work per
-row the same as from 50 rows a statement up.
+half the time. Rows go in statements of 64, then 8, then one by one: a handful of
+statement texts, few runs of one row, and SQLite's own work per row the same as from 50
+rows a statement up.
 
 The statements say `INSERT OR FAIL`: under the default (ABORT) SQLite keeps a statement
 journal of every page a multi-row statement changes, to undo that statement alone, which
@@ -18,19 +17,12 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections import deque
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Sequence
 from typing import Any
 
-# Rows of the longest statement, by default; each shorter one holds an eighth of the
-# one before.
+# Rows of the longest statement; each shorter one holds an eighth of the one before.
 _ROWS = 64
 _STEP = 8
-# Pieces of work `Inserts` may lag behind by (a list chunk's rows: about 1,000).
-_QUEUE = 8
-# `sqlite3.threadsafety` of an SQLite that locks a connection around each call.
-_SERIALIZED = 3
 
 
 def insert_values(
@@ -38,13 +30,11 @@ def insert_values(
     insert: str,
     row: str,
     columns: Sequence[Sequence[Any]],
-    rows: int = _ROWS,
 ) -> None:
     """Run `insert` (an INSERT OR FAIL up to VALUES) with `row` (one row's values, a `?` for each
-    of `columns`: one or more, of equal length) once for each row, in order, at most `rows`
-    rows a statement."""
+    of `columns`: one or more, of equal length) once for each row, in order."""
     limit = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
-    for statement, values in _runs(insert, row, columns, rows, limit):
+    for statement, values in _runs(insert, row, columns, _ROWS, limit):
         conn.executemany(statement, values)
 
 
@@ -104,74 +94,3 @@ def _statement(insert: str, row: str, rows: int, slots: tuple[int, ...]) -> str:
         )
         for at in range(rows)
     )
-
-
-class Inserts:
-    """Statements of a first load run in order on a thread of their own, while the
-    caller prepares the next: SQLite lets go of the GIL while it works, so its inserts
-    and the Python that turns a list's lines into rows and entries share two cores.
-
-    The connection is shared: while work is pending, no other write may use it; `settle`
-    waits for it all. A read on it meanwhile (a source asking a cursor) waits for the
-    statement running: SQLite built serialized (`sqlite3.threadsafety` 3) locks the
-    connection around each call. Built otherwise, the work runs on the caller's thread.
-    """
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self._limit = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
-        self._thread: ThreadPoolExecutor | None = None
-        self._pending: deque[Future[None]] = deque()
-        self._failed = False  # the thread's work stops at its first error
-
-    def values(
-        self, insert: str, row: str, columns: Sequence[Sequence[Any]], rows: int = _ROWS
-    ) -> None:
-        """`insert_values` on the thread, its values laid out here."""
-        self._submit(self._run_all, _runs(insert, row, columns, rows, self._limit))
-
-    def execute(self, statement: str, values: Sequence[Any]) -> None:
-        """Run `statement` with `values` on the thread."""
-        self._submit(self.conn.execute, statement, values)
-
-    def _run_all(self, runs: list[tuple[str, list[list[Any]]]]) -> None:
-        for statement, values in runs:
-            self.conn.executemany(statement, values)
-
-    def _submit(self, job: Callable[..., object], *args: Any) -> None:
-        """Run `job(*args)` on the thread, after the work submitted before; raises the
-        error of earlier work (sqlite3.Error) once it is known."""
-        if sqlite3.threadsafety != _SERIALIZED:
-            job(*args)
-            return
-        if self._thread is None:
-            self._thread = ThreadPoolExecutor(1, thread_name_prefix="sitemapd-insert")
-        while len(self._pending) >= _QUEUE:
-            self._pending.popleft().result()
-        self._pending.append(self._thread.submit(self._run, job, args))
-
-    def _run(self, job: Callable[..., object], args: tuple[Any, ...]) -> None:
-        if self._failed:
-            return
-        try:
-            job(*args)
-        except BaseException:
-            self._failed = True
-            raise
-
-    def settle(self) -> None:
-        """Wait for the work submitted; raises its first error (sqlite3.Error)."""
-        try:
-            while self._pending:
-                self._pending.popleft().result()
-        finally:
-            self.abandon()
-
-    def abandon(self) -> None:
-        """Wait for the work submitted to end, its errors unheard (the caller's own
-        error is on its way)."""
-        if self._thread is not None:
-            self._thread.shutdown()
-            self._thread = None
-        self._pending.clear()
-        self._failed = False

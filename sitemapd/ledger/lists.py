@@ -169,8 +169,6 @@ class ListLoad:
 
     def take(self, chunk: ListChunk) -> None:
         """Load or stage the lines of `chunk`."""
-        if chunk.source not in self.read:
-            self.first.settle()  # its first chunk may register the source
         source_id = self.run.source_id(chunk.source)
         parsed = chunk.lines is not None
         self.read.setdefault(chunk.source, []).append(

@@ -14,12 +14,6 @@ from sitemapd.ledger.schema import EXCLUDED, LIVE
 from sitemapd.ledger.shards import Limits, Shards
 from sitemapd.ledger.spool import ShardSpool, SpooledShard
 
-# Journals as new (kind, at) the rows of one status (live) with ids in a range, in order.
-JOURNAL_NEW = (
-    "INSERT INTO journal (url_id, kind, at) SELECT id, ?, ? FROM urls "
-    "WHERE id BETWEEN ? AND ? AND status = ? ORDER BY id"
-)
-
 
 class LedgerFile(Protocol):
     """What a run reads of the `Ledger` that runs it (the ledger sits above its runs)."""
@@ -64,10 +58,6 @@ class Run:
         # url id -> its new alternates text, for alternate_links.
         self.links: dict[int | None, str | None] = {}
         self.first_seq = ledger.last_seq()
-        # Bulk runs: the id up to which every live row is journalled, in id order (the
-        # loads of URL lists journal their rows as they insert them, while no other
-        # insert came between).
-        self.journaled = 0
         # Bulk runs: loc -> the last row id inserted before a Gone for it.
         self.bulk_gone: dict[str, int] = {}
         # Bulk runs: whether a row with alternates was inserted (only observations of
@@ -94,7 +84,11 @@ class Run:
             "INSERT OR IGNORE INTO temp.seen SELECT id FROM urls WHERE id BETWEEN ? AND ?",
             (first, last),
         )
-        self.conn.execute(JOURNAL_NEW, (NEW, self.now, first, last, LIVE))
+        self.conn.execute(
+            "INSERT INTO journal (url_id, kind, at) SELECT id, ?, ? FROM urls "
+            "WHERE id BETWEEN ? AND ? AND status = ? ORDER BY id",
+            (NEW, self.now, first, last, LIVE),
+        )
 
     # Decisions ---------------------------------------------------------------------
 
