@@ -26,20 +26,17 @@ _STEP = 8
 
 
 def insert_values(
-    conn: sqlite3.Connection,
-    insert: str,
-    row: str,
-    columns: Sequence[Sequence[Any]],
+    conn: sqlite3.Connection, insert: str, row: str, columns: Sequence[Sequence[Any]]
 ) -> None:
     """Run `insert` (an INSERT OR FAIL up to VALUES) with `row` (one row's values, a `?` for each
     of `columns`: one or more, of equal length) once for each row, in order."""
     limit = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
-    for statement, values in _runs(insert, row, columns, _ROWS, limit):
+    for statement, values in _runs(insert, row, columns, limit):
         conn.executemany(statement, values)
 
 
 def _runs(
-    insert: str, row: str, columns: Sequence[Sequence[Any]], rows: int, limit: int
+    insert: str, row: str, columns: Sequence[Sequence[Any]], limit: int
 ) -> list[tuple[str, list[list[Any]]]]:
     """Return the statements of `insert_values` and the values each run of them binds,
     at most `limit` values a run. A column given twice (the same list) is bound once."""
@@ -60,7 +57,7 @@ def _runs(
     for at, column in enumerate(bound):
         flat[at::width] = column
     runs: list[tuple[str, list[list[Any]]]] = []
-    done, per = 0, min(rows, limit // width)
+    done, per = 0, min(_ROWS, limit // width)
     while done < count:
         per = max(1, per)
         whole = done + (count - done) // per * per
