@@ -23,8 +23,6 @@ LONGER = {
     "changelog/logical.py": 500,
     # The change-log source's whole schema: columns, modes and the checks between them.
     "config/changelog.py": 495,
-    # URL lists loaded by chunks: staging, diffing and the first-load spool together.
-    "ledger/lists.py": 430,
 }
 
 

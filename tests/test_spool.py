@@ -10,13 +10,15 @@ import shutil
 import sqlite3
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Site, assert_valid, page, snapshot, write_atomic
 
 from sitemapd.config import load
 from sitemapd.engine.engine import Engine
-from sitemapd.ledger import spool
+from sitemapd.errors import LedgerError
+from sitemapd.ledger import listfirst, spool
 
 SPOOLED = "entries as the first load rendered them"
 
@@ -55,6 +57,14 @@ def rendered_by_the_ledger(site: Site) -> dict[str, bytes]:
     result = site.cli("--log-level", "debug", "build")
     assert SPOOLED not in result.stderr
     return published_bytes(site.out)
+
+
+def assert_journal_of_a_first_load(site: Site) -> None:
+    """Assert that the journal holds each live URL once, as new, in id order from seq 1."""
+    with sqlite3.connect(site.state / "ledger.sqlite3") as conn:
+        journal = conn.execute("SELECT seq, url_id, kind FROM journal ORDER BY seq").fetchall()
+        live = [i for (i,) in conn.execute("SELECT id FROM urls WHERE status = 'live' ORDER BY id")]
+    assert journal == [(seq, url_id, "new") for seq, url_id in enumerate(live, start=1)]
 
 
 def varied(count: int) -> list[str]:
@@ -97,6 +107,7 @@ def test_a_url_listed_twice_is_rendered_by_the_ledger(site: Site) -> None:
     listed(site, lines)
     first, spooled = first_build(site)
     assert spooled == 0
+    assert_journal_of_a_first_load(site)
     assert first == rendered_by_the_ledger(site)
     # Its last line counts, in the shard of that line.
     entries = b"".join(data for name, data in first.items() if name.startswith("sitemap-"))
@@ -109,6 +120,7 @@ def test_pages_and_a_list_loaded_together_share_shards_rightly(site: Site) -> No
         site.write(f"page-{n}.html", page(f"Page {n}", "text " * 30))
     listed(site, varied(500))
     first, _ = first_build(site)
+    assert_journal_of_a_first_load(site)
     assert first == rendered_by_the_ledger(site)
     assert first["sitemap.xml"].count(b"<sitemap>") == 2
 
@@ -253,3 +265,77 @@ def test_a_spool_write_that_fails_on_its_thread_is_left_to_the_ledger(
     assert not (site.state / "ledger.sqlite3.spool").exists()
     first = published_bytes(site.out)
     assert first == rendered_by_the_ledger(site)
+
+
+def test_an_insert_that_fails_part_way_rolls_the_first_load_back(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listed(site, varied(6000))  # several chunks, each inserted in several statements
+    inserted = listfirst.insert_values
+    calls = 0
+
+    def failing(conn: sqlite3.Connection, *args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise sqlite3.OperationalError("database or disk is full")
+        inserted(conn, *args)
+
+    monkeypatch.setattr(listfirst, "insert_values", failing)
+    engine = Engine(load(site.config))
+    try:
+        with pytest.raises(LedgerError, match="disk is full"):
+            engine.build()
+    finally:
+        engine.close()
+    assert calls == 3
+    assert not (site.out / "sitemap.xml").exists()
+    assert not (site.state / "ledger.sqlite3.spool").exists()
+    with sqlite3.connect(site.state / "ledger.sqlite3") as conn:
+        assert conn.execute("SELECT count(*) FROM urls").fetchone() == (0,)
+    monkeypatch.undo()
+    first, spooled = first_build(site)
+    assert spooled == 20
+    assert first == rendered_by_the_ledger(site)
+
+
+def test_lists_loaded_together_past_robots_rules_are_read_again_by_chunks(site: Site) -> None:
+    # Rows the robots.txt rules exclude take ids between the listed ones: each chunk's ids
+    # must be those of its lines, or a re-read by chunks would lose or keep URLs.
+    site.write("robots.txt", "User-agent: *\nDisallow: /q&a/\n")
+    site.configure(
+        site='robots_txt = "site/robots.txt"',
+        sitemap="max_urls = 5000",
+        extra='[[source]]\ntype = "urllist"\npath = "a.txt"\nname = "a"\n'
+        '[[source]]\ntype = "urllist"\npath = "b.txt"\nname = "b"\n',
+    )
+    lines = varied(60000)  # about 20 chunks a list
+    write_atomic(site.base / "a.txt", "".join(f"{line}\n" for line in lines[:30000]))
+    write_atomic(site.base / "b.txt", "".join(f"{line}\n" for line in lines[30000:]))
+    first, spooled = first_build(site)
+    assert spooled == 10
+    assert_journal_of_a_first_load(site)
+    assert b"q&amp;a" not in b"".join(first.values())
+    assert first == rendered_by_the_ledger(site)
+    # One line of each list dropped, one changed: read again by the chunks they are in.
+    kept = lines[:100] + lines[101:30000]
+    write_atomic(site.base / "a.txt", "".join(f"{line}\n" for line in kept))
+    changed = [*lines[30000:50000], lines[50000].split("\t")[0], *lines[50002:]]
+    write_atomic(site.base / "b.txt", "".join(f"{line}\n" for line in changed))
+    result = site.cli("--log-level", "info", "build")
+    assert "chunks changed" in result.stderr
+    again = published_bytes(site.out)
+    # What a first load of the edited lists gives, in a ledger of its own.
+    shutil.rmtree(site.state)
+    shutil.rmtree(site.out)
+    fresh, _ = first_build(site)
+    urls = {name: data for name, data in again.items() if not name.startswith("manifest/")}
+    assert set(urls) == {name for name in fresh if not name.startswith("manifest/")}
+    listed_now = {
+        line.split("\t")[0].replace("&", "&amp;").replace("'", "&apos;")
+        for line in kept + changed
+        if "/q&a/" not in line
+    }
+    for data in (urls, fresh):
+        shards = b"".join(body for name, body in data.items() if name.startswith("sitemap-"))
+        assert shards.count(b"<url>") == len(listed_now)

@@ -6,9 +6,10 @@ listed in more than one chunk (`list_repeats`). Of a URL listed more than once, 
 last line counts, as in a full read.
 
 An empty ledger loads a list's lines straight into `urls`, with sizes, lastmods and
-shards worked out a chunk at a time. Otherwise the parsed lines are staged in a temporary
-table and compared with `urls` in SQL at the end; only the URLs that differ become
-observations, and the URLs of removed chunks that no line lists any more are gone.
+shards worked out a chunk at a time (listfirst.py). Otherwise the parsed lines are
+staged in a temporary table and compared with `urls` in SQL at the end; only the URLs
+that differ become observations, and the URLs of removed chunks that no line lists any
+more are gone.
 A re-read that parsed only the new chunks (the source checked with `conflicts` that no
 URL of theirs is listed elsewhere) and a full read give the same ledger.
 """
@@ -19,24 +20,20 @@ import logging
 import sqlite3
 from array import array
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator
 from itertools import islice
-from operator import itemgetter
 from typing import NamedTuple, TypeVar
 
 from sitemapd.core.observation import Gone, ListChunk, Observation, Seen
-from sitemapd.ledger.bulk import insert_values
-from sitemapd.ledger.model import ROBOTS_REASON
+from sitemapd.ledger.listfirst import FirstLoad
 from sitemapd.ledger.run import Run
 from sitemapd.ledger.schema import EXCLUDED, LIVE
 from sitemapd.ledger.spool import ShardSpool, SpooledShard
 from sitemapd.ledger.transaction import Transactions
-from sitemapd.render.sitemap import entry_sizes
 
 log = logging.getLogger("sitemapd.ledger")
 
 _BATCH = 2000
-_LOC, _STAMP = itemgetter(0), itemgetter(1)
 _T = TypeVar("_T")
 # The row of `urls` as a list line would leave it: anything else is a difference.
 _AS_LISTED = (
@@ -67,39 +64,6 @@ def _batches(values: Collection[_T]) -> Iterator[list[_T]]:
     ordered = list(values)
     for start in range(0, len(ordered), 500):
         yield ordered[start : start + 500]
-
-
-class _Rows(NamedTuple):
-    """A chunk's lines as `urls` rows, column by column, as `ListLoad._insert` binds them."""
-
-    locs: Sequence[str]
-    times: Sequence[str | None]  # the line's datetime
-    lastmods: Sequence[str]
-    sizes: Sequence[int]  # entry bytes
-
-    @classmethod
-    def of(cls, lines: list[tuple[str, str]], now: str) -> _Rows:
-        """Return the rows of `(loc, datetime or "")` lines read at `now`."""
-        # Not `zip(*lines)`: it runs an iterator for each line, which costs 7 times more.
-        locs, stamps = list(map(_LOC, lines)), list(map(_STAMP, lines))
-        times: Sequence[str | None] = stamps
-        lastmods: Sequence[str] = stamps
-        # A line's lastmod is its datetime, or the build's time when it has none or a
-        # later one. Almost always, every line has a datetime already past.
-        if "" in stamps:
-            times = [s or None for s in stamps]
-        if "" in stamps or max(stamps) > now:
-            lastmods = [now if s == "" or s > now else s for s in stamps]
-        return cls(locs, times, lastmods, entry_sizes(locs))
-
-    def part(self, start: int, end: int) -> _Rows:
-        """Return rows `start` to `end` (not included)."""
-        return _Rows(
-            self.locs[start:end],
-            self.times[start:end],
-            self.lastmods[start:end],
-            self.sizes[start:end],
-        )
 
 
 # A list's chunk read in this run: pos, digest, first line, rejects, end, parsed.
@@ -184,6 +148,8 @@ class ListLoad:
         self.read: dict[str, list[_ReadChunk]] = {}  # source name -> its chunks read
         # Lists applied by `finish`: (read whole, digests known before, digests now).
         self.finished: dict[str, tuple[bool, Counter[bytes], Counter[bytes]]] = {}
+        # The lines an empty ledger loads.
+        self.first = FirstLoad(run)
 
     @property
     def sources(self) -> set[str]:
@@ -212,7 +178,7 @@ class ListLoad:
         if chunk.lines is None:
             return
         if self.run.bulk:
-            self._load(source_id, chunk.digest, chunk.lines)
+            self.first.load(source_id, chunk.digest, chunk.lines)
         else:
             self.conn.executemany(
                 "INSERT INTO temp.list_lines (source_id, chunk, loc, stamp) "
@@ -221,50 +187,6 @@ class ListLoad:
             )
 
     # -- an empty ledger ------------------------------------------------------------------
-
-    def _load(self, source_id: int, digest: bytes, lines: list[tuple[str, str]]) -> None:
-        """Insert a chunk's lines as new URLs, placed in shards as they come."""
-        (before,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
-        if self.run.robots.fingerprint != "none":
-            allows = self.run.robots.allows
-            excluded = [line for line in lines if not allows(line[0])]
-            if excluded:
-                lines = [line for line in lines if allows(line[0])]
-                self._insert(source_id, None, ROBOTS_REASON, _Rows.of(excluded, self.run.now))
-        if lines:
-            self._insert_live(source_id, _Rows.of(lines, self.run.now))
-        (after,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
-        # Written now, not held: ten million URLs take 80 MB of ids.
-        self.conn.execute(
-            "INSERT OR REPLACE INTO list_chunk_urls (source_id, digest, ids) VALUES (?, ?, ?)",
-            (source_id, digest, array("q", range(before + 1, after + 1)).tobytes()),
-        )
-
-    def _insert_live(self, source_id: int, rows: _Rows) -> None:
-        self.run.changes.new += len(rows.locs)
-        lastmods = rows.lastmods
-        start = 0
-        for shard, count in self.run.shards.fill(rows.sizes, lambda a, b: max(lastmods[a:b])):
-            part = rows.part(start, start + count)
-            self._insert(source_id, shard, None, part)
-            if self.run.spool is not None:
-                # A list's URL has no content hash: its fingerprint is its datetime.
-                self.run.spool.add(shard, part.locs, part.times, part.lastmods)
-            start += count
-
-    def _insert(self, source_id: int, shard: int | None, reason: str | None, rows: _Rows) -> None:
-        """Insert `rows` into shard `shard` (NULL and excluded for `reason`)."""
-        now = self.run.now  # canonical: digits, "-", ":", "T", "+"
-        status = EXCLUDED if reason else LIVE
-        reason_sql = f"'{reason}'" if reason else "NULL"
-        insert_values(
-            self.conn,
-            "INSERT OR FAIL INTO urls (loc, source_time, lastmod, entry_bytes, source_id, status, "
-            "reason, first_seen, change_count, shard)",
-            f"(?, ?, ?, ?, {source_id}, '{status}', {reason_sql}, '{now}', 0, "
-            f"{'NULL' if shard is None else shard})",
-            rows,
-        )
 
     def finish_bulk(self, repeated: list[int]) -> None:
         """Record the chunks loaded, and `repeated`: ids of URLs listed more than once."""
