@@ -146,9 +146,9 @@ def _own_headline(heading: Element) -> bool:
     tree = heading.getroottree()
     if next(tree.iter("h1"), None) is heading:
         return True
-    words = " ".join(text_of(heading).split()).casefold()
+    words = text_of(heading).casefold()
     title = next(tree.iter("title"), None)
-    return bool(words) and title is not None and words in " ".join(title.itertext()).casefold()
+    return bool(words) and title is not None and words in text_of(title).casefold()
 
 
 def _holds(element: Element, other: Element) -> bool:
