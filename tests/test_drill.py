@@ -446,3 +446,31 @@ def test_the_word_edited_is_the_paragraphs_own_not_a_links() -> None:
     assert edit_word(page)
     assert text_of(next(tree.iter("a"))) == "99 McNee Drive, Golden Lake"
     assert next(tree.iter("b")).tail != f" - $139,900 {prose_words(3, 40)}"
+
+
+def counted(n: int) -> str:
+    """Return an article whose comment thread, named as the post's, opens with a heading
+    counting its comments."""
+    rng = random.Random(n)
+    thread = "".join(
+        f"<li class='comment'><p>Reader {k} wrote: "
+        + " ".join(rng.choice(WORDS) for _ in range(20))
+        + ".</p></li>"
+        for k in range(3)
+    )
+    return article(n, "").replace(
+        "</div></article>",
+        "</div><div id='comments' class='post-comments'><div class='post-title-box'>"
+        f"<h4>{n + 2} comments</h4></div><ol>{thread}</ol></div></article>",
+    )
+
+
+def test_a_count_of_comments_moves_no_page_alone_on_its_site() -> None:
+    # One page a site, as the benchmark drills real pages: no template memory masks the
+    # count, the extractor alone must leave it out.
+    for n in range(3):
+        data = counted(n).encode()
+        report = drill([("story.html", data)], Settings(), TemplateMemory())
+        counters = report.rows["counters outside the content"]
+        assert (counters.applied, counters.moved) == (1, 0)
+        assert report.rows["one word of a paragraph"].moved == 1
