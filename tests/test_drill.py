@@ -11,7 +11,7 @@ import lxml.html
 from conftest import Site
 from sitegen import new_site
 
-from sitemapd.drill.mutate import append_correction, edit_word, headline
+from sitemapd.drill.mutate import append_correction, counters, edit_word, headline
 from sitemapd.drill.run import drill
 from sitemapd.drill.structure import Page, main_list, never_content, page_content
 from sitemapd.drill.text import loose_text, text_of
@@ -466,3 +466,55 @@ def test_the_word_edited_is_the_paragraphs_own_not_a_links() -> None:
     assert edit_word(page)
     assert text_of(next(tree.iter("a"))) == "99 McNee Drive, Golden Lake"
     assert next(tree.iter("b")).tail != f" - $139,900 {prose_words(3, 40)}"
+
+
+def counted(n: int) -> str:
+    """Return an article whose comment thread, named as the post's, opens with a heading
+    counting its comments."""
+    rng = random.Random(n)
+    thread = "".join(
+        f"<li class='comment'><p>Reader {k} wrote: "
+        + " ".join(rng.choice(WORDS) for _ in range(20))
+        + ".</p></li>"
+        for k in range(3)
+    )
+    return article(n, "").replace(
+        "</div></article>",
+        "</div><div id='comments' class='post-comments'><div class='post-title-box'>"
+        f"<h4>{n + 2} comments</h4></div><ol>{thread}</ol></div></article>",
+    )
+
+
+def test_a_count_of_comments_moves_no_page_alone_on_its_site() -> None:
+    # One page a site, as the benchmark drills real pages: no template memory masks the
+    # count, the extractor alone must leave it out.
+    for n in range(3):
+        data = counted(n).encode()
+        report = drill([("story.html", data)], Settings(), TemplateMemory())
+        counters = report.rows["counters outside the content"]
+        assert (counters.applied, counters.moved) == (1, 0)
+        assert report.rows["one word of a paragraph"].moved == 1
+
+
+def test_the_counters_counted_up_are_counts_of_readers_not_prices_dates_or_names() -> None:
+    # A CMS counts comments, views and votes anew on every request; a price, a reading
+    # time, a date or a show's name beside a number stays as the page was written.
+    tree = lxml.html.document_fromstring(
+        counted(1).replace(
+            "<footer>© Gazette</footer>",
+            "<footer><span>42 Kommentare</span><span>1.2k views</span><span>19,90 EUR</span>"
+            "<span>7 min</span><span>12 Octobre</span><span>13 Investigates</span></footer>",
+        )
+    )
+    assert counters(Page(tree, page_content(tree)))
+    spans = [text_of(s) for s in tree.iter("span")]
+    # Each number of a counter goes up by seven, "1.2k" as its two numbers.
+    assert spans == [
+        "49 Kommentare",
+        "8.9k views",
+        "19,90 EUR",
+        "7 min",
+        "12 Octobre",
+        "13 Investigates",
+    ]
+    assert text_of(next(tree.iter("h4"))) == "10 comments"

@@ -119,3 +119,50 @@ def test_an_article_header_of_headline_and_links_is_not_a_row_of_links() -> None
     # The site's name in the logo shares more words with the title than the story's
     # `<h1>` does: the story's headline is known by the article's text alone.
     assert digest(page("Budget passed")) != digest(page("Budget voted"))
+
+
+def commented_page(count: str, sentence: str = "The clip had <b>900 views</b> by noon.") -> str:
+    """Return a post whose comment thread (named as the post's, `post-comments`) opens
+    with a heading counting its comments, `count`, beside a "N views" label."""
+    story = (
+        "<p>The council met on Monday, for the third time this month, and voted the "
+        "budget for the river bridge, which rose 2 percent, after a long debate.</p>"
+    ) * 4
+    thread = "".join(
+        f"<li class='comment'><p>Reader {k} wrote that the bridge, long overdue, will "
+        "help the market, the school and, in winter, the harbour.</p></li>"
+        for k in range(3)
+    )
+    return (
+        "<html><head><title>Budget passed | Gazette</title></head><body>"
+        "<article class='post'><h1>Budget passed</h1>"
+        f"<div class='post-meta'><span>1.2k views</span></div>"
+        f"<div class='post-entry'>{story}<p>{sentence}</p></div>"
+        f"<div id='comments' class='post-comments'><div class='post-title-box'>"
+        f"<h4>{count}</h4></div><ol>{thread}</ol></div>"
+        "</article></body></html>"
+    )
+
+
+def test_a_counter_label_alone_is_not_content() -> None:
+    # A CMS counts comments and views anew on every request; the page says nothing new.
+    before = digest(commented_page("2 comments"))
+    assert digest(commented_page("9 comments")) == before
+    assert digest(commented_page("27 commentaires")) == digest(commented_page("34 commentaires"))
+    assert digest(commented_page("Comments (2)")) == digest(commented_page("Comments (9)"))
+    assert digest(commented_page("2 comments").replace("1.2k", "1.3k")) == before
+    # What is not a count of comments or views stays: a heading naming a date.
+    assert digest(commented_page("12 May")) != digest(commented_page("13 May"))
+
+
+def test_numbers_in_the_article_s_sentences_stay_content() -> None:
+    before = digest(commented_page("2 comments"))
+    # A number of a paragraph's sentence, inline or in a counter's words, is its text.
+    assert digest(commented_page("2 comments").replace("rose 2 percent", "rose 3 percent")) != (
+        before
+    )
+    edited = "The clip had <b>950 views</b> by noon."
+    assert digest(commented_page("2 comments", edited)) != before
+    assert digest(commented_page("2 comments", "<b>900 views</b>")) == digest(
+        commented_page("2 comments", "<b>950 views</b>")
+    )

@@ -8,7 +8,8 @@ or when it is a link list: most of its text inside `<a>`, whatever its tag (byli
 labels, other stories' headlines), or a row of three or more links with little text
 between them ("Retailers: A | B | C", a date beside each). A form that holds a
 paragraph of the article's kind (long, few links) is a page or a product wrapped in a
-form, not a form's template.
+form, not a form's template. A counter's label alone ("27 comments", "1.2k views") is
+template wherever it stands, unless a paragraph says more around it.
 """
 
 from __future__ import annotations
@@ -73,6 +74,20 @@ _ROW_LINKS = 0.3
 _ROW_COUNT = 3
 _ROW_OWN = 30
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+# A counter's label and nothing else: a count and what it counts ("27 comments",
+# "Comments (27)", "1.2k views"), in the languages whose comment threads the drill names;
+# a CMS renders it anew on every request.
+_COUNTED = (
+    r"(?:comments?|replies|reply|responses?|views?|shares?|likes?|reactions?|votes?|"
+    r"commentaires?|kommentare?|kommentarer|comentarios?|comentários?|commenti|commento|"
+    r"reacties|reactie|komentarzy?|komentarze)"
+)
+_COUNT = r"\d[\d.,\u00a0\u202f]*[kKmM]?"
+_COUNTER = re.compile(
+    rf"\s*(?:\(?{_COUNT}\)?\s*{_COUNTED}|{_COUNTED}\s*[:(]?\s*{_COUNT}\)?)\s*", re.IGNORECASE
+)
+# Blocks whose words around a count are a sentence's: "the clip had <b>900 views</b>".
+_SENTENCES = ("p", "blockquote", "dd")
 # A paragraph shorter than this says too little to tell article from template.
 MIN_PARAGRAPH = 25
 # Characters a paragraph outside the main content needs to count as the article's, and
@@ -234,6 +249,20 @@ def template_reason(
             ):
                 return f"row of links ({round(100 * links / text)}% link text)"
     return None
+
+
+def counter(element: Element, text: str, root: Element) -> bool:
+    """True when `text`, a text node of `element` inside `root`, is a counter's label
+    alone, not words of a paragraph that says more around it."""
+    if not _COUNTER.fullmatch(text):
+        return False
+    for block in (element, *element.iterancestors()):
+        if block.tag in _SENTENCES:
+            said = " ".join(t for t in block.itertext() if isinstance(t, str))
+            return said.split() == text.split()
+        if block is root:
+            break
+    return True
 
 
 def _holds_prose(element: Element, sizes: Sizes) -> bool:

@@ -9,8 +9,9 @@ holding a short article's text. Inside it, what a reader would not call the
 article is left out: navigation, forms, asides, link lists (most of their text inside
 `<a>`, whatever their tag: bylines, labels, other stories' headlines), and blocks
 whose class or id names a template part (share bars, "related", "most read", comment
-counts, cookie banners; see `chrome`). Which container wins is judged by its prose, the
-template parts it holds left out, so that a box that rotates does not change the choice.
+counts, cookie banners; see `chrome`), and counters' labels alone ("27 comments").
+Which container wins is judged by its prose, the template parts it holds left out, so
+that a box that rotates does not change the choice.
 A page with no article (a home, section or tag page) is its main list of items. An
 operator's CSS selector replaces the search when given.
 """
@@ -26,6 +27,7 @@ from sitemapd.fingerprint.chrome import (
     STRAY_LINKS,
     Element,
     Sizes,
+    counter,
     inside,
     template_parts,
     template_reason,
@@ -380,9 +382,12 @@ def outside(extract: Extract, body: Element) -> list[Element]:
 
 
 def fragments(extract: Extract) -> Iterator[tuple[Element, str]]:
-    """Yield `(element, text)` for every text node of the main content kept, in order."""
+    """Yield `(element, text)` for every text node of the main content kept, in order,
+    but a counter's label (see `chrome.counter`)."""
     for root in extract.main:
-        yield from _walk(root, extract.dropped)
+        for element, text in _walk(root, extract.dropped):
+            if not counter(element, text, root):
+                yield element, text
 
 
 def _walk(element: Element, dropped: dict[Element, str]) -> Iterator[tuple[Element, str]]:
