@@ -91,7 +91,7 @@ def read_site(table: Table, base: Path, bucket: bool) -> SiteConfig:
         )
     if state_dir == output_dir or state_dir.is_relative_to(output_dir):
         raise table.error("state_dir", "must not be inside output_dir: the ledger is not public")
-    robots_txt = table.optional_path("robots_txt", base)
+    robots_txt = table.optional_path("robots_txt", base, resolve=False)
     max_removal = table.share("max_removal", 0.5)
     removal_grace = table.duration("removal_grace", 900.0, 0, 30 * 86400)
     removal_window = table.duration("removal_window", 600.0, 0, 30 * 86400)

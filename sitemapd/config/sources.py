@@ -208,7 +208,7 @@ def _selector(table: Table) -> str | None:
 
 
 def _urllist(table: Table, base: Path) -> SourceConfig:
-    path = table.path("path", base)
+    path = table.path("path", base, resolve=False)
     return UrlListSource(name=table.text("name", f"urllist:{path}"), path=path)
 
 

@@ -129,14 +129,18 @@ class Table:
         where = f"{self.where}.{key}" if self.where else key
         return Table(self.file, where, self.get(key, dict, {}, "a table"))
 
-    def optional_path(self, key: str, base: Path) -> Path | None:
+    def optional_path(self, key: str, base: Path, resolve: bool = True) -> Path | None:
+        """Return the absolute path at `key`, relative to `base`; None when absent. A
+        file opened anew at each read keeps its symlinks (`resolve=False`): a deploy that
+        swaps a symlinked folder must be followed, and errors name the path configured."""
         value = self.get(key, str, "", "a path string")
         if not value:
             return None
-        return (base / Path(value).expanduser()).resolve()
+        path = base / Path(value).expanduser()
+        return path.resolve() if resolve else path
 
-    def path(self, key: str, base: Path) -> Path:
-        value = self.optional_path(key, base)
+    def path(self, key: str, base: Path, resolve: bool = True) -> Path:
+        value = self.optional_path(key, base, resolve)
         if value is None:
             raise self.error(key, "is required")
         return value
