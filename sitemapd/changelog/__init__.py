@@ -8,7 +8,7 @@ start or restarts mid-run works again on the next read() once it is back.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol, runtime_checkable
 
 from sitemapd.config.changelog import ChangelogSpec, ChangeRow, ChangeRows, Snapshot, redact
@@ -21,6 +21,7 @@ __all__ = [
     "Reader",
     "Snapshot",
     "Stream",
+    "missing_driver",
     "notifies",
     "open_reader",
 ]
@@ -98,54 +99,90 @@ def open_reader(spec: ChangelogSpec) -> Reader:
     Raises SourceError for an unknown scheme or a missing driver, ConfigError for a spec
     that cannot describe a row.
     """
-    scheme = spec.dsn.partition("://")[0].lower() if "://" in spec.dsn else ""
+    scheme = _scheme(spec)
     if not scheme:
         raise SourceError(f"changelog {redact(spec.dsn)}: not a database URL (scheme://...)")
-    if spec.preset == "wordpress":
+    try:
+        reader = _reader_class(spec, scheme)
+    except ImportError as exc:
+        raise SourceError(_needs(spec)[0]) from exc
+    return reader(spec)
+
+
+def missing_driver(spec: ChangelogSpec) -> str | None:
+    """Return the message naming the driver the reader of `spec` needs and that cannot
+    be imported, None when every one can. Only looked up (importlib.util.find_spec),
+    never imported: check-config stays as quick as before."""
+    import importlib.util
+
+    message, modules = _needs(spec)
+    for module in modules:
         try:
-            from sitemapd.changelog.wordpress import WordPressReader
-        except ImportError as exc:
-            raise SourceError(
-                f"changelog {redact(spec.dsn)}: preset 'wordpress' needs mysql-replication: "
-                "pip install 'sitemapd[mysql]'"
-            ) from exc
-        return WordPressReader(spec)
-    if spec.mode == "binlog":
-        try:
-            from sitemapd.changelog.binlog import BinlogReader
-        except ImportError as exc:
-            raise SourceError(
-                f"changelog {redact(spec.dsn)}: mode 'binlog' needs mysql-replication: "
-                "pip install 'sitemapd[mysql]'"
-            ) from exc
-        return BinlogReader(spec)
+            found = importlib.util.find_spec(module) is not None
+        except ValueError:  # in sys.modules as None: blocked
+            found = False
+        if not found:
+            return message
+    return None
+
+
+def _scheme(spec: ChangelogSpec) -> str:
+    return spec.dsn.partition("://")[0].lower() if "://" in spec.dsn else ""
+
+
+def _needs(spec: ChangelogSpec) -> tuple[str, tuple[str, ...]]:
+    """Return the message telling what the reader of `spec` needs and how to install it,
+    and the modules it imports beyond sitemapd's own dependencies (none for SQLite)."""
+    where = f"changelog {redact(spec.dsn)}"
+    scheme = _scheme(spec)
+    if spec.preset == "wordpress" or spec.mode == "binlog":
+        what = "preset 'wordpress'" if spec.preset == "wordpress" else "mode 'binlog'"
+        return (
+            f"{where}: {what} needs PyMySQL and mysql-replication: pip install 'sitemapd[mysql]'",
+            ("pymysql", "pymysqlreplication"),
+        )
     if spec.mode == "logical":
-        try:
-            from sitemapd.changelog.logical import LogicalReader
-        except ImportError as exc:
-            raise SourceError(
-                f"changelog {redact(spec.dsn)}: mode 'logical' needs psycopg 3 and psycopg2: "
-                "pip install 'sitemapd[postgres-logical]'"
-            ) from exc
-        return LogicalReader(spec)
+        return (
+            f"{where}: mode 'logical' needs psycopg 3 and psycopg2: "
+            "pip install 'sitemapd[postgres-logical]'",
+            ("psycopg", "psycopg2"),
+        )
+    if scheme == "sqlite":
+        return "", ()
+    if scheme in ("postgresql", "postgres"):
+        return (
+            f"{where}: PostgreSQL needs psycopg2: pip install 'sitemapd[postgres]'",
+            ("psycopg2",),
+        )
+    return (
+        f"{where}: {scheme} databases need SQLAlchemy 2: pip install 'sitemapd[sql]'",
+        ("sqlalchemy",),
+    )
+
+
+def _reader_class(spec: ChangelogSpec, scheme: str) -> Callable[[ChangelogSpec], Reader]:
+    """Return the class of the reader of `spec`; raises ImportError when its driver is
+    missing."""
+    if spec.preset == "wordpress":
+        from sitemapd.changelog.wordpress import WordPressReader
+
+        return WordPressReader
+    if spec.mode == "binlog":
+        from sitemapd.changelog.binlog import BinlogReader
+
+        return BinlogReader
+    if spec.mode == "logical":
+        from sitemapd.changelog.logical import LogicalReader
+
+        return LogicalReader
     if scheme == "sqlite":
         from sitemapd.changelog.sqlite import SqliteReader
 
-        return SqliteReader(spec)
+        return SqliteReader
     if scheme in ("postgresql", "postgres"):
-        try:
-            from sitemapd.changelog.postgres import PostgresReader
-        except ImportError as exc:
-            raise SourceError(
-                f"changelog {redact(spec.dsn)}: PostgreSQL needs psycopg2: "
-                "pip install 'sitemapd[postgres]'"
-            ) from exc
-        return PostgresReader(spec)
-    try:
-        from sitemapd.changelog.generic import GenericReader
-    except ImportError as exc:
-        raise SourceError(
-            f"changelog {redact(spec.dsn)}: {scheme} databases need SQLAlchemy 2: "
-            "pip install 'sitemapd[sql]'"
-        ) from exc
-    return GenericReader(spec)
+        from sitemapd.changelog.postgres import PostgresReader
+
+        return PostgresReader
+    from sitemapd.changelog.generic import GenericReader
+
+    return GenericReader

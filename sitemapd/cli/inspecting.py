@@ -122,12 +122,29 @@ def drill_(config_path: Path, pages: int, as_json: bool) -> None:
 @errors_exit
 def check_config(config_path: Path) -> None:
     """Validate the configuration file and that no file in output_dir under a name
-    sitemapd publishes was written by another; exit 2 naming the first bad key or file."""
+    sitemapd publishes was written by another; exit 2 naming the first bad key or file,
+    1 naming each change log whose database driver is not installed."""
     from sitemapd.publish import ownership
 
     cfg = config.load(config_path)
+    missing = _missing_drivers(cfg)
+    for message in missing:
+        click.echo(f"sitemapd: error: {message}", err=True)
+    if missing:
+        sys.exit(1)
     foreign = ownership.foreign_files(cfg, ownership.ledger_records(cfg))
     ownership.refuse(cfg, foreign)
     for found in foreign:
         click.echo(f"site.take_over: {found.path} will be replaced (a copy kept)")
     click.echo(f"ok: {cfg.path}: {len(cfg.sources)} sources, index {cfg.sitemap.index}")
+
+
+def _missing_drivers(cfg: config.Config) -> list[str]:
+    """Return, for each change log of `cfg` whose driver cannot be imported, the message
+    a build would fail with."""
+    logs = [s.spec for s in cfg.sources if isinstance(s, config.ChangelogSource)]
+    if not logs:
+        return []
+    from sitemapd.changelog import missing_driver
+
+    return [message for spec in logs if (message := missing_driver(spec)) is not None]
