@@ -9,7 +9,7 @@ import sqlite3
 from datetime import datetime
 from pathlib import Path
 
-from conftest import Site, published
+from conftest import Site, assert_valid, published
 from daemon_harness import http_port, request, start
 from pg import Postgres
 
@@ -307,3 +307,20 @@ def test_wal_kept_by_the_slot_is_measured_and_reported(tmp_path: Path, postgres:
         assert daemon.stop() == 0
     with postgres.connect("cms_wal") as conn:
         conn.execute("SELECT pg_drop_replication_slot('walwatch')")
+
+
+def test_the_first_build_counts_every_file_it_wrote(tmp_path: Path, postgres: Postgres) -> None:
+    cms = Cms(postgres, "cms_first_build")
+    cms.add(["one", "two"], f"'{SNAPSHOT_TIME}'")
+    site = logical_site(tmp_path, cms.dsn)
+    # The snapshot is published by the build's first batch, the stream read after it by
+    # a second that writes nothing: the summary counts both.
+    built = site.cli("build")
+    assert_valid(site.out)
+    files = [site.out / "sitemap.xml", site.out / "sitemap-1.xml"]
+    size = sum(path.stat().st_size for path in files)
+    assert built.stdout.startswith(
+        f"2 new, 0 updated, 0 gone, 0 invalid; wrote 2 files ({size} bytes), removed 0 in "
+    ), built.stdout
+    assert f"wrote 2 files ({size} bytes)" in built.stderr
+    assert set(published(site.out)) == {BASE + "one", BASE + "two"}

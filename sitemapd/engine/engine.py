@@ -54,6 +54,27 @@ class BuildResult:
     # Sources whose removal the mass-removal guard holds (this run or earlier), with why.
     held: dict[str, str] = field(default_factory=dict)
 
+    def merged(self, later: BuildResult) -> BuildResult:
+        """Return this batch and the `later` one of the same build as one result: what
+        either changed, wrote, read or could not read, in both batches' time; what is
+        still to read and held as `later` says."""
+        return BuildResult(
+            self.changes.merged(later.changes),
+            # Each file written or removed named once, every byte written counted.
+            PublishReport(
+                list(dict.fromkeys(self.report.written + later.report.written)),
+                list(dict.fromkeys(self.report.removed + later.report.removed)),
+                self.report.bytes_written + later.report.bytes_written,
+            ),
+            self.seconds + later.seconds,
+            {**self.failed, **later.failed},
+            sorted({*self.scanned, *later.scanned}),
+            later.more,
+            later.deferred,
+            {**self.unreadable, **later.unreadable},
+            later.held,
+        )
+
 
 class Engine:
     """One site's ledger and publisher, opened for the lifetime of a build or daemon."""
@@ -130,9 +151,9 @@ class Engine:
             {}, rescan, now=now, confirm_removal=confirm_removal, progress=progress
         )
         while result.more:
-            more = self.update({}, result.more, now=now, progress=progress)
-            more.changes = result.changes.merged(more.changes)
-            result = more
+            # The summary is the whole build's: a change log's first batch may publish
+            # all there is (a snapshot) and the next ones nothing.
+            result = result.merged(self.update({}, result.more, now=now, progress=progress))
         return result
 
     def reader(self, source: ChangelogSource) -> Reader:
