@@ -290,6 +290,22 @@ def test_a_url_list_replaced_by_a_fifo_is_refused_at_once_and_keeps_its_urls(sit
     assert published(site.out) == before
 
 
+def test_a_url_list_emptied_in_place_is_an_outage_that_keeps_its_urls(site: Site) -> None:
+    site.write("index.html", page("Home"))
+    listing = site.base / "urls.txt"
+    listing.write_text("https://example.com/listed\n")
+    site.configure(extra='[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"\n')
+    site.build()
+    before = published(site.out)
+    # Truncated where it stands (`: > urls.txt`): its known chunks are gone, none is new.
+    listing.write_bytes(b"")
+    result = site.cli("build", check=False)
+    assert result.returncode == 1, result.stderr
+    assert "list: a full scan found nothing: treated as an outage" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert published(site.out) == before
+
+
 # 9. A damaged ledger, a read-only output, a full state file system ------------------------
 
 

@@ -233,7 +233,8 @@ def _changed_chunks(
 def _log_chunks(source: UrlListSource, items: list[Item], size: int) -> None:
     """Log what a re-read by chunks parsed."""
     chunks = [item for item in items if isinstance(item, ListChunk)]
-    starts = [0, *(chunk.end for chunk in chunks[:-1])]
+    # Each chunk starts where the one before it ended (none: an emptied list).
+    starts = [0, *(chunk.end for chunk in chunks)][: len(chunks)]
     parsed = [
         (chunk, start)
         for chunk, start in zip(chunks, starts, strict=True)
