@@ -272,14 +272,20 @@ def test_a_page_that_gives_eio_fails_build_for_now_and_keeps_its_entry(site: Sit
     assert "1 updated" in site.build().stdout  # readable again
 
 
-def test_a_url_list_replaced_by_a_fifo_is_refused_at_once_and_keeps_its_urls(site: Site) -> None:
+def built_list(site: Site) -> Path:
+    """Build a site of a page and a URL list of one URL; return the list's path."""
     site.write("index.html", page("Home"))
     listing = site.base / "urls.txt"
     listing.write_text("https://example.com/listed\n")
     site.configure(extra='[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"\n')
     site.build()
+    assert "https://example.com/listed" in published(site.out)
+    return listing
+
+
+def test_a_url_list_replaced_by_a_fifo_is_refused_at_once_and_keeps_its_urls(site: Site) -> None:
+    listing = built_list(site)
     before = published(site.out)
-    assert "https://example.com/listed" in before
     listing.unlink()
     os.mkfifo(listing)
     # Nobody writes the FIFO: reading it would hang the build, and its size (0) would
@@ -291,11 +297,7 @@ def test_a_url_list_replaced_by_a_fifo_is_refused_at_once_and_keeps_its_urls(sit
 
 
 def test_a_url_list_emptied_in_place_is_an_outage_that_keeps_its_urls(site: Site) -> None:
-    site.write("index.html", page("Home"))
-    listing = site.base / "urls.txt"
-    listing.write_text("https://example.com/listed\n")
-    site.configure(extra='[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"\n')
-    site.build()
+    listing = built_list(site)
     before = published(site.out)
     # Truncated where it stands (`: > urls.txt`): its known chunks are gone, none is new.
     listing.write_bytes(b"")
