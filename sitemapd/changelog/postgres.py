@@ -167,6 +167,14 @@ class PostgresReader:
             # text, so the row it is in is rejected, not the whole read.
             for caster in _LENIENT:
                 psycopg2.extensions.register_type(caster, self._conn)
+            if self._spec.query is None:
+                # A change table filled since it was last analysed (a bulk import) looks
+                # small to the planner, which then sorts every waiting row for each read
+                # instead of walking the (txid, id) index up to the limit. Set for the
+                # session, not a transaction a read: each round trip of a read waits for
+                # the GIL again while the ledger applies the read before it.
+                with self._conn.cursor() as cur:
+                    cur.execute("SET enable_sort = off")
         return self._conn
 
     def _fetch(
@@ -174,17 +182,8 @@ class PostgresReader:
     ) -> list[tuple[Any, ...]]:
         """Return the rows of `query`; raises psycopg2.Error."""
         with conn.cursor() as cur:
-            if self._spec.query is not None:
-                cur.execute(query, params)
-                return cur.fetchall()
-            # A change table filled since it was last analysed (a bulk import) looks
-            # small to the planner, which then sorts every waiting row for each read
-            # instead of walking the (txid, id) index up to the limit.
-            cur.execute("BEGIN; SET LOCAL enable_sort = off")
             cur.execute(query, params)
-            rows = cur.fetchall()
-            cur.execute("COMMIT")
-            return rows
+            return cur.fetchall()
 
     def _plan(self, conn: _Connection) -> tuple[sql.Composed, sql.Composed]:
         """Return the first and the later read queries: a changed_at or publication
