@@ -250,7 +250,7 @@ def _recut(file: _File, known: Sequence[Place], verified: int) -> Iterator[Chunk
 class Parsed(NamedTuple):
     """The valid lines of a chunk as `(loc, canonical datetime or "")`, and the rest."""
 
-    lines: list[tuple[str, str]]
+    lines: Sequence[tuple[str, str]]  # a list, or columns (`ListLines`) from a worker
     rejects: list[Rejected]
 
 
@@ -282,17 +282,18 @@ class LineParser:
         return self._line_by_line(data, first_line)
 
     def _line_by_line(self, data: bytes, first_line: int) -> Parsed:
-        parsed = Parsed([], [])
+        lines: list[tuple[str, str]] = []
+        rejects: list[Rejected] = []
         raw_lines = data.split(b"\n")
         if not raw_lines[-1]:
             raw_lines.pop()  # the chunk's last line end
         for number, raw in enumerate(raw_lines, start=first_line):
             line = self._line(number, raw)
             if isinstance(line, Rejected):
-                parsed.rejects.append(line)
+                rejects.append(line)
             elif line is not None:
-                parsed.lines.append(line)
-        return parsed
+                lines.append(line)
+        return Parsed(lines, rejects)
 
     def _line(self, number: int, raw: bytes) -> tuple[str, str] | Rejected | None:
         """Return the `(loc, datetime or "")` of one line, None for a blank line or a

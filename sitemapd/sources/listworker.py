@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from typing import IO, BinaryIO, NamedTuple
 
 from sitemapd.core import lifeline
+from sitemapd.core.listlines import ListLines, Rendered
+from sitemapd.render.sitemap import manifest_lines, plain_entries
 from sitemapd.sources.base import log
 from sitemapd.sources.listchunks import Chunk, LineParser, Parsed, cut
 
@@ -118,11 +120,14 @@ def _received(worker: subprocess.Popen[bytes]) -> Iterator[ParsedChunk]:
         payload = stream.read(length)
         if len(payload) != length:  # cut short: the worker is gone
             break
-        pos, first_line, digest, end, count, rejects, locs, stamps = pickle.loads(payload)
-        lines: list[tuple[str, str]] = (
-            list(zip(locs.decode().split("\n"), stamps.decode().split("\n"), strict=True))
-            if count
-            else []
+        pos, first_line, digest, end, rejects, latest, sizes = pickle.loads(payload)
+        locs, stamps, entries, manifest = columns = [stream.read(size) for size in sizes]
+        if any(len(column) != size for column, size in zip(columns, sizes, strict=True)):
+            break
+        lines = ListLines(
+            locs.decode().split("\n") if latest is not None else [],
+            stamps.decode().split("\n") if latest is not None else [],
+            Rendered(entries, manifest, latest) if latest else None,
         )
         yield ParsedChunk(pos, first_line, digest, end, Parsed(lines, rejects))
     if worker.wait() != 0:
@@ -144,22 +149,48 @@ def _work(fd: int, parser: LineParser, out: IO[bytes]) -> None:
             if chunk.start < _HEAD:
                 continue
             parsed = parser.parse(chunk.data, chunk.first_line, chunk.lines)
-            payload = pickle.dumps(
+            columns = ListLines.of(parsed.lines)
+            rendered = _rendered(columns)
+            blobs = (
+                "\n".join(columns.locs).encode(),
+                "\n".join(columns.stamps).encode(),
+                rendered.entries if rendered else b"",
+                rendered.manifest if rendered else b"",
+            )
+            # No lines: None; lines not rendered: "".
+            latest = (rendered.latest if rendered else "") if columns else None
+            meta = pickle.dumps(
                 (
                     chunk.pos,
                     chunk.first_line,
                     chunk.digest,
                     chunk.end,
-                    len(parsed.lines),
                     parsed.rejects,
-                    "\n".join([loc for loc, _ in parsed.lines]).encode(),
-                    "\n".join([stamp for _, stamp in parsed.lines]).encode(),
+                    latest,
+                    [len(blob) for blob in blobs],
                 ),
                 protocol=pickle.HIGHEST_PROTOCOL,
             )
-            out.write(_LENGTH.pack(len(payload)))
-            out.write(payload)
+            out.write(_LENGTH.pack(len(meta)))
+            out.write(meta)
+            for blob in blobs:
+                out.write(blob)
     out.flush()
+
+
+def _rendered(lines: ListLines) -> Rendered | None:
+    """Return the entries and manifest lines a first load spools of `lines` whose
+    datetimes are their lastmods (the building process checks that they are: none
+    after its time); None when a line has no datetime."""
+    if not lines or "" in lines.stamps:
+        return None
+    locs, stamps = lines.locs, lines.stamps
+    # A list's URL has no content hash: its fingerprint is its datetime.
+    return Rendered(
+        plain_entries(zip(locs, stamps, strict=True)).encode(),
+        manifest_lines(locs, stamps, stamps).encode(),
+        max(stamps),
+    )
 
 
 if __name__ == "__main__":
