@@ -19,6 +19,7 @@ from sitemapd.config import load
 from sitemapd.engine.engine import Engine
 from sitemapd.errors import LedgerError
 from sitemapd.ledger import listfirst, spool
+from sitemapd.sources import listworker
 
 SPOOLED = "entries as the first load rendered them"
 
@@ -98,6 +99,46 @@ def test_shards_rendered_while_loading_are_those_the_ledger_renders(site: Site) 
     assert len([name for name in first if name.startswith("manifest/sitemap-")]) == len(shards)
     assert b"q&amp;a" in first["sitemap-1.xml"]
     assert b"&apos;" in first["sitemap-1.xml"]
+    assert first == rendered_by_the_ledger(site)
+
+
+def test_entries_a_parse_worker_formatted_are_those_the_ledger_renders(
+    site: Site, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Every chunk to the worker, which formats the entries and manifest lines of those
+    # whose lines all have a datetime: shards of 300 URLs end within chunks of 900 lines.
+    monkeypatch.setattr(listworker, "_ELSEWHERE", 0)
+    monkeypatch.setattr(listworker, "_HEAD", 0)
+    started = []
+    start = listworker._start
+
+    def recorded(*args: Any) -> Any:
+        started.append(start(*args))
+        return started[-1]
+
+    monkeypatch.setattr(listworker, "_start", recorded)
+    lines = [
+        f"https://example.com/s/story-{n}.html\t2024-0{n % 9 + 1}-1{n % 10}T10:00:00+00:00"
+        for n in range(9000)
+    ]
+    lines[3000:3300] = varied(300)  # no datetime, later ones: formatted by this process
+    for n in range(6000, 6040):  # escaped in a chunk the worker formats
+        lines[n] = f"https://example.com/q&a/{n}?x='{n}'\t2023-01-01T00:00:00+00:00"
+    listed(site, lines)
+    engine = Engine(load(site.config))
+    try:
+        with caplog.at_level(logging.DEBUG, logger="sitemapd"):
+            engine.build()
+    finally:
+        engine.close()
+    assert len(started) == 1
+    assert started[0] is not None
+    assert started[0].returncode == 0
+    assert not (site.state / "ledger.sqlite3.spool").exists()
+    first = published_bytes(site.out)
+    assert caplog.text.count(SPOOLED) == 30
+    assert b"q&amp;a/6000?x=&apos;6000&apos;" in b"".join(first.values())
+    assert_journal_of_a_first_load(site)
     assert first == rendered_by_the_ledger(site)
 
 

@@ -23,6 +23,7 @@ class Rendered(NamedTuple):
     entries: bytes
     manifest: bytes
     latest: str
+    sizes: Sequence[int]  # each entry's bytes (render/sitemap.py's `entry_sizes`)
 
 
 class ListLines(Sequence[tuple[str, str]]):

@@ -34,6 +34,7 @@ class _Rows(NamedTuple):
         times: Sequence[str | None] = stamps
         lastmods: Sequence[str] = stamps
         rendered = lines.rendered
+        sizes = entry_sizes(lines.locs) if rendered is None else rendered.sizes
         # A line's lastmod is its datetime, or the build's time when it has none or a
         # later one. Almost always, every line has a datetime already past.
         if "" in stamps:
@@ -42,7 +43,7 @@ class _Rows(NamedTuple):
         if "" in stamps or (rendered.latest if rendered else max(stamps, default="")) > now:
             lastmods = [now if s == "" or s > now else s for s in stamps]
             rendered = None
-        return cls(lines.locs, times, lastmods, entry_sizes(lines.locs), rendered)
+        return cls(lines.locs, times, lastmods, sizes, rendered)
 
     def part(self, start: int, end: int) -> _Rows:
         """Return rows `start` to `end` (not included), without what was rendered."""
@@ -77,11 +78,11 @@ class FirstLoad:
                 columns = allowed
         if columns:
             self._insert_live(source_id, _Rows.of(columns, self.run.now))
-        (after,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
-        # Written now, not held: ten million URLs take 80 MB of ids.
+        # Written now, not held: ten million URLs take 80 MB of ids. Each line's row took
+        # the next id (the bulk load leaves the uniqueness of URLs to the end).
         self.conn.execute(
             "INSERT OR REPLACE INTO list_chunk_urls (source_id, digest, ids) VALUES (?, ?, ?)",
-            (source_id, digest, array("q", range(before + 1, after + 1)).tobytes()),
+            (source_id, digest, array("q", range(before + 1, before + 1 + len(lines))).tobytes()),
         )
 
     def _insert_live(self, source_id: int, rows: _Rows) -> None:
@@ -99,7 +100,7 @@ class FirstLoad:
                 # A list's URL has no content hash: its fingerprint is its datetime.
                 spool.add(shard, part.locs, part.times, part.lastmods)
             elif spool is not None and rows.rendered is not None:
-                entries, lines, _ = rows.rendered
+                entries, lines, _, _ = rows.rendered
                 entries_to, lines_to = len(entries), len(lines)
                 if end < len(rows.locs):  # a shard ends within the chunk
                     entries_to = entries_at + sum(part.sizes)  # entry bytes are their sizes
