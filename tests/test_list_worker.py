@@ -102,10 +102,8 @@ def test_a_worker_parses_as_this_process_does(
     assert any("%C3%A9" in loc for c in expected[head:] for loc, _ in c.parsed.lines)
     # Chunks whose lines all have a datetime come with their entries, manifest lines and
     # entry sizes, as a first load formats them when the datetimes are its lastmods.
-    rendered = [c for c in chunks if isinstance(c.parsed.lines, ListLines)]
-    assert len(rendered) == len(chunks) - head
     formatted = 0
-    for chunk in rendered:
+    for chunk in chunks[head:]:
         lines = chunk.parsed.lines
         assert isinstance(lines, ListLines)
         if lines.rendered is None:
