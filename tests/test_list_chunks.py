@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from pyfastcdc import FastCDC
 
 from sitemapd.config import load
+from sitemapd.core.listlines import ListLines
 from sitemapd.core.observation import Item
 from sitemapd.core.urls import Origin, URLPolicy
 from sitemapd.engine.engine import Engine
@@ -251,6 +252,41 @@ def test_chunk_parse_equals_line_by_line(lines: list[str]) -> None:
     fast = parser.parse(data, 1, data.count(b"\n"))
     slow = parser._line_by_line(data, 1)
     assert fast == slow
+
+
+@given(
+    lines=st.lists(
+        st.builds(line, st.integers(0, 400), st.integers(0, 40000), st.just(0)), max_size=40
+    ),
+    odd=st.lists(
+        st.tuples(
+            st.text(alphabet="ab/.%2eE&'\t:-0123456789TZ+ \r", max_size=40),
+            st.sampled_from(["2024-02-29T00:00:00+00:00", "2023-02-29T00:00:00+00:00"]),
+        ).map(lambda parts: f"{ROOT}{parts[0]}\t{parts[1]}"),
+        max_size=2,
+    ),
+    at=st.integers(0, 40),
+    ended=st.booleans(),
+)
+def test_a_chunk_of_dated_lines_parses_as_line_by_line(
+    lines: list[str], odd: list[str], at: int, ended: bool
+) -> None:
+    # Lines that all have a datetime are matched whole and split into columns.
+    lines[at:at] = odd
+    parser = listchunks.LineParser("list", URLPolicy(Origin("https", "example.com")))
+    data = "\n".join(lines).encode() + (b"\n" if ended and lines else b"")
+    fast = parser.parse(data, 1, data.count(b"\n"))
+    slow = parser._line_by_line(data, 1)
+    assert fast == slow
+
+
+def test_a_chunk_of_canonical_dated_lines_comes_as_columns() -> None:
+    parser = listchunks.LineParser("list", URLPolicy(Origin("https", "example.com")))
+    lines = [line(n, n * 7) for n in range(50)]
+    data = "".join(f"{text}\n" for text in lines).encode()
+    parsed = parser.parse(data, 1, 50)
+    assert isinstance(parsed.lines, ListLines)
+    assert parsed == ([tuple(text.split("\t")) for text in lines], [])
 
 
 def test_insertions_change_the_chunks_around_them_only(

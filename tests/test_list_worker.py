@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import Site
 
+from sitemapd.core.listlines import ListLines, Rendered
 from sitemapd.core.urls import Origin, URLPolicy
+from sitemapd.render.sitemap import entry_sizes, manifest_lines, plain_entries
 from sitemapd.sources import listworker
 from sitemapd.sources.listchunks import LineParser, cut
 from sitemapd.sources.listworker import ParsedChunk, parsed_chunks
@@ -98,6 +100,23 @@ def test_a_worker_parses_as_this_process_does(
     assert any("not valid UTF-8" in r for r in late)
     assert any("bad datetime" in r for r in late)
     assert any("%C3%A9" in loc for c in expected[head:] for loc, _ in c.parsed.lines)
+    # Chunks whose lines all have a datetime come with their entries, manifest lines and
+    # entry sizes, as a first load formats them when the datetimes are its lastmods.
+    formatted = 0
+    for chunk in chunks[head:]:
+        lines = chunk.parsed.lines
+        assert isinstance(lines, ListLines)
+        if lines.rendered is None:
+            assert "" in lines.stamps
+            continue
+        formatted += 1
+        locs, stamps = lines.locs, lines.stamps
+        entries, manifest, latest, sizes = lines.rendered
+        assert entries == plain_entries(zip(locs, stamps, strict=True)).encode()
+        assert manifest == manifest_lines(locs, stamps, stamps).encode()
+        assert latest == max(stamps)
+        assert list(sizes) == entry_sizes(locs)
+    assert formatted > 0
 
 
 def test_a_worker_that_dies_half_way_leaves_the_rest_to_this_process(
@@ -150,3 +169,29 @@ def test_a_big_list_builds_through_the_worker(site: Site) -> None:
     assert f"{len(locs)} new" in result.stdout
     assert result.stderr.count(": skipped ") == rejects
     assert set(site.urls()) == locs
+
+
+def test_lines_as_columns_read_as_the_pairs_they_hold() -> None:
+    pairs = [(f"{ROOT}{n}", "" if n % 3 else "2024-01-01T00:00:00+00:00") for n in range(7)]
+    lines = ListLines.of(pairs)
+    assert lines == pairs
+    assert list(lines) == pairs
+    assert len(lines) == 7
+    assert lines[2] == pairs[2]
+    assert lines[1:4] == pairs[1:4]
+    assert lines != pairs[:6]
+    assert ListLines.of(lines) is lines
+    with pytest.raises(ValueError, match="7 URLs and 6 datetimes"):
+        ListLines(lines.locs, lines.stamps[:6])
+
+
+def test_lines_kept_by_url_keep_what_was_rendered_only_when_all_are() -> None:
+    locs = [f"{ROOT}{n}" for n in range(4)]
+    stamps = ["2024-01-01T00:00:00+00:00"] * 4
+    done = Rendered(b"entries", b"lines", stamps[0], [1, 2, 3, 4])
+    lines = ListLines(locs, stamps, done)
+    assert lines.only(lambda loc: True) is lines
+    odd = lines.only(lambda loc: loc.endswith(("1", "3")))
+    assert odd == [(locs[1], stamps[1]), (locs[3], stamps[3])]
+    assert odd.rendered is None
+    assert lines[0:2].rendered is None

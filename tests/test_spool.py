@@ -19,6 +19,7 @@ from sitemapd.config import load
 from sitemapd.engine.engine import Engine
 from sitemapd.errors import LedgerError
 from sitemapd.ledger import listfirst, spool
+from sitemapd.sources import listworker
 
 SPOOLED = "entries as the first load rendered them"
 
@@ -67,6 +68,16 @@ def assert_journal_of_a_first_load(site: Site) -> None:
     assert journal == [(seq, url_id, "new") for seq, url_id in enumerate(live, start=1)]
 
 
+def build_here(site: Site, caplog: pytest.LogCaptureFixture) -> None:
+    """Build `site` in this process, its debug log caught by `caplog`."""
+    engine = Engine(load(site.config))
+    try:
+        with caplog.at_level(logging.DEBUG, logger="sitemapd"):
+            engine.build()
+    finally:
+        engine.close()
+
+
 def varied(count: int) -> list[str]:
     """Return `count` list lines of every kind a shard renders: escaped characters,
     non-ASCII paths, no datetime, datetimes in the future and in other zones."""
@@ -98,6 +109,41 @@ def test_shards_rendered_while_loading_are_those_the_ledger_renders(site: Site) 
     assert len([name for name in first if name.startswith("manifest/sitemap-")]) == len(shards)
     assert b"q&amp;a" in first["sitemap-1.xml"]
     assert b"&apos;" in first["sitemap-1.xml"]
+    assert first == rendered_by_the_ledger(site)
+
+
+def test_entries_a_parse_worker_formatted_are_those_the_ledger_renders(
+    site: Site, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Every chunk to the worker, which formats the entries and manifest lines of those
+    # whose lines all have a datetime: shards of 300 URLs end within chunks of 900 lines.
+    monkeypatch.setattr(listworker, "_ELSEWHERE", 0)
+    monkeypatch.setattr(listworker, "_HEAD", 0)
+    started = []
+    start = listworker._start
+
+    def recorded(*args: Any) -> Any:
+        started.append(start(*args))
+        return started[-1]
+
+    monkeypatch.setattr(listworker, "_start", recorded)
+    lines = [
+        f"https://example.com/s/story-{n}.html\t2024-0{n % 9 + 1}-1{n % 10}T10:00:00+00:00"
+        for n in range(9000)
+    ]
+    lines[3000:3300] = varied(300)  # no datetime, later ones: formatted by this process
+    for n in range(6000, 6040):  # escaped in a chunk the worker formats
+        lines[n] = f"https://example.com/q&a/{n}?x='{n}'\t2023-01-01T00:00:00+00:00"
+    listed(site, lines)
+    build_here(site, caplog)
+    assert len(started) == 1
+    assert started[0] is not None
+    assert started[0].returncode == 0
+    assert not (site.state / "ledger.sqlite3.spool").exists()
+    first = published_bytes(site.out)
+    assert caplog.text.count(SPOOLED) == 30
+    assert b"q&amp;a/6000?x=&apos;6000&apos;" in b"".join(first.values())
+    assert_journal_of_a_first_load(site)
     assert first == rendered_by_the_ledger(site)
 
 
@@ -154,12 +200,7 @@ def test_a_disk_short_of_space_is_left_to_the_ledger(
     # Free space counts as short from the start: no shard is spooled. More than the disk
     # holds, not the free space of now: other tests free space meanwhile.
     monkeypatch.setattr(spool, "_RESERVE", shutil.disk_usage(site.base).total + 1)
-    engine = Engine(load(site.config))
-    try:
-        with caplog.at_level(logging.DEBUG, logger="sitemapd"):
-            engine.build()
-    finally:
-        engine.close()
+    build_here(site, caplog)
     assert SPOOLED not in caplog.text
     assert not (site.state / "ledger.sqlite3.spool").exists()
     first = published_bytes(site.out)
@@ -253,12 +294,7 @@ def test_a_spool_write_that_fails_on_its_thread_is_left_to_the_ledger(
         written(files, pieces)
 
     monkeypatch.setattr(spool._Files, "write", failing)
-    engine = Engine(load(site.config))
-    try:
-        with caplog.at_level(logging.DEBUG, logger="sitemapd"):
-            engine.build()
-    finally:
-        engine.close()
+    build_here(site, caplog)
     # Shards 1 and 3 came from the spool, shard 2 from the ledger.
     assert caplog.text.count(SPOOLED) == 2
     assert "No space left on device" in caplog.text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 
@@ -103,7 +103,7 @@ class ListChunk(NamedTuple):
     end: int
     # `(loc, canonical datetime or "")` of each valid line, in order; None when the
     # ledger knows the chunk by its digest and it was not parsed again.
-    lines: list[tuple[str, str]] | None
+    lines: Sequence[tuple[str, str]] | None
     # How many of its lines were rejected (re-parsed each read, for their line numbers).
     rejects: int = 0
 

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from operator import itemgetter
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
+from sitemapd.core.listlines import ListLines, Rendered
 from sitemapd.ledger.bulk import insert_values
 from sitemapd.ledger.model import ROBOTS_REASON
 from sitemapd.ledger.run import Run
 from sitemapd.ledger.schema import EXCLUDED, LIVE
 from sitemapd.render.sitemap import entry_sizes
-
-_LOC, _STAMP = itemgetter(0), itemgetter(1)
 
 
 class _Rows(NamedTuple):
@@ -25,30 +23,38 @@ class _Rows(NamedTuple):
     times: Sequence[str | None]  # the line's datetime
     lastmods: Sequence[str]
     sizes: Sequence[int]  # entry bytes
+    # The rows' entries and manifest lines as the parse worker formatted them, when
+    # those are the spool's (each row's lastmod is its datetime).
+    rendered: Rendered | None = None
 
     @classmethod
-    def of(cls, lines: list[tuple[str, str]], now: str) -> _Rows:
-        """Return the rows of `(loc, datetime or "")` lines read at `now`."""
-        # Not `zip(*lines)`: it runs an iterator for each line, which costs 7 times more.
-        locs, stamps = list(map(_LOC, lines)), list(map(_STAMP, lines))
+    def of(cls, lines: ListLines, now: str) -> _Rows:
+        """Return the rows of `lines` read at `now`."""
+        stamps = lines.stamps
         times: Sequence[str | None] = stamps
         lastmods: Sequence[str] = stamps
+        rendered = lines.rendered
+        sizes = entry_sizes(lines.locs) if rendered is None else rendered.sizes
         # A line's lastmod is its datetime, or the build's time when it has none or a
         # later one. Almost always, every line has a datetime already past.
         if "" in stamps:
             times = [s or None for s in stamps]
-        if "" in stamps or max(stamps) > now:
+            rendered = None
+        if "" in stamps or (rendered.latest if rendered else max(stamps, default="")) > now:
             lastmods = [now if s == "" or s > now else s for s in stamps]
-        return cls(locs, times, lastmods, entry_sizes(locs))
+            rendered = None
+        return cls(lines.locs, times, lastmods, sizes, rendered)
 
     def part(self, start: int, end: int) -> _Rows:
-        """Return rows `start` to `end` (not included)."""
-        return _Rows(
-            self.locs[start:end],
-            self.times[start:end],
-            self.lastmods[start:end],
-            self.sizes[start:end],
+        """Return rows `start` to `end` (not included), without what was rendered."""
+        times = self.times[start:end]
+        # The same column twice stays one: `insert_values` binds it once.
+        lastmods = (
+            cast("Sequence[str]", times)
+            if self.lastmods is self.times
+            else self.lastmods[start:end]
         )
+        return _Rows(self.locs[start:end], times, lastmods, self.sizes[start:end])
 
 
 class FirstLoad:
@@ -58,35 +64,52 @@ class FirstLoad:
         self.run = run
         self.conn = run.conn
 
-    def load(self, source_id: int, digest: bytes, lines: list[tuple[str, str]]) -> None:
-        """Insert a chunk's lines as new URLs, placed in shards as they come."""
+    def load(self, source_id: int, digest: bytes, lines: Sequence[tuple[str, str]]) -> None:
+        """Insert a chunk's lines (`(loc, datetime or "")`) as new URLs, placed in shards
+        as they come."""
         (before,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
+        columns = ListLines.of(lines)
         if self.run.robots.fingerprint != "none":
             allows = self.run.robots.allows
-            excluded = [line for line in lines if not allows(line[0])]
-            if excluded:
-                lines = [line for line in lines if allows(line[0])]
+            allowed = columns.only(allows)
+            if len(allowed) < len(columns):
+                excluded = columns.only(lambda loc: not allows(loc))
                 self._insert(source_id, None, ROBOTS_REASON, _Rows.of(excluded, self.run.now))
-        if lines:
-            self._insert_live(source_id, _Rows.of(lines, self.run.now))
-        (after,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
-        # Written now, not held: ten million URLs take 80 MB of ids.
+                columns = allowed
+        if columns:
+            self._insert_live(source_id, _Rows.of(columns, self.run.now))
+        # Written now, not held: ten million URLs take 80 MB of ids. Each line's row took
+        # the next id (the bulk load leaves the uniqueness of URLs to the end).
         self.conn.execute(
             "INSERT OR REPLACE INTO list_chunk_urls (source_id, digest, ids) VALUES (?, ?, ?)",
-            (source_id, digest, array("q", range(before + 1, after + 1)).tobytes()),
+            (source_id, digest, array("q", range(before + 1, before + 1 + len(lines))).tobytes()),
         )
 
     def _insert_live(self, source_id: int, rows: _Rows) -> None:
         self.run.changes.new += len(rows.locs)
         lastmods = rows.lastmods
+        spool = self.run.spool
         start = 0
+        # Where the part being spooled starts in the rendered entries and manifest lines.
+        entries_at = lines_at = 0
         for shard, count in self.run.shards.fill(rows.sizes, lambda a, b: max(lastmods[a:b])):
-            part = rows.part(start, start + count)
+            end = start + count
+            part = rows.part(start, end) if count < len(rows.locs) else rows
             self._insert(source_id, shard, None, part)
-            if self.run.spool is not None:
+            if spool is not None and rows.rendered is None:
                 # A list's URL has no content hash: its fingerprint is its datetime.
-                self.run.spool.add(shard, part.locs, part.times, part.lastmods)
-            start += count
+                spool.add(shard, part.locs, part.times, part.lastmods)
+            elif spool is not None and rows.rendered is not None:
+                entries, lines, _, _ = rows.rendered
+                entries_to, lines_to = len(entries), len(lines)
+                if end < len(rows.locs):  # a shard ends within the chunk
+                    entries_to = entries_at + sum(part.sizes)  # entry bytes are their sizes
+                    lines_to = _line_end(lines, lines_at, count)
+                spool.add_formatted(
+                    shard, count, entries[entries_at:entries_to], lines[lines_at:lines_to]
+                )
+                entries_at, lines_at = entries_to, lines_to
+            start = end
 
     def _insert(self, source_id: int, shard: int | None, reason: str | None, rows: _Rows) -> None:
         """Insert `rows` into shard `shard` (NULL and excluded for `reason`)."""
@@ -99,5 +122,13 @@ class FirstLoad:
             "reason, first_seen, change_count, shard)",
             f"(?, ?, ?, ?, {source_id}, '{status}', {reason_sql}, '{now}', 0, "
             f"{'NULL' if shard is None else shard})",
-            rows,
+            (rows.locs, rows.times, rows.lastmods, rows.sizes),
         )
+
+
+def _line_end(lines: bytes, start: int, count: int) -> int:
+    """Return the offset after the `count`th line end from offset `start` of `lines`."""
+    at = start
+    for _ in range(count):
+        at = lines.index(b"\n", at) + 1
+    return at

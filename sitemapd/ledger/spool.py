@@ -27,11 +27,11 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import NamedTuple, TypeVar, cast
+from typing import NamedTuple, TypeVar
 
 from sitemapd.ledger.shards import ShardState
 from sitemapd.render.members import boundaries
-from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, plain_entries
+from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, manifest_lines, plain_entries
 
 log = logging.getLogger("sitemapd.ledger")
 
@@ -45,23 +45,6 @@ _HEAD, _TAIL = URLSET_HEAD.encode(), URLSET_TAIL.encode()
 # Pieces of work the spool's thread may lag behind by (a list chunk's entries and lines:
 # a few hundred KB each): their bytes are held meanwhile.
 _QUEUE = 16
-
-
-def manifest_lines(
-    locs: Sequence[str], fingerprints: Sequence[str | None], lastmods: Sequence[str]
-) -> str:
-    """Return the publish manifest's lines (publish/manifestfile.py) of URLs read from no
-    file: `loc <TAB> fingerprint <TAB> lastmod <TAB>` (no bytes hash), each ended by a
-    newline; a fingerprint of None is written empty, as the manifest's query writes it."""
-    # Lines with no datetime have none.
-    given = (
-        [fingerprint or "" for fingerprint in fingerprints]
-        if None in fingerprints
-        else cast("Sequence[str]", fingerprints)
-    )
-    # Joined as `plain_entries` joins entries: no Python code runs per line.
-    text = "\t\n".join(map("\t".join, zip(locs, given, lastmods, strict=True)))
-    return text + "\t\n" if text else ""
 
 
 def manifest_path(path: Path) -> Path:
@@ -175,6 +158,13 @@ class ShardSpool:
             return
         data = plain_entries(zip(locs, lastmods, strict=True)).encode()
         lines = manifest_lines(locs, fingerprints, lastmods).encode()
+        self.add_formatted(shard, len(locs), data, lines)
+
+    def add_formatted(self, shard: int, urls: int, data: bytes, lines: bytes) -> None:
+        """Append the entries `data` of `urls` URLs and their manifest `lines`, formatted
+        already (UTF-8, as `add` formats them), to the spool of `shard`."""
+        if self._stopped:
+            return
         try:
             files = self._files(shard)
         except OSError as exc:
@@ -185,7 +175,7 @@ class ShardSpool:
             return
         self._submit(shard, files.write, (data, lines))
         path, spooled, size = self.shards[shard]
-        self.shards[shard] = _Spooled(path, spooled + len(locs), size + len(data))
+        self.shards[shard] = _Spooled(path, spooled + urls, size + len(data))
         self._total += len(data)
 
     def _submit(self, shard: int, job: Callable[[_T], None], arg: _T) -> None:

@@ -11,6 +11,7 @@ import hashlib
 from collections.abc import Iterator
 
 from sitemapd.config.fleet import Partition
+from sitemapd.core.listlines import ListLines
 from sitemapd.core.observation import Changes, Gone, Item, ListChunk, Observation, Seen
 
 
@@ -30,7 +31,7 @@ def owned(items: Iterator[Item], partition: Partition) -> Iterator[Item]:
             continue
         if isinstance(item, ListChunk) and item.lines is not None:
             # The chunk stays (its digest is the file's); its lines are this partition's.
-            lines = [line for line in item.lines if partition_of(line[0], count) == number]
+            lines = ListLines.of(item.lines).only(lambda loc: partition_of(loc, count) == number)
             item = item._replace(lines=lines)
         elif isinstance(item, Changes):
             item = item.only(lambda loc: partition_of(loc, count) == number)

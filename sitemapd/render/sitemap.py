@@ -8,6 +8,7 @@ in W3C form.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import cast
 
 from sitemapd.core.urls import xml_escape
 
@@ -99,6 +100,23 @@ def plain_entries(rows: Iterable[tuple[str, str]]) -> str:
     # Only a URL can hold them (almost never): the markup and datetimes hold neither, so
     # escaping the whole text escapes each URL.
     return xml_escape(text) if "&" in text or "'" in text else text
+
+
+def manifest_lines(
+    locs: Sequence[str], fingerprints: Sequence[str | None], lastmods: Sequence[str]
+) -> str:
+    """Return the publish manifest's lines (publish/manifestfile.py) of URLs read from no
+    file: `loc <TAB> fingerprint <TAB> lastmod <TAB>` (no bytes hash), each ended by a
+    newline; a fingerprint of None is written empty, as the manifest's query writes it."""
+    # Lines with no datetime have none.
+    given = (
+        [fingerprint or "" for fingerprint in fingerprints]
+        if None in fingerprints
+        else cast("Sequence[str]", fingerprints)
+    )
+    # Joined as `plain_entries` joins entries: no Python code runs per line.
+    text = "\t\n".join(map("\t".join, zip(locs, given, lastmods, strict=True)))
+    return text + "\t\n" if text else ""
 
 
 def plain_urlset(pieces: Iterable[str]) -> Iterator[str]:

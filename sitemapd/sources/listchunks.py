@@ -12,7 +12,8 @@ hashes them in place and cuts only the stretch that changed (`recut`).
 Lines are parsed a chunk at a time: one compiled pattern accepts the canonical lines
 (the site's own URLs in canonical spelling, an optional canonical UTC datetime) that
 make up nearly every real export; a chunk holding anything else is parsed line by line
-with the full rules, so both give the same result.
+with the full rules, so both give the same result. A chunk whose lines all have a
+datetime is matched whole, and its URLs and datetimes split apart as columns.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 import xxhash
 
 from sitemapd.core import w3c
+from sitemapd.core.listlines import ListLines
 from sitemapd.core.observation import Rejected
 from sitemapd.core.urls import MAX_URL_LENGTH, URLPolicy
 from sitemapd.errors import InvalidURL
@@ -250,7 +252,7 @@ def _recut(file: _File, known: Sequence[Place], verified: int) -> Iterator[Chunk
 class Parsed(NamedTuple):
     """The valid lines of a chunk as `(loc, canonical datetime or "")`, and the rest."""
 
-    lines: list[tuple[str, str]]
+    lines: Sequence[tuple[str, str]]  # a list, or columns (`ListLines`) from a worker
     rejects: list[Rejected]
 
 
@@ -264,10 +266,12 @@ class LineParser:
         # Characters alone, so that the pattern runs at memchr-like speed; what they let
         # through that the full rules would change is `_DOUBTFUL`.
         path = MAX_URL_LENGTH - len(policy.origin.root)
-        self._canonical = re.compile(
-            rf"^({root}[A-Za-z0-9\-._~!$&'()*+,;=:@/?%]{{0,{path}}})(?:\t({_STAMP}))?\r?$",
-            re.MULTILINE,
-        )
+        url = rf"{root}[A-Za-z0-9\-._~!$&'()*+,;=:@/?%]{{0,{path}}}"
+        self._canonical = re.compile(rf"^({url})(?:\t({_STAMP}))?\r?$", re.MULTILINE)
+        # Every line canonical with a datetime, `\n`-ended (nearly every chunk of an
+        # export): matched whole and split into columns, in four fifths of the time
+        # `findall` and taking its pairs apart take.
+        self._stamped = re.compile(rf"(?:{url}\t{_STAMP}\n)*")
 
     def parse(self, data: bytes, first_line: int, count: int) -> Parsed:
         """Return the lines of a chunk of `count` line ends starting at line `first_line`."""
@@ -276,23 +280,28 @@ class LineParser:
         except UnicodeDecodeError:
             text = None
         if text is not None and not _doubtful(text):
+            if self._stamped.fullmatch(text):
+                # URLs and datetimes alternate once each tab is a line end.
+                fields = text.replace("\t", "\n").split("\n")
+                return Parsed(ListLines(fields[0:-1:2], fields[1::2]), [])
             lines = self._canonical.findall(text)
             if len(lines) == count + (not text.endswith("\n")):
                 return Parsed(lines, [])
         return self._line_by_line(data, first_line)
 
     def _line_by_line(self, data: bytes, first_line: int) -> Parsed:
-        parsed = Parsed([], [])
+        lines: list[tuple[str, str]] = []
+        rejects: list[Rejected] = []
         raw_lines = data.split(b"\n")
         if not raw_lines[-1]:
             raw_lines.pop()  # the chunk's last line end
         for number, raw in enumerate(raw_lines, start=first_line):
             line = self._line(number, raw)
             if isinstance(line, Rejected):
-                parsed.rejects.append(line)
+                rejects.append(line)
             elif line is not None:
-                parsed.lines.append(line)
-        return parsed
+                lines.append(line)
+        return Parsed(lines, rejects)
 
     def _line(self, number: int, raw: bytes) -> tuple[str, str] | Rejected | None:
         """Return the `(loc, datetime or "")` of one line, None for a blank line or a

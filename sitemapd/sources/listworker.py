@@ -3,9 +3,12 @@
 Parsing a million lines takes this process about a second; taking them in from a worker
 takes a fifth of that. The worker (`python -m sitemapd.sources.listworker FD`) reads the
 list from the descriptor it inherits and cuts and parses it as `listchunks` does. It
-writes each chunk down a pipe: its place, its rejects, and its URLs and datetimes as two
-newline-joined strings. The pipe holds a few chunks, so the worker stays just ahead and
-memory stays flat.
+writes each chunk down a pipe: its place, its rejects, its URLs and datetimes as two
+newline-joined strings, and, when every line has a datetime, the chunk's `<url>` entries,
+manifest lines and entry sizes as a first load spools them (if none of the datetimes is
+after the build's time: the building process checks), so that the building process,
+whose thread runs every insert, does not format them too. The pipe holds a few chunks,
+so the worker stays just ahead and memory stays flat.
 
 Chunks arrive in file order. When no worker starts, or one fails, the chunks not yet
 received are cut and parsed here: the same chunks, the same lines.
@@ -20,10 +23,13 @@ import pickle
 import struct
 import subprocess
 import sys
+from array import array
 from collections.abc import Iterator
 from typing import IO, BinaryIO, NamedTuple
 
 from sitemapd.core import lifeline
+from sitemapd.core.listlines import ListLines, Rendered
+from sitemapd.render.sitemap import entry_sizes, manifest_lines, plain_entries
 from sitemapd.sources.base import log
 from sitemapd.sources.listchunks import Chunk, LineParser, Parsed, cut
 
@@ -33,6 +39,7 @@ _ELSEWHERE = 16 << 20
 _HEAD = 8 << 20
 _PIPE_BYTES = 1 << 20  # about ten chunks ahead
 _LENGTH = struct.Struct("<Q")
+_SIZE = "I"  # an entry's bytes, in an array: a URL is at most a few KB
 
 
 class ParsedChunk(NamedTuple):
@@ -87,7 +94,7 @@ def _start(parser: LineParser, handle: BinaryIO) -> subprocess.Popen[bytes] | No
     fd = handle.fileno()
     try:
         worker = subprocess.Popen(
-            [sys.executable, "-m", __name__, str(fd), str(os.getpid())],
+            [sys.executable, "-m", __name__, str(fd), str(os.getpid()), str(_HEAD)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             pass_fds=(fd,),
@@ -118,11 +125,15 @@ def _received(worker: subprocess.Popen[bytes]) -> Iterator[ParsedChunk]:
         payload = stream.read(length)
         if len(payload) != length:  # cut short: the worker is gone
             break
-        pos, first_line, digest, end, count, rejects, locs, stamps = pickle.loads(payload)
-        lines: list[tuple[str, str]] = (
-            list(zip(locs.decode().split("\n"), stamps.decode().split("\n"), strict=True))
-            if count
-            else []
+        pos, first_line, digest, end, rejects, latest, lengths = pickle.loads(payload)
+        blobs = [stream.read(length) for length in lengths]
+        if list(map(len, blobs)) != lengths:
+            break
+        locs, stamps, entries, manifest, sizes = blobs
+        lines = ListLines(
+            locs.decode().split("\n") if latest is not None else [],
+            stamps.decode().split("\n") if latest is not None else [],
+            Rendered(entries, manifest, latest, array(_SIZE, sizes)) if latest else None,
         )
         yield ParsedChunk(pos, first_line, digest, end, Parsed(lines, rejects))
     if worker.wait() != 0:
@@ -137,34 +148,63 @@ def _stop(worker: subprocess.Popen[bytes]) -> None:
     worker.stdout.close()
 
 
-def _work(fd: int, parser: LineParser, out: IO[bytes]) -> None:
-    """Cut and parse the list open on `fd`, writing each chunk after the head to `out`."""
+def _work(fd: int, head: int, parser: LineParser, out: IO[bytes]) -> None:
+    """Cut and parse the list open on `fd`, writing each chunk that starts `head` bytes
+    or more into it to `out`."""
     with os.fdopen(fd, "rb") as handle:
         for chunk in cut(handle):
-            if chunk.start < _HEAD:
+            if chunk.start < head:
                 continue
             parsed = parser.parse(chunk.data, chunk.first_line, chunk.lines)
-            payload = pickle.dumps(
+            columns = ListLines.of(parsed.lines)
+            rendered = _rendered(columns)
+            blobs = (
+                "\n".join(columns.locs).encode(),
+                "\n".join(columns.stamps).encode(),
+                rendered.entries if rendered else b"",
+                rendered.manifest if rendered else b"",
+                array(_SIZE, rendered.sizes).tobytes() if rendered else b"",
+            )
+            # No lines: None; lines not rendered: "".
+            latest = (rendered.latest if rendered else "") if columns else None
+            meta = pickle.dumps(
                 (
                     chunk.pos,
                     chunk.first_line,
                     chunk.digest,
                     chunk.end,
-                    len(parsed.lines),
                     parsed.rejects,
-                    "\n".join([loc for loc, _ in parsed.lines]).encode(),
-                    "\n".join([stamp for _, stamp in parsed.lines]).encode(),
+                    latest,
+                    [len(blob) for blob in blobs],
                 ),
                 protocol=pickle.HIGHEST_PROTOCOL,
             )
-            out.write(_LENGTH.pack(len(payload)))
-            out.write(payload)
+            out.write(_LENGTH.pack(len(meta)))
+            out.write(meta)
+            for blob in blobs:
+                out.write(blob)
     out.flush()
+
+
+def _rendered(lines: ListLines) -> Rendered | None:
+    """Return the entries and manifest lines a first load spools of `lines` whose
+    datetimes are their lastmods (the building process checks that they are: none
+    after its time); None when a line has no datetime."""
+    if not lines or "" in lines.stamps:
+        return None
+    locs, stamps = lines.locs, lines.stamps
+    # A list's URL has no content hash: its fingerprint is its datetime.
+    return Rendered(
+        plain_entries(zip(locs, stamps, strict=True)).encode(),
+        manifest_lines(locs, stamps, stamps).encode(),
+        max(stamps),
+        entry_sizes(locs),
+    )
 
 
 if __name__ == "__main__":
     lifeline.die_with(int(sys.argv[2]))  # not one line parsed for a daemon that is gone
     try:
-        _work(int(sys.argv[1]), pickle.load(sys.stdin.buffer), sys.stdout.buffer)
+        _work(int(sys.argv[1]), int(sys.argv[3]), pickle.load(sys.stdin.buffer), sys.stdout.buffer)
     except BrokenPipeError:
         os._exit(1)  # the reader stopped early: nothing to tell it
