@@ -109,19 +109,22 @@ class ListQueries(Transactions):
         if source_id is None:
             return bool(locs or removed)
         gone_with = _listed_ids(self._read(), source_id, removed)
-        present: set[int] = set()
-        for batch in _batches(set(locs)):
-            present.update(
-                url_id
-                for (url_id,) in self._read().execute(
-                    f"SELECT id FROM urls WHERE loc IN ({','.join('?' * len(batch))}) "
-                    "AND status IN (?, ?)",
+        # A changed line mostly lists a URL its removed chunk listed: those are known by
+        # their ids (one chunk's are neighbours, in a few pages of `urls`), and only the
+        # others are looked up by loc (a thousand of those cost 2-5 ms more).
+        elsewhere = set(locs) - self._locs(gone_with)
+        for batch in _batches(elsewhere):
+            if (
+                self._read()
+                .execute(
+                    f"SELECT 1 FROM urls WHERE loc IN ({','.join('?' * len(batch))}) "
+                    "AND status IN (?, ?) LIMIT 1",
                     [*batch, LIVE, EXCLUDED],
                 )
-            )
-        if present - gone_with:
-            return True
-        for ids in _batches(present | gone_with):
+                .fetchone()
+            ):
+                return True
+        for ids in _batches(gone_with):
             if (
                 self._read()
                 .execute(
@@ -133,6 +136,18 @@ class ListQueries(Transactions):
             ):
                 return True
         return False
+
+    def _locs(self, ids: Collection[int]) -> set[str]:
+        """Return the locs of the URLs `ids` (those still in the ledger)."""
+        locs: set[str] = set()
+        for batch in _batches(sorted(ids)):
+            locs.update(
+                loc
+                for (loc,) in self._read().execute(
+                    f"SELECT loc FROM urls WHERE id IN ({','.join('?' * len(batch))})", batch
+                )
+            )
+        return locs
 
 
 class ListLoad:
