@@ -334,7 +334,8 @@ class Publisher:
         None), after its manifest (read by `manifest_of`). Writes no ledger: may run on a
         thread of its own."""
         digest = hashlib.sha256(text).hexdigest()
-        if record is not None and record[0] == digest and self.store.intact(name, record):
+        intact = record is not None and self.store.intact(name, record)
+        if intact and record is not None and record[0] == digest:
             if manifest_of is not None and isinstance(self.store, LocalStore):
                 # The same entries, but a fingerprint may have moved: its manifest says so.
                 self._check_lease()
@@ -347,7 +348,8 @@ class Publisher:
         if manifest_of is not None:
             self._check_lease()
             if isinstance(self.store, LocalStore) and not self.dry_run:
-                stamp, wrote = self.store.put_after(name, data, manifest_of)
+                # Stored as published, of another digest: its bytes need no comparing.
+                stamp, wrote = self.store.put_after(name, data, manifest_of, intact)
                 return _Stored(name, digest, len(data), stamp, wrote)
             self.store.put_manifest(name, manifest_of())
         stamp, wrote = (0, True) if self.dry_run else self._put(name, data)

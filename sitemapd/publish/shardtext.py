@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import sqlite3
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from itertools import islice
@@ -15,7 +16,15 @@ from sitemapd.ledger.edits import Edit
 from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.spool import SpooledShard
 from sitemapd.publish.manifest import Reader, lines_of, shard_rows
-from sitemapd.publish.manifestfile import encode, manifest_name, repack, unpack, with_header
+from sitemapd.publish.manifestfile import (
+    Packed,
+    encode,
+    manifest_name,
+    pack,
+    repack,
+    unpack,
+    with_header,
+)
 from sitemapd.publish.store import LocalStore, Record
 from sitemapd.render.extensions import without_alternates
 from sitemapd.render.sitemap import URLSET_HEAD, plain_entries, plain_urlset, url_entry, urlset
@@ -145,34 +154,76 @@ def _spliced_manifest(
     if packed is None or packed.rows.count(b"\n") != members:
         log.debug("%s: its manifest is read from the ledger (the stored one differs)", name)
         return full()
-    spliced = _splice(
-        packed.rows,
-        [
-            (
-                f"{e.loc}\t{e.old_fp}\t{e.old_lastmod}\t{e.old_raw}\n".encode(),
-                f"{e.loc}\t{e.fp}\t{e.lastmod}\t{e.raw}\n".encode(),
-            )
-            for e in edits
-        ],
-    )
-    if spliced is None:
+    lines = [
+        (
+            f"{e.loc}\t{e.old_fp}\t{e.old_lastmod}\t{e.old_raw}\n".encode(),
+            f"{e.loc}\t{e.fp}\t{e.lastmod}\t{e.raw}\n".encode(),
+        )
+        for e in edits
+    ]
+    places = _places(packed.rows, [old for old, _ in lines])
+    if places is None:
         log.debug("%s: its manifest is read from the ledger (a changed line differs)", name)
         return full()
-    return with_header(repack(packed, spliced))
+    return with_header(
+        _respliced(packed, [(at, old, new) for at, (old, new) in zip(places, lines, strict=True)])
+    )
+
+
+def _respliced(packed: Packed, changes: list[tuple[int, bytes, bytes]]) -> bytes:
+    """Return `repack(packed, rows)` for the rows of `packed` with the bytes `old` at each
+    offset of `changes` (in order, apart) replaced by `new`."""
+    if any(len(old) != len(new) for _, old, new in changes):
+        # Line ends move, and with them maybe where members end: all packed again.
+        return repack(packed, _replaced(packed.rows, changes))
+    # Every line end stays where it was, and so does every member's end: only a member
+    # holding a changed row is packed again (one member's rows pack into one member),
+    # and the rows of the others are neither copied nor compared.
+    members = list(packed.members)
+    starts = [0, *packed.ends]
+    for index in sorted({bisect_right(packed.ends, at) for at, _, _ in changes}):
+        start, end = starts[index], packed.ends[index]
+        rows = packed.rows[start:end]
+        members[index] = pack(
+            _replaced(
+                rows, [(at - start, old, new) for at, old, new in changes if start <= at < end]
+            )
+        )
+    return b"".join(members)
 
 
 def _splice(text: bytes, changes: Sequence[tuple[bytes, bytes]]) -> bytes | None:
     """Return `text` with the whole lines (each ending in a newline) `old` of `changes`
     replaced by their `new`, each found after the one before; None when one is not."""
+    places = _places(text, [old for old, _ in changes])
+    if places is None:
+        return None
+    return _replaced(text, [(at, old, new) for at, (old, new) in zip(places, changes, strict=True)])
+
+
+def _places(text: bytes, lines: Sequence[bytes]) -> list[int] | None:
+    """Return where each of the whole `lines` (each ending in a newline) starts in `text`,
+    each found after the one before; None when one is not."""
+    places: list[int] = []
+    done = 0
+    for line in lines:
+        at = text.find(line, done)
+        while at > 0 and text[at - 1] != _NEWLINE:  # inside a line: not it
+            at = text.find(line, at + 1)
+        if at < 0:
+            return None
+        places.append(at)
+        done = at + len(line)
+    return places
+
+
+def _replaced(text: bytes, changes: Sequence[tuple[int, bytes, bytes]]) -> bytes:
+    """Return `text` with the bytes `old` at each offset of `changes` (in order, apart)
+    replaced by `new`."""
     view = memoryview(text)  # its slices copy nothing: the join alone copies the text
     pieces: list[bytes | memoryview] = []
     done = 0
-    for old, new in changes:
-        at = text.find(old, done)
-        while at > 0 and text[at - 1] != _NEWLINE:  # inside a line: not it
-            at = text.find(old, at + 1)
-        if at < 0:
-            return None
+    for at, old, new in changes:
         pieces += (view[done:at], new)
         done = at + len(old)
     pieces.append(view[done:])
