@@ -357,9 +357,11 @@ class ListLoad:
             "INSERT OR REPLACE INTO list_chunk_urls (source_id, digest, ids) VALUES (?, ?, ?)",
             [(source_id, digests[chunk], ids.tobytes()) for chunk, ids in listed.items()],
         )
+        # The URLs listed twice are found among the staged lines first (most often none
+        # is), and only they are looked up in `urls`.
         self.conn.execute(
             "INSERT OR IGNORE INTO list_repeats (source_id, url_id) "
-            "SELECT ?, u.id FROM temp.list_lines l JOIN urls u ON u.loc = l.loc "
-            "WHERE l.source_id = ? GROUP BY l.loc HAVING count(DISTINCT l.chunk) > 1",
+            "SELECT ?, u.id FROM (SELECT loc FROM temp.list_lines WHERE source_id = ? "
+            "GROUP BY loc HAVING count(DISTINCT chunk) > 1) l JOIN urls u ON u.loc = l.loc",
             (source_id, source_id),
         )

@@ -31,7 +31,6 @@ from sitemapd.publish.names import OutputNames, partition_index_urls
 from sitemapd.publish.shardtext import shard_document, spliced_shard
 from sitemapd.publish.store import Fence, LocalStore, Record, Store
 from sitemapd.render.keyfile import key_file
-from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
 from sitemapd.render.parts import part_name, part_url
 from sitemapd.render.sitemap import sitemap_index
 
@@ -225,6 +224,9 @@ class Publisher:
         news = self.config.news
         if news is None:
             return []
+        # Loaded for a site with news only: a `build` of a site without starts faster.
+        from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
+
         since = w3c.format_epoch(w3c.to_epoch(now) - news.max_age)
         articles = self.ledger.articles(since)
         changed = {loc: max(published, lastmod) for loc, published, *_, lastmod in articles}
