@@ -199,7 +199,8 @@ class Publisher:
             # A few members changed since its publish: spliced into the bytes on disk.
             spliced = spliced_shard(self.ledger, self.store, shard_id, name, record, reader)
             if spliced is not None:
-                return partial(self._store, name, spliced[0], record, spliced[1])
+                text, spliced_manifest, digest = spliced
+                return partial(self._store, name, text, record, spliced_manifest, digest)
         document, manifest_of = shard_document(
             self.ledger, shard_id, spooled, reader, not self.dry_run
         )
@@ -331,11 +332,12 @@ class Publisher:
         text: bytes,
         record: Record | None,
         manifest_of: Callable[[], bytes] | None,
+        digest: str | None = None,
     ) -> _Stored | None:
-        """Store `text` as `name` unless it is stored as published (`record`: then return
-        None), after its manifest (read by `manifest_of`). Writes no ledger: may run on a
-        thread of its own."""
-        digest = hashlib.sha256(text).hexdigest()
+        """Store `text` (of sha256 `digest`, in hex, when known) as `name` unless it is
+        stored as published (`record`: then return None), after its manifest (read by
+        `manifest_of`). Writes no ledger: may run on a thread of its own."""
+        digest = digest or hashlib.sha256(text).hexdigest()
         intact = record is not None and self.store.intact(name, record)
         if intact and record is not None and record[0] == digest:
             if manifest_of is not None and isinstance(self.store, LocalStore):

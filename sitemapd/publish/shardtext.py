@@ -104,11 +104,12 @@ def spliced_shard(
     name: str,
     record: Record | None,
     reader: Reader,
-) -> tuple[bytes, Callable[[], bytes]] | None:
+) -> tuple[bytes, Callable[[], bytes], str] | None:
     """Return the document of plain shard `shard_id` (stored as `name`, published as
     `record`) made of its published bytes with the entries of the members changed since
-    spliced in, and what gives its manifest; None when it must be rendered in full (see
-    edits.py; its stored bytes are not those published, an entry is not found).
+    spliced in, what gives its manifest, and the document's sha256 (hex); None when it
+    must be rendered in full (see edits.py; its stored bytes are not those published, an
+    entry is not found).
 
     Byte for byte what `plain_shard` renders: a plain shard is its members' entries in
     order, and only these members changed."""
@@ -118,11 +119,7 @@ def spliced_shard(
     if edits is None or ledger.shard_has_extras(shard_id):
         return None
     published = store.read(name)
-    if (
-        published is None
-        or not published.startswith(_HEAD)
-        or hashlib.sha256(published).hexdigest() != record[0]
-    ):
+    if published is None or not published.startswith(_HEAD):
         return None
     # Its manifest on the reader's thread meanwhile (zlib lets go of the GIL).
     members = ledger.conn.execute("SELECT url_count FROM shards WHERE id = ?", (shard_id,))
@@ -130,17 +127,28 @@ def spliced_shard(
     manifest = reader.soon(
         partial(_spliced_manifest, store, name, edits, members.fetchone()[0], full)
     )
-    document = _splice(
-        published,
-        [
-            (url_entry(e.loc, e.old_lastmod).encode(), url_entry(e.loc, e.lastmod).encode())
-            for e in edits
-        ],
-    )
-    if document is None:
+    changes = [
+        (url_entry(e.loc, e.old_lastmod).encode(), url_entry(e.loc, e.lastmod).encode())
+        for e in edits
+    ]
+    places = _places(published, [old for old, _ in changes])
+    if places is None:
         return None
+    # The bytes before the first change are hashed once for both digests: that of the
+    # published bytes, checked against the one recorded, and that of the document.
+    first = places[0] if places else len(published)
+    view = memoryview(published)
+    published_digest = hashlib.sha256(view[:first])
+    digest = published_digest.copy()
+    published_digest.update(view[first:])
+    if published_digest.hexdigest() != record[0]:
+        return None
+    document = _replaced(
+        published, [(at, old, new) for at, (old, new) in zip(places, changes, strict=True)]
+    )
+    digest.update(memoryview(document)[first:])
     log.debug("%s: %d changed entries spliced into its published bytes", name, len(edits))
-    return document, manifest
+    return document, manifest, digest.hexdigest()
 
 
 def _spliced_manifest(
@@ -190,15 +198,6 @@ def _respliced(packed: Packed, changes: list[tuple[int, bytes, bytes]]) -> bytes
             )
         )
     return b"".join(members)
-
-
-def _splice(text: bytes, changes: Sequence[tuple[bytes, bytes]]) -> bytes | None:
-    """Return `text` with the whole lines (each ending in a newline) `old` of `changes`
-    replaced by their `new`, each found after the one before; None when one is not."""
-    places = _places(text, [old for old, _ in changes])
-    if places is None:
-        return None
-    return _replaced(text, [(at, old, new) for at, (old, new) in zip(places, changes, strict=True)])
 
 
 def _places(text: bytes, lines: Sequence[bytes]) -> list[int] | None:
