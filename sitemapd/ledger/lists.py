@@ -226,11 +226,25 @@ class ListLoad:
         return spool.keep(self.run.shards.states)
 
     def _record(self, source_id: int, chunks: list[_ReadChunk]) -> None:
-        self.conn.execute("DELETE FROM list_chunks WHERE source_id = ?", (source_id,))
+        """Make the list's chunk records those of `chunks`, writing only the rows that
+        differ: a changed line rewrites one row, not the pages of every chunk's."""
+        rows = {(source_id, *chunk) for *chunk, _ in chunks}
+        recorded = set(
+            self.conn.execute(
+                "SELECT source_id, pos, digest, first_line, rejects, end_byte FROM list_chunks "
+                "WHERE source_id = ?",
+                (source_id,),
+            )
+        )
+        positions = {pos for _, pos, *_ in rows}
         self.conn.executemany(
-            "INSERT INTO list_chunks (source_id, pos, digest, first_line, rejects, end_byte) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            [(source_id, *chunk) for *chunk, _ in chunks],
+            "DELETE FROM list_chunks WHERE source_id = ? AND pos = ?",
+            [(source_id, pos) for _, pos, *_ in recorded if pos not in positions],
+        )
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO list_chunks "
+            "(source_id, pos, digest, first_line, rejects, end_byte) VALUES (?, ?, ?, ?, ?, ?)",
+            sorted(rows - recorded),
         )
 
     # -- a ledger that knows the list -----------------------------------------------------
