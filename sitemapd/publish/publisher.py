@@ -31,6 +31,7 @@ from sitemapd.publish.names import OutputNames, partition_index_urls
 from sitemapd.publish.shardtext import shard_document, spliced_shard
 from sitemapd.publish.store import Fence, LocalStore, Record, Store
 from sitemapd.render.keyfile import key_file
+from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
 from sitemapd.render.parts import part_name, part_url
 from sitemapd.render.sitemap import sitemap_index
 
@@ -199,8 +200,7 @@ class Publisher:
             # A few members changed since its publish: spliced into the bytes on disk.
             spliced = spliced_shard(self.ledger, self.store, shard_id, name, record, reader)
             if spliced is not None:
-                text, spliced_manifest, digest = spliced
-                return partial(self._store, name, text, record, spliced_manifest, digest)
+                return partial(self._store, name, spliced[0], record, *spliced[1:])
         document, manifest_of = shard_document(
             self.ledger, shard_id, spooled, reader, not self.dry_run
         )
@@ -225,9 +225,6 @@ class Publisher:
         news = self.config.news
         if news is None:
             return []
-        # Loaded for a site with news only: a `build` of a site without starts faster.
-        from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
-
         since = w3c.format_epoch(w3c.to_epoch(now) - news.max_age)
         articles = self.ledger.articles(since)
         changed = {loc: max(published, lastmod) for loc, published, *_, lastmod in articles}
@@ -352,7 +349,6 @@ class Publisher:
         if manifest_of is not None:
             self._check_lease()
             if isinstance(self.store, LocalStore) and not self.dry_run:
-                # Stored as published, of another digest: its bytes need no comparing.
                 stamp, wrote = self.store.put_after(name, data, manifest_of, intact)
                 return _Stored(name, digest, len(data), stamp, wrote)
             self.store.put_manifest(name, manifest_of())
