@@ -68,7 +68,7 @@ def exit_without_collecting() -> None:
     """Let the process end without the garbage collector's last pass over every object.
 
     At exit the interpreter looks for reference cycles among all the objects its modules
-    made (20-25 ms for a `build`, 7-15 ms for `status`), to free memory the exit frees
+    made (20-34 ms for a `build`, 7-15 ms for `status`), to free memory the exit frees
     anyway. Objects moved out of the collector's reach (`gc.freeze`) as the exit starts
     are still freed by their counts; what needs an orderly end (the ledger, the state
     lock, written files) is closed by the commands themselves.
