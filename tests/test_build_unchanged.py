@@ -90,6 +90,8 @@ def test_a_same_size_edit_of_a_list_is_read(listed: ListSite) -> None:
     assert not listed.early()
     assert published(listed.out)["https://example.com/a/3.html"] == "2026-02-04T00:00:00+00:00"
     assert listed.early()
+    os.utime(listed.list, ns=(1, 1))
+    assert listed.early()  # noted with the bytes the build read
 
 
 def test_a_changed_line_is_published(listed: ListSite) -> None:
@@ -319,3 +321,27 @@ def test_a_list_of_several_pieces_is_told_changed_in_any_of_them(tmp_path: Path)
     assert unchanged._same_bytes(path, unchanged._lines([path])[0], noted)
     assert not unchanged._same_bytes(path, "moved", noted)
     assert not unchanged._same_bytes(path, unchanged._lines([path])[0], "-")
+
+
+def test_a_changed_list_is_noted_on_from_its_first_changed_piece(tmp_path: Path) -> None:
+    """The early check hands the pieces it found as noted to the note of the build that
+    follows, which hashes the list on from the first changed one: to the digests of the
+    whole list hashed anew. Pieces found under another status are not used."""
+    path = tmp_path / "urls.txt"
+    line = b"https://example.com/a/0000000.html\t2026-01-01T00:00:00+00:00\n"
+    body = bytearray(line * (20 * (1 << 20) // len(line)))  # three pieces
+    path.write_bytes(body)
+    noted = unchanged._digest_as(path, unchanged._lines([path])[0])
+    body[(9 << 20) + 5] = ord("9")  # in the second piece
+    path.write_bytes(body)
+    status = unchanged._lines([path])[0]
+    head: list[str] = []
+    assert not unchanged._same_bytes(path, status, noted, head)
+    assert head == noted.split(",")[:1]
+    whole = unchanged._digest_as(path, status)
+    assert whole.split(",")[0] == head[0]
+    assert whole != noted
+    assert unchanged._digest_as(path, status, (status, head)) == whole
+    # The pieces given are taken as they are, not read again; under another status, not.
+    assert unchanged._digest_as(path, status, (status, ["x"])).split(",")[0] == "x"
+    assert unchanged._digest_as(path, status, ("moved", ["x"])) == whole

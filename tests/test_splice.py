@@ -4,6 +4,7 @@ files equal, byte for byte, those of a first build of the same list elsewhere.""
 
 from __future__ import annotations
 
+import random
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sitemapd.ledger import spool
+from sitemapd.publish import shardtext
 from sitemapd.publish.manifestfile import encode_lines, pack, repack, unpack, with_header
 
 # 2,900 URLs in shards of 1,000: two full shards and an open one.
@@ -180,8 +182,8 @@ def test_manifest_members_are_the_same_however_they_are_packed(
     tmp_path_factory: pytest.TempPathFactory, rows: bytes, cuts: list[int], at: st.DataObject
 ) -> None:
     """A first load's spool packs the rows as they come, in pieces of any size, into the
-    members the publisher packs them in whole; a splice packs again the members of the
-    changed rows alone, to the same bytes."""
+    members the publisher packs them in whole, which unpack to the rows; a splice packs
+    again the members of the changed rows alone, to the same bytes."""
     path = tmp_path_factory.mktemp("spool") / "sitemap-1.xml"
     files = spool._Files(1, path)
     start = 0
@@ -200,6 +202,8 @@ def test_manifest_members_are_the_same_however_they_are_packed(
         for new in (rows[line:end].replace(b"\tf", b"\tg"), rows[line:end] + b"longer\n"):
             changed = rows[:line] + new + rows[end:]
             assert repack(unpacked, changed) == pack(changed)
+            # Spliced as a published manifest is: the changed row's member alone.
+            assert shardtext._respliced(unpacked, [(line, rows[line:end], new)]) == pack(changed)
 
 
 def test_one_engine_splices_round_after_round(
@@ -236,3 +240,22 @@ def test_one_engine_splices_round_after_round(
             assert files(listing.out) == republished(tmp_path / str(number), listing), number
     finally:
         engine.close()
+
+
+def test_manifest_members_larger_than_a_read_unpack_to_their_rows() -> None:
+    """Rows that compress badly (random fingerprints) make members of more compressed
+    bytes than unpack inflates at a time: they unpack to the rows all the same, and a
+    damaged or cut member to nothing."""
+    chance = random.Random(7)
+    rows = "".join(
+        f"https://example.com/{n}\t{chance.randbytes(48).hex()}\t2025-01-01T00:00:00+00:00\t\n"
+        for n in range(4000)
+    ).encode()
+    packed = pack(rows)
+    unpacked = unpack(with_header(packed))
+    assert unpacked is not None
+    assert unpacked.rows == rows
+    assert b"".join(unpacked.members) == packed
+    assert min(map(len, unpacked.members[:-1])) > 16384
+    assert unpack(with_header(packed[:-9])) is None
+    assert unpack(with_header(packed[:5000] + b"x" + packed[5001:])) is None

@@ -60,6 +60,23 @@ def test_rejected_urls(raw: str, reason: str) -> None:
         POLICY.normalise(raw)
 
 
+@pytest.mark.parametrize(
+    "host",
+    ["example.com", "EXAMPLE.com.", "a" * 63 + ".com", "café.example", "xn--caf-dma.example"],
+)
+def test_hosts_are_those_the_idna_codec_gives(host: str) -> None:
+    origin = Origin.from_base_url(f"https://{host}/")
+    assert origin.root == f"https://{host.lower().encode('idna').decode()}/"
+
+
+@pytest.mark.parametrize("host", ["a..com", "a" * 64 + ".com", "example." + "b" * 64, ".com"])
+def test_hosts_the_idna_codec_refuses(host: str) -> None:
+    with pytest.raises(UnicodeError):
+        host.encode("idna")
+    with pytest.raises(ConfigError, match="not a valid domain name"):
+        Origin.from_base_url(f"https://{host}/")
+
+
 def test_base_url_must_be_http() -> None:
     with pytest.raises(ConfigError):
         Origin.from_base_url("file:///var/www")

@@ -71,3 +71,4 @@ class _Commands(click.Group):
 def main(log_level: str) -> None:
     """Keep a site's XML sitemaps true to its content."""
     process.configure(log_level)
+    process.exit_without_collecting()

@@ -81,22 +81,24 @@ def build(config_path: Path, confirm_removal: bool, dry_run: bool, as_json: bool
     if dry_run:
         _print_dry_run(cfg, as_json, confirm_removal)
         return
-    if not confirm_removal and _unchanged(cfg):
+    heads: unchanged.Heads = {}
+    if not confirm_removal and _unchanged(cfg, heads):
         return
     try:
-        _build(cfg, lambda engine: None, confirm_removal)
+        _build(cfg, lambda engine: None, confirm_removal, heads)
     except LockError:
         if not confirm_removal:
             raise
         _confirm_to_daemon(cfg)
 
 
-def _unchanged(cfg: config.Config) -> bool:
+def _unchanged(cfg: config.Config, heads: unchanged.Heads) -> bool:
     """True, having printed the build's summary, when nothing changed since the last build
-    and it ended quiet (see unchanged.py); raises LockError as a build does."""
+    and it ended quiet (see unchanged.py; else `heads` gets what it found as noted of a
+    changed list); raises LockError as a build does."""
     started = time.perf_counter()
     with StateLock(cfg.site.state_dir):
-        if not unchanged.as_noted(cfg):
+        if not unchanged.as_noted(cfg, heads):
             return False
     log.debug("nothing changed since the last build, which ended quiet: nothing to do")
     click.echo(_summary(0, 0, 0, 0, 0, 0, 0, time.perf_counter() - started))
@@ -136,16 +138,22 @@ def _confirm_to_daemon(cfg: config.Config) -> None:
     )
 
 
-def _build(cfg: config.Config, first: Callable[[Engine], None], confirm: bool = False) -> None:
+def _build(
+    cfg: config.Config,
+    first: Callable[[Engine], None],
+    confirm: bool = False,
+    heads: unchanged.Heads | None = None,
+) -> None:
     """Under the state lock, run `first` on the engine, then build, notify and print the
-    summary; exit 1 when a source failed or a removal is held."""
+    summary; exit 1 when a source failed or a removal is held. `heads`: what the early
+    check found as noted of a changed list (its note is hashed on from there)."""
     from sitemapd.publish import ownership
     from sitemapd.status import problems
 
     with StateLock(cfg.site.state_dir), unchanged.hearing() as heard:
         read = unchanged.inputs(cfg)
         # Hashed while the build runs, on another core: the note of a quiet build needs it.
-        digests = unchanged.hash_lists(cfg, read)
+        digests = unchanged.hash_lists(cfg, read, heads)
         with opened_engine(cfg) as engine, progress_bar(cfg) as bar:
             ownership.claim(cfg, engine.ledger.published)
             first(engine)

@@ -84,9 +84,15 @@ def hearing() -> Iterator[Heard]:
         logger.removeHandler(heard)
 
 
-def as_noted(cfg: Config) -> bool:
+# The pieces of a list the early check found as noted before one that was not: its status
+# then, and their digests (a build that follows hashes them no more for its note).
+Heads = dict[Path, tuple[str, list[str]]]
+
+
+def as_noted(cfg: Config, heads: Heads | None = None) -> bool:
     """True when the last build of `cfg` was quiet and nothing it rests on changed since;
-    a list touched since (its status moved, its bytes did not) is noted anew.
+    a list touched since (its status moved, its bytes did not) is noted anew. Else
+    `heads` gets the pieces found as noted of a list that changed.
 
     Call it holding the state lock."""
     if not eligible(cfg):
@@ -108,11 +114,14 @@ def as_noted(cfg: Config) -> bool:
             return False
         moved = [n for n, (line, was) in enumerate(zip(now, then, strict=True)) if line != was]
         lists = _lists(cfg)
-        if any(
-            n >= min(len(lists), len(digests)) or not _same_bytes(lists[n], now[n], digests[n])
-            for n in moved
-        ):
-            return False
+        for n in moved:
+            if n >= min(len(lists), len(digests)):
+                return False
+            same: list[str] = []
+            if not _same_bytes(lists[n], now[n], digests[n], same):
+                if heads is not None:
+                    heads[lists[n]] = (now[n], same)
+                return False
         if moved:
             lines[5 : 5 + len(now)] = now
             _write(cfg, "\n".join(lines))
@@ -132,10 +141,13 @@ def inputs(cfg: Config) -> list[str]:
     return _lines(paths)
 
 
-def hash_lists(cfg: Config, read: list[str]) -> Future[list[str]] | None:
+def hash_lists(
+    cfg: Config, read: list[str], heads: Heads | None = None
+) -> Future[list[str]] | None:
     """Start hashing the URL lists of `cfg`, whose status `read` gave (see `inputs`), on
     a thread of its own while the build runs, for `note`; None when `cfg` is not noted.
-    A list whose status is not `read`'s, or that cannot be read, has the digest "-"."""
+    A list whose status is not `read`'s, or that cannot be read, has the digest "-". The
+    pieces `heads` knows of a list whose status is still the one it gives are not read."""
     if not eligible(cfg):
         return None
     # Loaded by a full build only (whose engine needs it too), not by one that ends early.
@@ -143,15 +155,17 @@ def hash_lists(cfg: Config, read: list[str]) -> Future[list[str]] | None:
 
     hashing = ThreadPoolExecutor(1, thread_name_prefix="list-digests")
     try:
-        return hashing.submit(_digests, _lists(cfg), read)
+        return hashing.submit(_digests, _lists(cfg), read, heads or {})
     finally:
         hashing.shutdown(wait=False)
 
 
-def _digests(lists: list[Path], read: list[str]) -> list[str]:
+def _digests(lists: list[Path], read: list[str], heads: Heads) -> list[str]:
     """Return the digest of each of `lists` whose status is still `read`'s, else "-"."""
     try:
-        return [_digest_as(path, line) for path, line in zip(lists, read, strict=False)]
+        return [
+            _digest_as(path, line, heads.get(path)) for path, line in zip(lists, read, strict=False)
+        ]
     except OSError:
         return ["-"] * len(lists)
 
@@ -244,24 +258,28 @@ def _lists(cfg: Config) -> list[Path]:
     return [source.path for source in cfg.content_sources if isinstance(source, UrlListSource)]
 
 
-def _digest_as(path: Path, line: str) -> str:
+def _digest_as(path: Path, line: str, head: tuple[str, list[str]] | None = None) -> str:
     """Return the digests of the pieces of `path`, joined by commas, when its status is
-    still that of `line` (the bytes the build read), or "-"."""
+    still that of `line` (the bytes the build read), or "-". `head`: the status of `path`
+    and the digests of pieces that start it, not read again when that status is `line`
+    (the file was not written since: its ctime would have moved)."""
     handle = open_regular(path)
     if handle is None:  # refused by the build's scan too
         return "-"
     with handle:
         if _lines([path])[0] != line:
             return "-"
-        digest = ",".join(piece_digests(handle))
+        known = head[1] if head is not None and head[0] == line else []
+        digest = ",".join([*known, *piece_digests(handle, len(known))])
     # Replaced or written while it was hashed: the bytes read are not known.
     return digest if _lines([path])[0] == line else "-"
 
 
-def _same_bytes(path: Path, line: str, digest: str) -> bool:
+def _same_bytes(path: Path, line: str, digest: str, head: list[str] | None = None) -> bool:
     """True when `path`, whose status is `line` now, holds the bytes of `digest` (see
     `_digest_as`). A changed list is told at its first changed piece: hashing it to its
-    end would only delay the build that reads it."""
+    end would only delay the build that reads it. `head` gets the digests of the pieces
+    found the same before it."""
     if digest == "-":
         return False
     expected = iter(digest.split(","))
@@ -274,6 +292,8 @@ def _same_bytes(path: Path, line: str, digest: str) -> bool:
         for found in piece_digests(handle):
             if found != next(expected, None):
                 return False
+            if head is not None:
+                head.append(found)
     # Not one piece more, and not written while it was hashed.
     return next(expected, None) is None and _lines([path])[0] == line
 

@@ -38,29 +38,30 @@ def file_digest(handle: BinaryIO) -> str:
     return hasher.hexdigest()
 
 
-def piece_digests(handle: BinaryIO) -> Iterator[str]:
+def piece_digests(handle: BinaryIO, skip: int = 0) -> Iterator[str]:
     """Yield the xxh3-128 in hex of each 8 MiB piece of the open file `handle` in turn
-    (one, of no bytes, for an empty file); raises OSError."""
+    (one, of no bytes, for an empty file), the first `skip` left out (not read); raises
+    OSError."""
     import xxhash
 
     empty = True
-    for piece in _pieces(handle):
+    for piece in _pieces(handle, skip * _PIECE):
         empty = False
         yield xxhash.xxh3_128_hexdigest(piece)
-    if empty:
+    if empty and not skip:
         yield xxhash.xxh3_128_hexdigest(b"")
 
 
-def _pieces(handle: BinaryIO) -> Iterator[memoryview]:
-    """Yield the bytes of the open file `handle` in pieces of `_PIECE`, each handed back
-    once the next is asked for; raises OSError."""
+def _pieces(handle: BinaryIO, first: int = 0) -> Iterator[memoryview]:
+    """Yield the bytes of the open file `handle` from offset `first` in pieces of
+    `_PIECE`, each handed back once the next is asked for; raises OSError."""
     size = os.fstat(handle.fileno()).st_size
-    if size == 0:
+    if size <= first:
         return
     with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as whole:
         view = memoryview(whole)
         try:
-            for start in range(0, size, _PIECE):
+            for start in range(first, size, _PIECE):
                 piece = view[start : start + _PIECE]
                 try:
                     yield piece

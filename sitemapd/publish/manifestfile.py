@@ -30,6 +30,9 @@ VERSION = 1
 _HEADER = f"sitemapd-manifest {VERSION}"
 _HEADER_MEMBER = gzip.compress(f"{_HEADER}\n".encode(), 1, mtime=0)
 _PREFIX = "sitemapd-manifest "
+# Compressed bytes inflated at a time when a file is unpacked (a member of 64 KiB of rows
+# is 8-10 KiB).
+_FED = 16384
 
 # (loc, fingerprint, lastmod, bytes hash or "")
 Row = tuple[str, str, str, str]
@@ -95,20 +98,38 @@ def unpack(data: bytes) -> Packed | None:
         return None
     members: list[bytes] = []
     texts: list[bytes] = []
-    rest = data[len(_HEADER_MEMBER) :]
-    while rest or not members:
-        member = zlib.decompressobj(31)
-        try:
-            texts.append(member.decompress(rest))
-        except zlib.error:
+    view = memoryview(data)
+    start = len(_HEADER_MEMBER)
+    while start < len(data) or not members:
+        end = _member_end(view, start, texts)
+        if end is None:
             return None
-        if not member.eof:
-            return None
-        members.append(rest[: len(rest) - len(member.unused_data)])
-        rest = member.unused_data
+        members.append(data[start:end])
+        start = end
     rows = b"".join(texts)
     ends = list(accumulate(map(len, texts)))
     return Packed(rows, members, ends) if ends == member_ends(rows) else None
+
+
+def _member_end(view: memoryview, start: int, texts: list[bytes]) -> int | None:
+    """Inflate the gzip member that starts at `start` of `view`, its text appended to
+    `texts`; return where it ends, or None when it is damaged or cut short."""
+    member = zlib.decompressobj(31)
+    text: list[bytes] = []
+    fed = start
+    # Fed a piece at a time: what follows the member is copied out as `unused_data`,
+    # which for the rest of the file would copy it once for each member.
+    while not member.eof and fed < len(view):
+        piece = view[fed : fed + _FED]
+        fed += len(piece)
+        try:
+            text.append(member.decompress(piece))
+        except zlib.error:
+            return None
+    if not member.eof:
+        return None
+    texts.append(b"".join(text))
+    return fed - len(member.unused_data)
 
 
 def decode(data: bytes, where: str) -> Iterator[Row]:

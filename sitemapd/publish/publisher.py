@@ -200,7 +200,7 @@ class Publisher:
             # A few members changed since its publish: spliced into the bytes on disk.
             spliced = spliced_shard(self.ledger, self.store, shard_id, name, record, reader)
             if spliced is not None:
-                return partial(self._store, name, spliced[0], record, spliced[1])
+                return partial(self._store, name, spliced[0], record, *spliced[1:])
         document, manifest_of = shard_document(
             self.ledger, shard_id, spooled, reader, not self.dry_run
         )
@@ -329,12 +329,14 @@ class Publisher:
         text: bytes,
         record: Record | None,
         manifest_of: Callable[[], bytes] | None,
+        digest: str | None = None,
     ) -> _Stored | None:
-        """Store `text` as `name` unless it is stored as published (`record`: then return
-        None), after its manifest (read by `manifest_of`). Writes no ledger: may run on a
-        thread of its own."""
-        digest = hashlib.sha256(text).hexdigest()
-        if record is not None and record[0] == digest and self.store.intact(name, record):
+        """Store `text` (of sha256 `digest`, in hex, when known) as `name` unless it is
+        stored as published (`record`: then return None), after its manifest (read by
+        `manifest_of`). Writes no ledger: may run on a thread of its own."""
+        digest = digest or hashlib.sha256(text).hexdigest()
+        intact = record is not None and self.store.intact(name, record)
+        if intact and record is not None and record[0] == digest:
             if manifest_of is not None and isinstance(self.store, LocalStore):
                 # The same entries, but a fingerprint may have moved: its manifest says so.
                 self._check_lease()
@@ -347,7 +349,7 @@ class Publisher:
         if manifest_of is not None:
             self._check_lease()
             if isinstance(self.store, LocalStore) and not self.dry_run:
-                stamp, wrote = self.store.put_after(name, data, manifest_of)
+                stamp, wrote = self.store.put_after(name, data, manifest_of, intact)
                 return _Stored(name, digest, len(data), stamp, wrote)
             self.store.put_manifest(name, manifest_of())
         stamp, wrote = (0, True) if self.dry_run else self._put(name, data)

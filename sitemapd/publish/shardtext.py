@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import sqlite3
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from itertools import islice
@@ -15,7 +16,15 @@ from sitemapd.ledger.edits import Edit
 from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.spool import SpooledShard
 from sitemapd.publish.manifest import Reader, lines_of, shard_rows
-from sitemapd.publish.manifestfile import encode, manifest_name, repack, unpack, with_header
+from sitemapd.publish.manifestfile import (
+    Packed,
+    encode,
+    manifest_name,
+    pack,
+    repack,
+    unpack,
+    with_header,
+)
 from sitemapd.publish.store import LocalStore, Record
 from sitemapd.render.extensions import without_alternates
 from sitemapd.render.sitemap import URLSET_HEAD, plain_entries, plain_urlset, url_entry, urlset
@@ -95,11 +104,12 @@ def spliced_shard(
     name: str,
     record: Record | None,
     reader: Reader,
-) -> tuple[bytes, Callable[[], bytes]] | None:
+) -> tuple[bytes, Callable[[], bytes], str] | None:
     """Return the document of plain shard `shard_id` (stored as `name`, published as
     `record`) made of its published bytes with the entries of the members changed since
-    spliced in, and what gives its manifest; None when it must be rendered in full (see
-    edits.py; its stored bytes are not those published, an entry is not found).
+    spliced in, what gives its manifest, and the document's sha256 (hex); None when it
+    must be rendered in full (see edits.py; its stored bytes are not those published, an
+    entry is not found).
 
     Byte for byte what `plain_shard` renders: a plain shard is its members' entries in
     order, and only these members changed."""
@@ -109,11 +119,7 @@ def spliced_shard(
     if edits is None or ledger.shard_has_extras(shard_id):
         return None
     published = store.read(name)
-    if (
-        published is None
-        or not published.startswith(_HEAD)
-        or hashlib.sha256(published).hexdigest() != record[0]
-    ):
+    if published is None or not published.startswith(_HEAD):
         return None
     # Its manifest on the reader's thread meanwhile (zlib lets go of the GIL).
     members = ledger.conn.execute("SELECT url_count FROM shards WHERE id = ?", (shard_id,))
@@ -121,17 +127,28 @@ def spliced_shard(
     manifest = reader.soon(
         partial(_spliced_manifest, store, name, edits, members.fetchone()[0], full)
     )
-    document = _splice(
-        published,
-        [
-            (url_entry(e.loc, e.old_lastmod).encode(), url_entry(e.loc, e.lastmod).encode())
-            for e in edits
-        ],
-    )
-    if document is None:
+    changes = [
+        (url_entry(e.loc, e.old_lastmod).encode(), url_entry(e.loc, e.lastmod).encode())
+        for e in edits
+    ]
+    places = _places(published, [old for old, _ in changes])
+    if places is None:
         return None
+    # The bytes before the first change are hashed once for both digests: that of the
+    # published bytes, checked against the one recorded, and that of the document.
+    first = places[0] if places else len(published)
+    view = memoryview(published)
+    published_digest = hashlib.sha256(view[:first])
+    digest = published_digest.copy()
+    published_digest.update(view[first:])
+    if published_digest.hexdigest() != record[0]:
+        return None
+    document = _replaced(
+        published, [(at, old, new) for at, (old, new) in zip(places, changes, strict=True)]
+    )
+    digest.update(memoryview(document)[first:])
     log.debug("%s: %d changed entries spliced into its published bytes", name, len(edits))
-    return document, manifest
+    return document, manifest, digest.hexdigest()
 
 
 def _spliced_manifest(
@@ -145,34 +162,67 @@ def _spliced_manifest(
     if packed is None or packed.rows.count(b"\n") != members:
         log.debug("%s: its manifest is read from the ledger (the stored one differs)", name)
         return full()
-    spliced = _splice(
-        packed.rows,
-        [
-            (
-                f"{e.loc}\t{e.old_fp}\t{e.old_lastmod}\t{e.old_raw}\n".encode(),
-                f"{e.loc}\t{e.fp}\t{e.lastmod}\t{e.raw}\n".encode(),
-            )
-            for e in edits
-        ],
-    )
-    if spliced is None:
+    lines = [
+        (
+            f"{e.loc}\t{e.old_fp}\t{e.old_lastmod}\t{e.old_raw}\n".encode(),
+            f"{e.loc}\t{e.fp}\t{e.lastmod}\t{e.raw}\n".encode(),
+        )
+        for e in edits
+    ]
+    places = _places(packed.rows, [old for old, _ in lines])
+    if places is None:
         log.debug("%s: its manifest is read from the ledger (a changed line differs)", name)
         return full()
-    return with_header(repack(packed, spliced))
+    return with_header(
+        _respliced(packed, [(at, old, new) for at, (old, new) in zip(places, lines, strict=True)])
+    )
 
 
-def _splice(text: bytes, changes: Sequence[tuple[bytes, bytes]]) -> bytes | None:
-    """Return `text` with the whole lines (each ending in a newline) `old` of `changes`
-    replaced by their `new`, each found after the one before; None when one is not."""
+def _respliced(packed: Packed, changes: list[tuple[int, bytes, bytes]]) -> bytes:
+    """Return `repack(packed, rows)` for the rows of `packed` with the bytes `old` at each
+    offset of `changes` (in order, apart) replaced by `new`."""
+    if any(len(old) != len(new) for _, old, new in changes):
+        # Line ends move, and with them maybe where members end: all packed again.
+        return repack(packed, _replaced(packed.rows, changes))
+    # Every line end stays where it was, and so does every member's end: only a member
+    # holding a changed row is packed again (one member's rows pack into one member),
+    # and the rows of the others are neither copied nor compared.
+    members = list(packed.members)
+    starts = [0, *packed.ends]
+    for index in sorted({bisect_right(packed.ends, at) for at, _, _ in changes}):
+        start, end = starts[index], packed.ends[index]
+        rows = packed.rows[start:end]
+        members[index] = pack(
+            _replaced(
+                rows, [(at - start, old, new) for at, old, new in changes if start <= at < end]
+            )
+        )
+    return b"".join(members)
+
+
+def _places(text: bytes, lines: Sequence[bytes]) -> list[int] | None:
+    """Return where each of the whole `lines` (each ending in a newline) starts in `text`,
+    each found after the one before; None when one is not."""
+    places: list[int] = []
+    done = 0
+    for line in lines:
+        at = text.find(line, done)
+        while at > 0 and text[at - 1] != _NEWLINE:  # inside a line: not it
+            at = text.find(line, at + 1)
+        if at < 0:
+            return None
+        places.append(at)
+        done = at + len(line)
+    return places
+
+
+def _replaced(text: bytes, changes: Sequence[tuple[int, bytes, bytes]]) -> bytes:
+    """Return `text` with the bytes `old` at each offset of `changes` (in order, apart)
+    replaced by `new`."""
     view = memoryview(text)  # its slices copy nothing: the join alone copies the text
     pieces: list[bytes | memoryview] = []
     done = 0
-    for old, new in changes:
-        at = text.find(old, done)
-        while at > 0 and text[at - 1] != _NEWLINE:  # inside a line: not it
-            at = text.find(old, at + 1)
-        if at < 0:
-            return None
+    for at, old, new in changes:
         pieces += (view[done:at], new)
         done = at + len(old)
     pieces.append(view[done:])

@@ -120,11 +120,13 @@ class LocalStore:
     def put(self, name: str, data: bytes, content_type: str) -> tuple[int, bool]:
         return self.stage(name, data).place()
 
-    def stage(self, name: str, data: bytes) -> Placing:
+    def stage(self, name: str, data: bytes, other: bool = False) -> Placing:
         """Begin `put(name, data)`: its bytes written and synced to a temp file now (a
-        caller may write others meanwhile), put in place by `Placing.place`. Raises
-        PublishError."""
+        caller may write others meanwhile), put in place by `Placing.place`. `other`: the
+        file stored as `name` is known to hold other bytes. Raises PublishError."""
         path = self.folder / name
+        if other:
+            return Placing(Staged(path, data))
         try:
             # A ledger with no record of a file (a lost state folder) finds it as it
             # would write it: left alone, its mtime and ETag stay what crawlers know.
@@ -180,12 +182,13 @@ class LocalStore:
             raise PublishError(f"cannot write {target} ({exc.strerror})") from exc
 
     def put_after(
-        self, name: str, data: bytes, manifest_of: Callable[[], bytes]
+        self, name: str, data: bytes, manifest_of: Callable[[], bytes], other: bool = False
     ) -> tuple[int, bool]:
         """Store `data` as `name` as `put` does, after the manifest file `manifest_of()`
         gives; written and synced while another thread may still make that manifest,
-        renamed into place once it is stored. Raises PublishError."""
-        placing = self.stage(name, data)
+        renamed into place once it is stored. `other`: as for `stage`. Raises
+        PublishError."""
+        placing = self.stage(name, data, other)
         try:
             self.put_manifest(name, manifest_of())
         except BaseException:
