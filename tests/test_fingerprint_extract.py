@@ -122,8 +122,8 @@ def test_an_article_header_of_headline_and_links_is_not_a_row_of_links() -> None
 
 
 def commented_page(count: str, sentence: str = "The clip had <b>900 views</b> by noon.") -> str:
-    """Return a post whose comment thread (named as the post's, `post-comments`) opens
-    with a heading counting its comments, `count`, beside a "N views" label."""
+    """Return a post ending with a box counting its comments, `count`, named as the
+    post's (`post-title-box`), above its comment thread, beside a "N views" label."""
     story = (
         "<p>The council met on Monday, for the third time this month, and voted the "
         "budget for the river bridge, which rose 2 percent, after a long debate.</p>"
@@ -137,9 +137,9 @@ def commented_page(count: str, sentence: str = "The clip had <b>900 views</b> by
         "<html><head><title>Budget passed | Gazette</title></head><body>"
         "<article class='post'><h1>Budget passed</h1>"
         f"<div class='post-meta'><span>1.2k views</span></div>"
-        f"<div class='post-entry'>{story}<p>{sentence}</p></div>"
-        f"<div id='comments' class='post-comments'><div class='post-title-box'>"
-        f"<h4>{count}</h4></div><ol>{thread}</ol></div>"
+        f"<div class='post-entry'>{story}<p>{sentence}</p>"
+        f"<div class='post-title-box'><h4>{count}</h4></div></div>"
+        f"<div id='comments' class='post-comments'><ol>{thread}</ol></div>"
         "</article></body></html>"
     )
 
@@ -166,3 +166,34 @@ def test_numbers_in_the_article_s_sentences_stay_content() -> None:
     assert digest(commented_page("2 comments", "<b>900 views</b>")) == digest(
         commented_page("2 comments", "<b>950 views</b>")
     )
+
+
+def thread_page(comments: list[str], name: str) -> str:
+    """Return a post followed by its readers' comments in a block named `name` (a
+    comment thread named as the post's: `class="post-comments"`)."""
+    story = (
+        "<p>The council met on Monday, for the third time this month, and voted the "
+        "budget for the river bridge, which rose 2 percent, after a long debate.</p>"
+    ) * 4
+    thread = "".join(
+        f"<li><p>{text}, wrote a reader, who added that the bridge, long overdue, will "
+        "help the market, the school and, in winter, the harbour.</p></li>"
+        for text in comments
+    )
+    return (
+        "<html><head><title>Budget passed | Gazette</title></head><body>"
+        f"<div class='post'><h1>Budget passed</h1><div class='post-entry'>{story}</div>"
+        f"<div {name}><h3>What readers say</h3><ol>{thread}</ol></div></div>"
+        "</body></html>"
+    )
+
+
+def test_a_comment_thread_named_with_an_article_word_is_not_content() -> None:
+    readers = ["Good news at last", "About time too"]
+    for name in ("class='post-comments'", "id='article-comments'", "class='entry_kommentare'"):
+        before = digest(thread_page(readers, name))
+        # A reader's new comment: the post says nothing new.
+        assert digest(thread_page([*readers, "Finally some sense"], name)) == before
+        # The post's own edit still moves it.
+        edited = thread_page(readers, name).replace("long debate", "short debate", 1)
+        assert digest(edited) != before

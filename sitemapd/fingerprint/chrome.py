@@ -35,11 +35,12 @@ _ROLES = {
     "alertdialog",
     "toolbar",
 }
-# Class and id words of template parts; a word of _ARTICLE_WORDS in the same element wins.
+# Class and id words of template parts (and `_COMMENT_WORDS`); a word of _ARTICLE_WORDS
+# in the same element wins.
 _TEMPLATE_WORDS = re.compile(
     r"nav|navbar|navigation|menu|breadcrumbs?|masthead|header|footer|sidebar|aside|"
-    r"related|recommended|recommendations?|share|sharing|social|comments?|commentcount|"
-    r"disqus|cookies?|consent|gdpr|newsletter|subscribe|subscription|signup|promo|"
+    r"related|recommended|recommendations?|share|sharing|social|commentcount|"
+    r"cookies?|consent|gdpr|newsletter|subscribe|subscription|signup|promo|"
     r"promotion|advert|advertisement|ads?|adslot|sponsor|sponsored|outbrain|taboola|"
     r"pagination|pager|toolbar|modal|popup|overlay"
 )
@@ -60,6 +61,13 @@ _ARTICLE_WORDS = re.compile(
     r"article|articlebody|body|content|entry|main|post|story|text|prose|blog|page"
 )
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
+# Words of a readers' comment thread (WordPress, Drupal, Disqus, in the languages whose
+# counters `_COUNTED` reads): in one name with an article word ("post-comments",
+# "article_comments"), the thread is the article's, not the article.
+_COMMENT_WORDS = re.compile(
+    r"comments?|commentlist|disqus|kommentare?|kommentarer|commentaires?|comentarios?|"
+    r"commenti|commento|reacties|komentarze?"
+)
 # Elements never left out for their links: a link is itself, the rest hold the page.
 _NOT_LISTS = {"a", "body", "html", "main", "article"}
 # Characters of text outside links from which a block holds prose, whatever its links:
@@ -179,10 +187,30 @@ def _names(classes: str | None, ident: str | None) -> tuple[bool, bool, bool]:
     if not names.strip():
         return False, False, False
     words = [w for w in _WORD_SPLIT.split(names) if w]
+    # An article word counts only in a name that is not a comment thread's: the
+    # `post` of "post-comments" says whose comments they are.
+    article = any(
+        _ARTICLE_WORDS.fullmatch(w)
+        for name in names.split()
+        if not any(_COMMENT_WORDS.fullmatch(p) for p in _WORD_SPLIT.split(name))
+        for w in _WORD_SPLIT.split(name)
+    )
     return (
-        any(_ARTICLE_WORDS.fullmatch(w) for w in words),
-        any(_TEMPLATE_WORDS.fullmatch(w) for w in words) or bool(_TEMPLATE_PHRASES.search(names)),
+        article,
+        any(_TEMPLATE_WORDS.fullmatch(w) or _COMMENT_WORDS.fullmatch(w) for w in words)
+        or bool(_TEMPLATE_PHRASES.search(names)),
         any(_WEAK_WORDS.fullmatch(w) for w in words),
+    )
+
+
+@lru_cache(maxsize=4096)
+def _thread(classes: str | None, ident: str | None) -> bool:
+    """True when a class or id names a comment thread, and none an article part."""
+    names = f"{classes or ''} {ident or ''}".lower()
+    return (
+        bool(names.strip())
+        and not _names(classes, ident)[0]
+        and any(_COMMENT_WORDS.fullmatch(w) for w in _WORD_SPLIT.split(names))
     )
 
 
@@ -217,6 +245,12 @@ def template_reason(
     # a search, login or newsletter box.
     if tag in _STRUCTURAL and small and not (tag == "form" and _holds_prose(element, sizes)):
         return _STRUCTURAL[tag]
+    # Readers' comments are no part of the article however long the thread runs: the
+    # share that keeps a big wrapper named "has-sidebar" does not keep them.
+    if tag not in ("a", "body", "html", "main") and _thread(
+        element.get("class"), element.get("id")
+    ):
+        return "comment thread"
     role = (element.get("role") or "").strip().lower()
     if role in _ROLES and small:
         return f"role={role}"
