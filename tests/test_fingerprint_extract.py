@@ -197,3 +197,63 @@ def test_a_comment_thread_named_with_an_article_word_is_not_content() -> None:
         # The post's own edit still moves it.
         edited = thread_page(readers, name).replace("long debate", "short debate", 1)
         assert digest(edited) != before
+
+
+def blog_home(posts: list[list[str]]) -> str:
+    """Return a blog's home page holding `posts` in full, each a title and paragraphs,
+    beside a sidebar of links."""
+    shown = "".join(
+        f"<div class='post'><h3 class='post-title'><a href='/p/{n}'>Post {n}</a></h3>"
+        f"<div class='post-body'>{''.join(f'<p>{p}</p>' for p in paragraphs)}</div>"
+        f"<p class='post-footer'>posted by <a href='/me'>me</a> | "
+        f"<a href='/p/{n}#c'>{n} comments</a></p></div>"
+        for n, paragraphs in enumerate(posts)
+    )
+    sidebar = "".join(f"<li><a href='/archive/{m}'>Archive {m}</a></li>" for m in range(12))
+    return (
+        "<html><head><title>A walker's notes</title></head><body>"
+        f"<div id='main'>{shown}</div><div id='sidebar'><ul>{sidebar}</ul></div>"
+        "</body></html>"
+    )
+
+
+def test_a_blog_home_of_several_full_posts_keeps_each_of_them() -> None:
+    first = [
+        "We walked the ridge on Sunday, in fog at first, then in sun, and saw the whole "
+        "valley, its villages, its river and, far off, the lake, before the rain came.",
+    ] * 6
+    second = [
+        "The hut was closed for the winter, so we ate by its door, out of the wind, and "
+        "talked, as walkers do, about the next walk, the one across the pass.",
+    ] * 2
+    before = digest(blog_home([first, second]))
+    # The shorter, older post is as much the page's as the longest one.
+    edited = [second[0].replace("closed", "shut"), second[1]]
+    assert digest(blog_home([first, edited])) != before
+    assert digest(blog_home([first, [*second, "Correction: it was Saturday."]])) != before
+    assert digest(blog_home([[first[0].replace("fog", "mist"), *first[1:]], second])) != before
+
+
+def guide_page(word: str) -> str:
+    """Return a documentation page whose sections carry their headings' slugs as ids,
+    one of them holding a word of a template part's name ("sharing")."""
+    paragraph = (
+        "<p>Once you have set up the repository, push your draft changes to the "
+        f"server, where your colleague, {word} as ever, pulls them and reviews them.</p>"
+    )
+    return (
+        "<html><head><title>Guide | Docs</title></head><body>"
+        "<div class='document'><h1>Guide</h1>"
+        f"<div class='section' id='setting-up-a-repository'><h2>Setting up a repository"
+        f"</h2>{paragraph * 6}</div>"
+        f"<div class='section' id='sharing-with-a-single-developer'><h2>Sharing with a "
+        f"single developer</h2>{paragraph.replace('your colleague', 'a friend') * 2}</div>"
+        "</div></body></html>"
+    )
+
+
+def test_a_section_id_that_is_its_heading_s_slug_names_no_template_part() -> None:
+    before = digest(guide_page("careful"))
+    edited = guide_page("careful").replace("a friend, careful", "a friend, cautious", 1)
+    assert edited != guide_page("careful")
+    assert digest(edited) != before

@@ -44,6 +44,13 @@ _TEMPLATE_WORDS = re.compile(
     r"promotion|advert|advertisement|ads?|adslot|sponsor|sponsored|outbrain|taboola|"
     r"pagination|pager|toolbar|modal|popup|overlay"
 )
+# A template word run together with the part it names, in one word: "relatedarticles",
+# "sharebar", "footerlinks".
+_TEMPLATE_COMPOUND = re.compile(
+    rf"(?:{_TEMPLATE_WORDS.pattern})"
+    r"(?:articles?|posts?|links?|stories|story|items?|news|box|bar|list|block|area|"
+    r"container|wrapper|section|widget|module|panel|content)"
+)
 # Words that name template parts on some sites and content on others (page builders
 # wrap articles in "widgets"): such a block is template only when it is mostly links
 # or too short to say anything.
@@ -63,10 +70,11 @@ _ARTICLE_WORDS = re.compile(
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 # Words of a readers' comment thread (WordPress, Drupal, Disqus, in the languages whose
 # counters `_COUNTED` reads): in one name with an article word ("post-comments",
-# "article_comments"), the thread is the article's, not the article.
+# "article_comments", "postcomments"), the thread is the article's, not the article.
 _COMMENT_WORDS = re.compile(
-    r"comments?|commentlist|disqus|kommentare?|kommentarer|commentaires?|comentarios?|"
-    r"commenti|commento|reacties|komentarze?"
+    rf"(?:{_ARTICLE_WORDS.pattern})?"
+    r"(?:comments?|commentlist|disqus|kommentare?|kommentarer|commentaires?|comentarios?|"
+    r"commenti|commento|reacties|komentarze?)"
 )
 # Elements never left out for their links: a link is itself, the rest hold the page.
 _NOT_LISTS = {"a", "body", "html", "main", "article"}
@@ -94,6 +102,8 @@ _COUNT = r"\d[\d.,\u00a0\u202f]*[kKmM]?"
 _COUNTER = re.compile(
     rf"\s*(?:\(?{_COUNT}\)?\s*{_COUNTED}|{_COUNTED}\s*[:(]?\s*{_COUNT}\)?)\s*", re.IGNORECASE
 )
+# Words from which an id may be a heading's slug.
+_SLUG_WORDS = 3
 # Blocks whose words around a count are a sentence's: "the clip had <b>900 views</b>".
 _SENTENCES = ("p", "blockquote", "dd")
 # A paragraph shorter than this says too little to tell article from template.
@@ -177,7 +187,24 @@ def weight(element: Element) -> float:
 def named(element: Element) -> tuple[bool, bool, bool]:
     """Return whether `element`'s class and id name an article part, a template part, and
     what may be a template part."""
-    return _names(element.get("class"), element.get("id"))
+    ident = element.get("id")
+    if ident and _slug(ident, element):
+        ident = None
+    return _names(element.get("class"), ident)
+
+
+def _slug(ident: str, element: Element) -> bool:
+    """True when `ident` is the slug of `element`'s first heading, three words or more
+    ("sharing-with-a-single-developer"): documentation generators name sections so; its
+    words name no part of a template."""
+    words = [w for w in _WORD_SPLIT.split(ident.lower()) if w]
+    if len(words) < _SLUG_WORDS:
+        return False
+    heading = next(element.iter(*_HEADINGS), None)
+    if heading is None:
+        return False
+    said = " ".join(t for t in heading.itertext() if isinstance(t, str)).lower()
+    return [w for w in _WORD_SPLIT.split(said) if w][: len(words)] == words
 
 
 @lru_cache(maxsize=4096)
@@ -197,7 +224,12 @@ def _names(classes: str | None, ident: str | None) -> tuple[bool, bool, bool]:
     )
     return (
         article,
-        any(_TEMPLATE_WORDS.fullmatch(w) or _COMMENT_WORDS.fullmatch(w) for w in words)
+        any(
+            _TEMPLATE_WORDS.fullmatch(w)
+            or _COMMENT_WORDS.fullmatch(w)
+            or _TEMPLATE_COMPOUND.fullmatch(w)
+            for w in words
+        )
         or bool(_TEMPLATE_PHRASES.search(names)),
         any(_WEAK_WORDS.fullmatch(w) for w in words),
     )

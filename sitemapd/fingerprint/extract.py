@@ -4,16 +4,15 @@ Works on any template, landmarks or not. Paragraph-like blocks are scored by the
 (readability's measure: length and commas, discounted by link text) and the scores are
 given to their parents and grandparents (a block of `<br>` lines as the paragraphs they
 are; see `score`); the best container and those of its siblings that score near it are
-the main content. A class or id saying "content" counts in full only on a block
-holding a short article's text. Inside it, what a reader would not call the
-article is left out: navigation, forms, asides, link lists (most of their text inside
-`<a>`, whatever their tag: bylines, labels, other stories' headlines), and blocks
-whose class or id names a template part (share bars, "related", "most read", comment
-counts, cookie banners; see `chrome`), and counters' labels alone ("27 comments").
-Which container wins is judged by its prose, the template parts it holds left out, so
-that a box that rotates does not change the choice.
-A page with no article (a home, section or tag page) is its main list of items. An
-operator's CSS selector replaces the search when given.
+the main content; on a blog's home, every post in full (see `posts`). A class or id
+saying "content" counts in full only on a block holding a short article's text. Inside
+it, what a reader would not call the article is left out: navigation, forms, asides,
+link lists (most of their text inside `<a>`, whatever their tag: bylines, labels, other
+stories' headlines), and blocks whose class or id names a template part (share bars,
+"related", "most read", comment threads, cookie banners; see `chrome`), and counters'
+labels alone ("27 comments"). Which container wins is judged by its prose, the template
+parts it holds left out, so that a box that rotates does not change the choice. A page
+with no article is its main list of items. A CSS selector replaces the search.
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from sitemapd.fingerprint.chrome import (
 )
 
 # BLOCKS is the drill's too: named here, where it has always been imported from.
+from sitemapd.fingerprint.posts import posts
 from sitemapd.fingerprint.score import BLOCKS as BLOCKS
 from sitemapd.fingerprint.score import (
     loose_text,
@@ -134,7 +134,7 @@ def main_content(body: Element, select: Callable[[Element], list[Element]] | Non
     top = _best_container(body, sizes)
     if top is None:
         return _without_article(body, sizes)
-    extract = _finish(_with_siblings(top, sizes), sizes)
+    extract = _finish(posts(top, sizes) or _with_siblings(top, sizes), sizes)
     kept = sum(sizes.text[e] for e in extract.main) - sum(
         sizes.text[e] for e in extract.dropped if _inside_any(e, extract.main)
     )
