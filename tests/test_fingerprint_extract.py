@@ -257,3 +257,33 @@ def test_a_section_id_that_is_its_heading_s_slug_names_no_template_part() -> Non
     edited = guide_page("careful").replace("a friend, careful", "a friend, cautious", 1)
     assert edited != guide_page("careful")
     assert digest(edited) != before
+
+
+def paywalled_page(lead: str) -> str:
+    """Return a paywalled story: its one paragraph shown, in a column that also holds a
+    share bar and a "related" box of many links, below a header of links."""
+    related = "".join(
+        f"<li><a href='/news/{n}'>Other story number {n} of the island's news</a></li>"
+        for n in range(8)
+    )
+    share = "".join(f"<a href='/share/{s}'>Share on {s}</a>" for s in ("mail", "chat", "feed"))
+    return (
+        "<html><head><title>Prison official speaks | Compass</title></head><body>"
+        "<article class='post'><div class='post-header'><h1>Prison official speaks</h1>"
+        "<ul class='cats'><li><a href='/c/news'>News</a></li><li><a href='/c/crime'>"
+        "Crime</a></li></ul></div><div class='container'><div class='main-column'>"
+        f"<div class='post-sharing-top'>{share}</div>"
+        f"<div class='post-body'><p>{lead}</p><div class='paywall'>Subscribe to read "
+        "on</div></div><div class='related-posts'><h4>More</h4><ul>"
+        f"{related}</ul></div></div></div></article></body></html>"
+    )
+
+
+def test_a_column_holding_the_story_beside_a_related_box_is_not_a_link_list() -> None:
+    lead = (
+        "A senior prison official has said in a sworn statement that anyone, given "
+        "enough determination, could escape from the island's only prison."
+    )
+    before = digest(paywalled_page(lead))
+    assert digest(paywalled_page(lead.replace("senior", "junior"))) != before
+    assert digest(paywalled_page(lead + " Correction: the statement was made in May.")) != before

@@ -141,6 +141,31 @@ class Sizes:
                 links[parent] += links[element]
         self.text = text
         self.links = links
+        self._named: dict[Element, tuple[int, int]] | None = None
+
+    def unnamed(self, element: Element) -> tuple[int, int]:
+        """Return `element`'s characters of text and of link text less those of the
+        template parts it holds by landmark, role or name (not by their links)."""
+        if self._named is None:
+            self._named = self._named_parts()
+        text, links = self._named.get(element, (0, 0))
+        return self.text[element] - text, self.links[element] - links
+
+    def _named_parts(self) -> dict[Element, tuple[int, int]]:
+        # Bottom up, as `prose`: each element's template parts summed into its parents.
+        removed: dict[Element, tuple[int, int]] = {}
+        for element in reversed(self.elements):
+            parent = element.getparent()
+            if not self.text[element] or element.tag == "a" or parent not in self.text:
+                continue
+            if template_reason(element, self, 1 << 62, lists=False):
+                part = self.text[element], self.links[element]
+            else:
+                part = removed.get(element, (0, 0))
+            if part[0]:
+                held = removed.get(parent, (0, 0))
+                removed[parent] = held[0] + part[0], held[1] + part[1]
+        return removed
 
     def prose(self) -> Callable[[Element], float]:
         """Return a function giving an element's link density less its template parts."""
@@ -302,6 +327,7 @@ def template_reason(
             links / text > 0.5
             and text - links < _PROSE_HELD
             and (text < _SHORT_LINKED or _link_count(element) >= 2)
+            and _linked(*sizes.unnamed(element))
         ):
             return f"link list ({round(100 * links / text)}% link text)"
         # A row of links holds no heading: an article's header (its headline above a
@@ -315,6 +341,13 @@ def template_reason(
             ):
                 return f"row of links ({round(100 * links / text)}% link text)"
     return None
+
+
+def _linked(text: int, links: int) -> bool:
+    """True when most of a block's text, its named template parts left out, is in
+    links: a column holding the article's one paragraph beside a "related" box and a
+    share bar is no link list."""
+    return links > 0.5 * text
 
 
 def counter(element: Element, text: str, root: Element) -> bool:

@@ -34,6 +34,7 @@ from sitemapd.fingerprint.chrome import (
 )
 
 # BLOCKS is the drill's too: named here, where it has always been imported from.
+from sitemapd.fingerprint.listing import directory, main_list
 from sitemapd.fingerprint.posts import posts
 from sitemapd.fingerprint.score import BLOCKS as BLOCKS
 from sitemapd.fingerprint.score import (
@@ -67,9 +68,6 @@ _PARAGRAPHS = {"p", "pre", "td", "blockquote", "dd"}
 _SHARED = (*_PARAGRAPHS, "li", "h2", "h3", "h4")
 # Containers whose own loose text counts as a paragraph of theirs.
 _LOOSE = {"div", "article", "section", "main", "center"}
-# A page's main list of items: children with a link each, and its link text.
-_LIST_ITEMS = 5
-_MIN_LIST_TEXT = 200
 # Main content with less text than this is not found: the page is fingerprinted whole.
 _MIN_MAIN = 140
 # Paragraph scores go to five generations of ancestors, less with each (readability.js).
@@ -140,6 +138,12 @@ def main_content(body: Element, select: Callable[[Element], list[Element]] | Non
     )
     if kept < _MIN_MAIN:
         return _without_article(body, sizes)
+    if directory(extract.main, extract.dropped, sizes, body, kept):
+        # Its lists are what it says: kept, the template parts around them left out.
+        dropped = {}
+        for root in extract.main:
+            dropped.update(template_parts(root, sizes, root, lists=False))
+        return Extract(extract.main, fallback=False, dropped=dropped)
     strays = _strays(body, sizes, extract.main)
     if strays:
         for stray in strays:
@@ -153,34 +157,11 @@ def _without_article(body: Element, sizes: Sizes) -> Extract:
     """Return the main content of a page with no article: its main list of items (a
     home, section, tag or author page lists links), else the whole body less its
     template parts, as a fallback."""
-    listing = _main_list(body, sizes)
+    listing = main_list(body, sizes)
     if listing is not None:
         dropped = template_parts(listing, sizes, listing, lists=False)
         return Extract([listing], fallback=False, dropped=dropped)
     return Extract([body], fallback=True, dropped=template_parts(body, sizes, body))
-
-
-def _main_list(body: Element, sizes: Sizes) -> Element | None:
-    """Return the page's list of items: the block of most link text among those of
-    `_LIST_ITEMS` or more like children with a link each, in no template part."""
-    best, most = None, _MIN_LIST_TEXT - 1
-    for element in sizes.elements:
-        links = sizes.links[element]
-        if links <= most or len(element) < _LIST_ITEMS:
-            continue
-        tags: dict[object, int] = {}
-        for child in element:
-            if child.tag == "a" or next(child.iter("a"), None) is not None:
-                tags[child.tag] = tags.get(child.tag, 0) + 1
-        if not tags or max(tags.values()) < _LIST_ITEMS:
-            continue
-        if any(
-            template_reason(e, sizes, 1 << 62, lists=False)
-            for e in (element, *element.iterancestors())
-        ):
-            continue
-        best, most = element, links
-    return best
 
 
 def _strays(body: Element, sizes: Sizes, main: list[Element]) -> list[Element]:

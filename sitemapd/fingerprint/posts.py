@@ -3,8 +3,8 @@ one whose paragraphs score best.
 
 The best container lies in a post (itself or one of its nearest ancestors); when the
 post's siblings of its tag and class all read as posts too (a heading, prose of few
-links, no template part), they are the content with it. A reader's comment is no post: a thread's blocks
-are template parts by their names.
+links, no template part), they are the content with it. A reader's comment is no post:
+a thread's blocks are template parts by their names.
 """
 
 from __future__ import annotations
