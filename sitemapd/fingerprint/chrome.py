@@ -345,9 +345,9 @@ def template_reason(
 
 def _linked(text: int, links: int) -> bool:
     """True when most of a block's text, its named template parts left out, is in
-    links: a column holding the article's one paragraph beside a "related" box and a
-    share bar is no link list."""
-    return links > 0.5 * text
+    links, or what is left says little: a column holding the article's one paragraph
+    beside a "related" box and a share bar is no link list."""
+    return text - links < _SHORT_LINKED or links > 0.5 * text
 
 
 def counter(element: Element, text: str, root: Element) -> bool:

@@ -34,7 +34,7 @@ from sitemapd.fingerprint.chrome import (
 )
 
 # BLOCKS is the drill's too: named here, where it has always been imported from.
-from sitemapd.fingerprint.listing import directory, main_list
+from sitemapd.fingerprint.listing import main_list
 from sitemapd.fingerprint.posts import posts
 from sitemapd.fingerprint.score import BLOCKS as BLOCKS
 from sitemapd.fingerprint.score import (
@@ -138,12 +138,6 @@ def main_content(body: Element, select: Callable[[Element], list[Element]] | Non
     )
     if kept < _MIN_MAIN:
         return _without_article(body, sizes)
-    if directory(extract.main, extract.dropped, sizes, body, kept):
-        # Its lists are what it says: kept, the template parts around them left out.
-        dropped = {}
-        for root in extract.main:
-            dropped.update(template_parts(root, sizes, root, lists=False))
-        return Extract(extract.main, fallback=False, dropped=dropped)
     strays = _strays(body, sizes, extract.main)
     if strays:
         for stray in strays:
