@@ -202,16 +202,16 @@ class Sizes:
 
 def weight(element: Element) -> float:
     """Return readability's bonus for article-like and malus for template-like names."""
-    article, template, weak = named(element)
+    article, template, weak, _ = named(element)
     weight = 25.0 * article - 25.0 * template - 10.0 * weak
     if element.tag in ("article", "main"):
         weight += 10
     return weight
 
 
-def named(element: Element) -> tuple[bool, bool, bool]:
-    """Return whether `element`'s class and id name an article part, a template part, and
-    what may be a template part."""
+def named(element: Element) -> tuple[bool, bool, bool, bool]:
+    """Return whether `element`'s class and id name an article part, a template part,
+    what may be a template part, and a comment thread (with no article part)."""
     ident = element.get("id")
     if ident and _slug(ident, element):
         ident = None
@@ -222,22 +222,27 @@ def _slug(ident: str, element: Element) -> bool:
     """True when `ident` is the slug of `element`'s first heading, three words or more
     ("sharing-with-a-single-developer"): documentation generators name sections so; its
     words name no part of a template."""
-    words = [w for w in _WORD_SPLIT.split(ident.lower()) if w]
+    words = _words(ident)
     if len(words) < _SLUG_WORDS:
         return False
     heading = next(element.iter(*_HEADINGS), None)
     if heading is None:
         return False
     said = " ".join(t for t in heading.itertext() if isinstance(t, str)).lower()
-    return [w for w in _WORD_SPLIT.split(said) if w][: len(words)] == words
+    return _words(said)[: len(words)] == words
 
 
 @lru_cache(maxsize=4096)
-def _names(classes: str | None, ident: str | None) -> tuple[bool, bool, bool]:
+def _words(name: str) -> tuple[str, ...]:
+    return tuple(w for w in _WORD_SPLIT.split(name.lower()) if w)
+
+
+@lru_cache(maxsize=4096)
+def _names(classes: str | None, ident: str | None) -> tuple[bool, bool, bool, bool]:
     # A site's pages repeat the same few hundred class and id values: each is read once.
     names = f"{classes or ''} {ident or ''}".lower()
     if not names.strip():
-        return False, False, False
+        return False, False, False, False
     words = [w for w in _WORD_SPLIT.split(names) if w]
     # An article word counts only in a name that is not a comment thread's: the
     # `post` of "post-comments" says whose comments they are.
@@ -257,17 +262,7 @@ def _names(classes: str | None, ident: str | None) -> tuple[bool, bool, bool]:
         )
         or bool(_TEMPLATE_PHRASES.search(names)),
         any(_WEAK_WORDS.fullmatch(w) for w in words),
-    )
-
-
-@lru_cache(maxsize=4096)
-def _thread(classes: str | None, ident: str | None) -> bool:
-    """True when a class or id names a comment thread, and none an article part."""
-    names = f"{classes or ''} {ident or ''}".lower()
-    return (
-        bool(names.strip())
-        and not _names(classes, ident)[0]
-        and any(_COMMENT_WORDS.fullmatch(w) for w in _WORD_SPLIT.split(names))
+        not article and any(_COMMENT_WORDS.fullmatch(w) for w in words),
     )
 
 
@@ -302,32 +297,29 @@ def template_reason(
     # a search, login or newsletter box.
     if tag in _STRUCTURAL and small and not (tag == "form" and _holds_prose(element, sizes)):
         return _STRUCTURAL[tag]
-    # Readers' comments are no part of the article however long the thread runs: the
-    # share that keeps a big wrapper named "has-sidebar" does not keep them.
-    if tag not in ("a", "body", "html", "main") and _thread(
-        element.get("class"), element.get("id")
-    ):
-        return "comment thread"
     role = (element.get("role") or "").strip().lower()
     if role in _ROLES and small:
         return f"role={role}"
-    if small and tag not in ("a", "body", "html", "article", "main"):
-        article, template, weak = named(element)
-        if template and not article:
-            return "template class or id"
-        if (
-            weak
-            and not article
-            and (text < MIN_PARAGRAPH or sizes.links[element] > _WEAK_LINKS * text)
-        ):
-            return "template class or id, mostly links"
+    if tag not in ("a", "body", "html", "main"):
+        article, template, weak, thread = named(element)
+        # Readers' comments are no part of the article however long the thread runs:
+        # the share that keeps a big wrapper named "has-sidebar" does not keep them.
+        if thread:
+            return "comment thread"
+        if small and tag != "article" and not article:
+            if template:
+                return "template class or id"
+            if weak and (text < MIN_PARAGRAPH or sizes.links[element] > _WEAK_LINKS * text):
+                return "template class or id, mostly links"
     if lists and text and tag not in _NOT_LISTS:
         links = sizes.links[element]
         if (
             links / text > 0.5
             and text - links < _PROSE_HELD
             and (text < _SHORT_LINKED or _link_count(element) >= 2)
-            and _linked(*sizes.unnamed(element))
+            # What is left without named parts says less than the whole outside links:
+            # measured only where the whole says something.
+            and (text - links < _SHORT_LINKED or _linked(*sizes.unnamed(element)))
         ):
             return f"link list ({round(100 * links / text)}% link text)"
         # A row of links holds no heading: an article's header (its headline above a
