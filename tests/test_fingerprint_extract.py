@@ -287,3 +287,29 @@ def test_a_column_holding_the_story_beside_a_related_box_is_not_a_link_list() ->
     before = digest(paywalled_page(lead))
     assert digest(paywalled_page(lead.replace("senior", "junior"))) != before
     assert digest(paywalled_page(lead + " Correction: the statement was made in May.")) != before
+
+
+def section_page(headlines: list[str], og_type: str = "website") -> str:
+    """Return a section page: a featured story's teaser of a few lines above the list of
+    the section's latest stories, each a linked headline and its date."""
+    items = "".join(
+        f"<li><a href='/news/{n}'>{text}</a> <span>12 May</span></li>"
+        for n, text in enumerate(headlines)
+    )
+    return (
+        f"<html><head><title>Town | Gazette</title><meta property='og:type' "
+        f"content='{og_type}'></head><body><nav><a href='/'>Home</a></nav><main>"
+        "<div class='featured'><h2>Bridge opens</h2><p>The river bridge, closed for two "
+        "years of repairs, opened on Monday, and the first buses, to cheers, crossed it "
+        "before dawn, as the mayor, who had promised it for May, looked on.</p></div><ul>"
+        f"{items}</ul></main></body></html>"
+    )
+
+
+def test_a_new_story_in_a_section_page_s_list_moves_it() -> None:
+    stories = [f"Council votes budget number {n} for the harbour" for n in range(8)]
+    before = digest(section_page(stories))
+    assert digest(section_page(["Striker signs a three year deal", *stories])) != before
+    # A page that says it is an article is its article: the list around it is not.
+    article = digest(section_page(stories, "article"))
+    assert digest(section_page(["Striker signs", *stories[:-1]], "article")) == article

@@ -70,6 +70,8 @@ _SHARED = (*_PARAGRAPHS, "li", "h2", "h3", "h4")
 _LOOSE = {"div", "article", "section", "main", "center"}
 # Main content with less text than this is not found: the page is fingerprinted whole.
 _MIN_MAIN = 140
+# Main content below which a page not declaring itself an article is its list too.
+_LIST_PAGE_PROSE = 280
 # Paragraph scores go to five generations of ancestors, less with each (readability.js).
 _DIVIDERS = (1, 2, 6, 9, 12)
 # Candidates compared with the best, how close they must score, and how many must share
@@ -117,11 +119,14 @@ def describe(element: Element) -> str:
     return name + "".join("." + c for c in classes[:3])
 
 
-def main_content(body: Element, select: Callable[[Element], list[Element]] | None) -> Extract:
+def main_content(
+    body: Element, select: Callable[[Element], list[Element]] | None, article: bool = False
+) -> Extract:
     """Return the main content of `body` (a cleaned document body).
 
     With `select` (an operator's selector), its outermost matches are the main content;
-    when it matches nothing the page falls back to the whole body.
+    when it matches nothing the page falls back to the whole body. A page with little
+    prose that does not declare itself an `article` is also its main list of items.
     """
     sizes = Sizes(body)
     if select is not None:
@@ -144,7 +149,27 @@ def main_content(body: Element, select: Callable[[Element], list[Element]] | Non
             extract.dropped.update(template_parts(stray, sizes, stray))
         order = {element: n for n, element in enumerate(sizes.elements)}
         extract.main = sorted([*extract.main, *strays], key=order.__getitem__)
+    if not article and kept < _LIST_PAGE_PROSE:
+        _add_list(extract, body, sizes)
     return extract
+
+
+def _add_list(extract: Extract, body: Element, sizes: Sizes) -> None:
+    """Add the page's main list of items to `extract`, its links kept: a home or section
+    page whose one teaser scored as an article says what its list says."""
+    listing = main_list(body, sizes)
+    if listing is None:
+        return
+    if not _inside_any(listing, extract.main):
+        order = {element: n for n, element in enumerate(sizes.elements)}
+        extract.main = sorted(_outermost([*extract.main, listing]), key=order.__getitem__)
+    # Left out as link lists inside the main content: the list, or blocks holding it.
+    holders = [e for e in extract.dropped if e is listing or inside(listing, e)]
+    for holder in holders:
+        del extract.dropped[holder]
+    for root in holders or [listing]:
+        extract.dropped = {e: w for e, w in extract.dropped.items() if not inside(e, root)}
+        extract.dropped.update(template_parts(root, sizes, root, lists=False))
 
 
 def _without_article(body: Element, sizes: Sizes) -> Extract:
