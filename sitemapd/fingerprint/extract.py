@@ -158,18 +158,18 @@ def _add_list(extract: Extract, body: Element, sizes: Sizes) -> None:
     """Add the page's main list of items to `extract`, its links kept: a home or section
     page whose one teaser scored as an article says what its list says."""
     listing = main_list(body, sizes)
-    if listing is None:
+    # A list in a block left out stays out; one holding the main content is a wrapper.
+    if (
+        listing is None
+        or any(inside(listing, e) for e in extract.dropped)
+        or any(_inside_any(root, [listing]) for root in extract.main)
+    ):
         return
     if not _inside_any(listing, extract.main):
         order = {element: n for n, element in enumerate(sizes.elements)}
-        extract.main = sorted(_outermost([*extract.main, listing]), key=order.__getitem__)
-    # Left out as link lists inside the main content: the list, or blocks holding it.
-    holders = [e for e in extract.dropped if e is listing or inside(listing, e)]
-    for holder in holders:
-        del extract.dropped[holder]
-    for root in holders or [listing]:
-        extract.dropped = {e: w for e, w in extract.dropped.items() if not inside(e, root)}
-        extract.dropped.update(template_parts(root, sizes, root, lists=False))
+        extract.main = sorted([*extract.main, listing], key=order.__getitem__)
+    extract.dropped = {e: w for e, w in extract.dropped.items() if not _inside_any(e, [listing])}
+    extract.dropped.update(template_parts(listing, sizes, listing, lists=False))
 
 
 def _without_article(body: Element, sizes: Sizes) -> Extract:
