@@ -55,13 +55,23 @@ def counters(page: Page) -> bool:
     return done
 
 
+# What a comment is written in when its thread does not name it.
+_COMMENT_TAGS = ("li", "article", "div", "section")
+
+
 def new_comment(page: Page) -> bool:
     """Add a reader's comment after the last of every comment thread's comments: a
     reader writes it, not an editor (a thread is a block named `comment`, `comments`, ...
-    or schema.org's `Comment`, holding two comments or more)."""
+    or schema.org's `Comment`, holding two comments or more, and neither the content nor
+    a headline: WordPress names a post `comments-open`, a headline may be a comment's)."""
     done = False
     for thread in page.tree.iter(etree.Element):
-        if not comments(thread) or any(comments(a) for a in thread.iterancestors()):
+        if (
+            not comments(thread)
+            or any(comments(a) for a in thread.iterancestors())
+            or page.holds_content(thread)
+            or next(thread.iter("h1"), None) is not None
+        ):
             continue
         said = _comments_of(thread)
         if len(said) < 2:
@@ -76,13 +86,14 @@ def new_comment(page: Page) -> bool:
 
 def _comments_of(thread: Element) -> list[Element]:
     """Return the comments of `thread`: its outermost blocks named as comments, else the
-    first run of two or more children of one tag that say something (a list's items)."""
+    first run of two or more blocks of one tag that say something (a list's items; not
+    paragraphs, which are a notice's)."""
     named = [c for c in thread.iterdescendants(etree.Element) if comments(c) and _said(c)]
     named = [c for c in named if not any(a in named for a in c.iterancestors())]
     if len(named) >= 2:
         return named
     for holder in thread.iter(etree.Element):
-        said = [c for c in holder if isinstance(c.tag, str) and _said(c)]
+        said = [c for c in holder if c.tag in _COMMENT_TAGS and _said(c)]
         for tag in dict.fromkeys(c.tag for c in said):
             items = [c for c in said if c.tag == tag]
             if len(items) >= 2:
