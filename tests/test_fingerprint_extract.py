@@ -313,3 +313,17 @@ def test_a_new_story_in_a_section_page_s_list_moves_it() -> None:
     # A page that says it is an article is its article: the list around it is not.
     article = digest(section_page(stories, "article"))
     assert digest(section_page(["Striker signs", *stories[:-1]], "article")) == article
+
+
+def test_a_page_wrapper_named_for_its_open_comments_is_not_a_thread() -> None:
+    def page(word: str) -> str:
+        story = (
+            f"<p>The council met on Monday, for the {word} time this month, and voted the "
+            "budget for the river bridge after a long debate about its cost.</p>"
+        ) * 5
+        return (
+            "<html><head><title>Budget passed | Gazette</title></head><body>"
+            f"<div class='comments-open'><h1>Budget passed</h1>{story}</div></body></html>"
+        )
+
+    assert digest(page("third")) != digest(page("fourth"))

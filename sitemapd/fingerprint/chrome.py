@@ -303,8 +303,9 @@ def template_reason(
     if tag not in ("a", "body", "html", "main"):
         article, template, weak, thread = named(element)
         # Readers' comments are no part of the article however long the thread runs:
-        # the share that keeps a big wrapper named "has-sidebar" does not keep them.
-        if thread:
+        # the share that keeps a big wrapper named "has-sidebar" does not keep them. A
+        # block holding an <h1> is a page's wrapper ("comments-open"), not a thread.
+        if thread and (small or next(element.iter("h1"), None) is None):
             return "comment thread"
         if small and tag != "article" and not article:
             if template:
