@@ -12,6 +12,7 @@ from conftest import Site
 from sitegen import new_site
 
 from sitemapd.drill.mutate import append_correction, counters, edit_word, headline
+from sitemapd.drill.readers import new_comment
 from sitemapd.drill.run import drill
 from sitemapd.drill.structure import Page, main_list, never_content, page_content
 from sitemapd.drill.text import loose_text, text_of
@@ -518,3 +519,39 @@ def test_the_counters_counted_up_are_counts_of_readers_not_prices_dates_or_names
         "13 Investigates",
     ]
     assert text_of(next(tree.iter("h4"))) == "10 comments"
+
+
+def post_with_thread(n: int, thread: str) -> str:
+    """Return a blog post whose readers' comments follow it inside the post's block, in
+    a thread whose class or id is `thread` ("post-comments", "comments")."""
+    rng = random.Random(n)
+
+    def prose(words: int) -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(words)) + "."
+
+    story = "".join(f"<p>{prose(40)}</p>" for _ in range(4))
+    said = "".join(f"<li><p>Reader {k} wrote: {prose(30)}</p></li>" for k in range(3))
+    return (
+        f"<html><head><title>Post {n} | Blog</title></head><body>"
+        f"<div class='post'><h1>Post {n}</h1><div class='post-entry'>{story}</div>"
+        f"<div {thread}><h3>What readers say</h3><ol>{said}</ol></div></div></body></html>"
+    )
+
+
+def test_a_reader_s_new_comment_moves_no_page() -> None:
+    names = ("class='post-comments'", "id='article-comments'", "id='comments'")
+    pages = [(f"post-{n}.html", post_with_thread(n, name).encode()) for n, name in enumerate(names)]
+    report = drill(pages, Settings(), TemplateMemory())
+    row = report.rows["a reader's new comment"]
+    assert (row.applied, row.moved, row.real) == (3, 0, False)
+    assert report.rows["one word of a paragraph"].moved == 3
+    # The comment is added after the thread's last, in its words' place: a new one.
+    tree = lxml.html.document_fromstring(post_with_thread(0, names[0]))
+    assert new_comment(Page(tree, page_content(tree)))
+    texts = [text_of(c) for c in tree.iter("li")]
+    assert len(texts) == 4
+    assert texts[3] not in texts[:3]
+    # A page without a thread has no comment to add.
+    plain = lxml.html.document_fromstring(commented(1).replace("id='comments'", ""))
+    plain_page = Page(plain, page_content(plain))
+    assert not new_comment(plain_page)

@@ -122,8 +122,8 @@ def test_an_article_header_of_headline_and_links_is_not_a_row_of_links() -> None
 
 
 def commented_page(count: str, sentence: str = "The clip had <b>900 views</b> by noon.") -> str:
-    """Return a post whose comment thread (named as the post's, `post-comments`) opens
-    with a heading counting its comments, `count`, beside a "N views" label."""
+    """Return a post ending with a box counting its comments, `count`, named as the
+    post's (`post-title-box`), above its comment thread, beside a "N views" label."""
     story = (
         "<p>The council met on Monday, for the third time this month, and voted the "
         "budget for the river bridge, which rose 2 percent, after a long debate.</p>"
@@ -137,9 +137,9 @@ def commented_page(count: str, sentence: str = "The clip had <b>900 views</b> by
         "<html><head><title>Budget passed | Gazette</title></head><body>"
         "<article class='post'><h1>Budget passed</h1>"
         f"<div class='post-meta'><span>1.2k views</span></div>"
-        f"<div class='post-entry'>{story}<p>{sentence}</p></div>"
-        f"<div id='comments' class='post-comments'><div class='post-title-box'>"
-        f"<h4>{count}</h4></div><ol>{thread}</ol></div>"
+        f"<div class='post-entry'>{story}<p>{sentence}</p>"
+        f"<div class='post-title-box'><h4>{count}</h4></div></div>"
+        f"<div id='comments' class='post-comments'><ol>{thread}</ol></div>"
         "</article></body></html>"
     )
 
@@ -166,3 +166,164 @@ def test_numbers_in_the_article_s_sentences_stay_content() -> None:
     assert digest(commented_page("2 comments", "<b>900 views</b>")) == digest(
         commented_page("2 comments", "<b>950 views</b>")
     )
+
+
+def thread_page(comments: list[str], name: str) -> str:
+    """Return a post followed by its readers' comments in a block named `name` (a
+    comment thread named as the post's: `class="post-comments"`)."""
+    story = (
+        "<p>The council met on Monday, for the third time this month, and voted the "
+        "budget for the river bridge, which rose 2 percent, after a long debate.</p>"
+    ) * 4
+    thread = "".join(
+        f"<li><p>{text}, wrote a reader, who added that the bridge, long overdue, will "
+        "help the market, the school and, in winter, the harbour.</p></li>"
+        for text in comments
+    )
+    return (
+        "<html><head><title>Budget passed | Gazette</title></head><body>"
+        f"<div class='post'><h1>Budget passed</h1><div class='post-entry'>{story}</div>"
+        f"<div {name}><h3>What readers say</h3><ol>{thread}</ol></div></div>"
+        "</body></html>"
+    )
+
+
+def test_a_comment_thread_named_with_an_article_word_is_not_content() -> None:
+    readers = ["Good news at last", "About time too"]
+    for name in ("class='post-comments'", "id='article-comments'", "class='entry_kommentare'"):
+        before = digest(thread_page(readers, name))
+        # A reader's new comment: the post says nothing new.
+        assert digest(thread_page([*readers, "Finally some sense"], name)) == before
+        # The post's own edit still moves it.
+        edited = thread_page(readers, name).replace("long debate", "short debate", 1)
+        assert digest(edited) != before
+
+
+def blog_home(posts: list[list[str]]) -> str:
+    """Return a blog's home page holding `posts` in full, each a title and paragraphs,
+    beside a sidebar of links."""
+    shown = "".join(
+        f"<div class='post'><h3 class='post-title'><a href='/p/{n}'>Post {n}</a></h3>"
+        f"<div class='post-body'>{''.join(f'<p>{p}</p>' for p in paragraphs)}</div>"
+        f"<p class='post-footer'>posted by <a href='/me'>me</a> | "
+        f"<a href='/p/{n}#c'>{n} comments</a></p></div>"
+        for n, paragraphs in enumerate(posts)
+    )
+    sidebar = "".join(f"<li><a href='/archive/{m}'>Archive {m}</a></li>" for m in range(12))
+    return (
+        "<html><head><title>A walker's notes</title></head><body>"
+        f"<div id='main'>{shown}</div><div id='sidebar'><ul>{sidebar}</ul></div>"
+        "</body></html>"
+    )
+
+
+def test_a_blog_home_of_several_full_posts_keeps_each_of_them() -> None:
+    first = [
+        "We walked the ridge on Sunday, in fog at first, then in sun, and saw the whole "
+        "valley, its villages, its river and, far off, the lake, before the rain came.",
+    ] * 6
+    second = [
+        "The hut was closed for the winter, so we ate by its door, out of the wind, and "
+        "talked, as walkers do, about the next walk, the one across the pass.",
+    ] * 2
+    before = digest(blog_home([first, second]))
+    # The shorter, older post is as much the page's as the longest one.
+    edited = [second[0].replace("closed", "shut"), second[1]]
+    assert digest(blog_home([first, edited])) != before
+    assert digest(blog_home([first, [*second, "Correction: it was Saturday."]])) != before
+    assert digest(blog_home([[first[0].replace("fog", "mist"), *first[1:]], second])) != before
+
+
+def guide_page(word: str) -> str:
+    """Return a documentation page whose sections carry their headings' slugs as ids,
+    one of them holding a word of a template part's name ("sharing")."""
+    paragraph = (
+        "<p>Once you have set up the repository, push your draft changes to the "
+        f"server, where your colleague, {word} as ever, pulls them and reviews them.</p>"
+    )
+    return (
+        "<html><head><title>Guide | Docs</title></head><body>"
+        "<div class='document'><h1>Guide</h1>"
+        f"<div class='section' id='setting-up-a-repository'><h2>Setting up a repository"
+        f"</h2>{paragraph * 6}</div>"
+        f"<div class='section' id='sharing-with-a-single-developer'><h2>Sharing with a "
+        f"single developer</h2>{paragraph.replace('your colleague', 'a friend') * 2}</div>"
+        "</div></body></html>"
+    )
+
+
+def test_a_section_id_that_is_its_heading_s_slug_names_no_template_part() -> None:
+    before = digest(guide_page("careful"))
+    edited = guide_page("careful").replace("a friend, careful", "a friend, cautious", 1)
+    assert edited != guide_page("careful")
+    assert digest(edited) != before
+
+
+def paywalled_page(lead: str) -> str:
+    """Return a paywalled story: its one paragraph shown, in a column that also holds a
+    share bar and a "related" box of many links, below a header of links."""
+    related = "".join(
+        f"<li><a href='/news/{n}'>Other story number {n} of the island's news</a></li>"
+        for n in range(8)
+    )
+    share = "".join(f"<a href='/share/{s}'>Share on {s}</a>" for s in ("mail", "chat", "feed"))
+    return (
+        "<html><head><title>Prison official speaks | Compass</title></head><body>"
+        "<article class='post'><div class='post-header'><h1>Prison official speaks</h1>"
+        "<ul class='cats'><li><a href='/c/news'>News</a></li><li><a href='/c/crime'>"
+        "Crime</a></li></ul></div><div class='container'><div class='main-column'>"
+        f"<div class='post-sharing-top'>{share}</div>"
+        f"<div class='post-body'><p>{lead}</p><div class='paywall'>Subscribe to read "
+        "on</div></div><div class='related-posts'><h4>More</h4><ul>"
+        f"{related}</ul></div></div></div></article></body></html>"
+    )
+
+
+def test_a_column_holding_the_story_beside_a_related_box_is_not_a_link_list() -> None:
+    lead = (
+        "A senior prison official has said in a sworn statement that anyone, given "
+        "enough determination, could escape from the island's only prison."
+    )
+    before = digest(paywalled_page(lead))
+    assert digest(paywalled_page(lead.replace("senior", "junior"))) != before
+    assert digest(paywalled_page(lead + " Correction: the statement was made in May.")) != before
+
+
+def section_page(headlines: list[str], og_type: str = "website") -> str:
+    """Return a section page: a featured story's teaser of a few lines above the list of
+    the section's latest stories, each a linked headline and its date."""
+    items = "".join(
+        f"<li><a href='/news/{n}'>{text}</a> <span>12 May</span></li>"
+        for n, text in enumerate(headlines)
+    )
+    return (
+        f"<html><head><title>Town | Gazette</title><meta property='og:type' "
+        f"content='{og_type}'></head><body><nav><a href='/'>Home</a></nav><main>"
+        "<div class='featured'><h2>Bridge opens</h2><p>The river bridge, closed for two "
+        "years of repairs, opened on Monday, and the first buses, to cheers, crossed it "
+        "before dawn, as the mayor, who had promised it for May, looked on.</p></div><ul>"
+        f"{items}</ul></main></body></html>"
+    )
+
+
+def test_a_new_story_in_a_section_page_s_list_moves_it() -> None:
+    stories = [f"Council votes budget number {n} for the harbour" for n in range(8)]
+    before = digest(section_page(stories))
+    assert digest(section_page(["Striker signs a three year deal", *stories])) != before
+    # A page that says it is an article is its article: the list around it is not.
+    article = digest(section_page(stories, "article"))
+    assert digest(section_page(["Striker signs", *stories[:-1]], "article")) == article
+
+
+def test_a_page_wrapper_named_for_its_open_comments_is_not_a_thread() -> None:
+    def page(word: str) -> str:
+        story = (
+            f"<p>The council met on Monday, for the {word} time this month, and voted the "
+            "budget for the river bridge after a long debate about its cost.</p>"
+        ) * 5
+        return (
+            "<html><head><title>Budget passed | Gazette</title></head><body>"
+            f"<div class='comments-open'><h1>Budget passed</h1>{story}</div></body></html>"
+        )
+
+    assert digest(page("third")) != digest(page("fourth"))

@@ -10,12 +10,13 @@ and returns False when the page offers nothing to change.
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from lxml import etree
 
+from sitemapd.drill.fresh import rewrite
+from sitemapd.drill.readers import counters, new_comment
 from sitemapd.drill.structure import (
     MAIN_LIST_ITEMS,
     PROSE_LINKS,
@@ -37,54 +38,6 @@ from sitemapd.drill.text import (
 from sitemapd.fingerprint.extract import BLOCKS, drop
 from sitemapd.fingerprint.headline import tokens
 
-# Numbers there are data, not counters: tables, footnote marks, formulas, code.
-_NOT_COUNTERS = {"script", "style", "table", "sup", "sub", "math", "code", "pre", "time"}
-_NUMBER = re.compile(r"\d+")
-# What a CMS counts anew on every request: readers' comments, replies, views, visits,
-# votes, likes and shares, in the languages of the benchmark's pages. A number beside
-# another word is not a counter: a price, a weight, a date, "7 min" to read, a show
-# named "13 Investigates", "30 Rezepte" in a cookbook's menu.
-_COUNTED = (
-    "comments?|replies|reply|responses?|reviews?|ratings?|views?|visits?|visitors?|hits|"
-    "reads|plays|downloads|likes?|dislikes?|shares?|tweets?|pins?|votes?|diggs?|"
-    "followers?|fans|subscribers?|reactions?|pingbacks?|trackbacks?|clicks?|"
-    "kommentare?|antworten|antwort|aufrufe|besuche|bewertungen|ansichten|leser|klicks|"
-    "commentaires?|vues|réactions|partages|comentarios?|comentários?|visitas|vistas|"
-    "visualizaciones|visualizações|respuestas|respostas|votos|commenti|commento|visite|"
-    "visualizzazioni|voti|risposte|reacties|reactie|weergaven|kommentarer|visninger|"
-    "komentarze|komentarzy|komentarz|wyświetleń|komentářů|komentáře|komentář|"
-    "hozzászólás|megtekintés|комментариев|комментария|комментарий|просмотров|просмотра|"
-    "просмотр"
-)
-# A counter: a number, maybe abbreviated, and the one word saying what it counts
-# ("1.2k views", "42 comments"); a bare number may be a day, a rank or a footnote.
-_COUNTER = re.compile(rf"\s*\d{{1,3}}(?:[.,]\d+)?[kKmM]?\s+(?:{_COUNTED})\s*", re.IGNORECASE)
-# Words a new list item is written with: what a "latest stories" box shows next.
-_FRESH = [
-    "council",
-    "approves",
-    "new",
-    "budget",
-    "for",
-    "river",
-    "bridge",
-    "repairs",
-    "after",
-    "long",
-    "debate",
-    "striker",
-    "signs",
-    "three",
-    "year",
-    "deal",
-    "as",
-    "club",
-    "confirms",
-    "record",
-    "transfer",
-    "fee",
-]
-
 
 def new_item(page: Page) -> bool:
     """Push a new item onto the list a list page is about: a new story in a section."""
@@ -93,7 +46,7 @@ def new_item(page: Page) -> bool:
         if len(items) >= MAIN_LIST_ITEMS:
             fresh = copy.deepcopy(items[0])
             fresh.tail = items[0].tail
-            _rewrite(fresh, 0)
+            rewrite(fresh, 0)
             items[0].addprevious(fresh)
             return True
     return False
@@ -106,34 +59,10 @@ def rotate_link_lists(page: Page) -> bool:
     for number, (_, items) in enumerate(lists):
         fresh = copy.deepcopy(items[0])
         fresh.tail = items[0].tail
-        _rewrite(fresh, number)
+        rewrite(fresh, number)
         items[0].addprevious(fresh)
         drop(items[-1])
     return bool(lists)
-
-
-def _rewrite(item: Element, seed: int) -> None:
-    """Give `item` (a copy of a list item) the words, link and image of another story."""
-    words = iter(_FRESH[seed % 7 :] + _FRESH)
-
-    def fresh(text: str) -> str:
-        count = max(1, len(text.split()))
-        return " ".join(next(words, "story") for _ in range(count))
-
-    for node in item.iter(etree.Element):
-        if node.text and node.text.strip():
-            node.text = fresh(node.text)
-        if node is not item and node.tail and node.tail.strip():
-            node.tail = fresh(node.tail)
-        if node.get("href"):
-            node.set("href", f"/news/2026/11/fresh-story-{seed}")
-        for attr in ("src", "data-src", "srcset"):
-            if node.get(attr):
-                node.set(attr, f"/images/fresh-story-{seed}.jpg")
-        if node.get("alt"):
-            node.set("alt", fresh(node.get("alt", "")))
-        if node.get("title"):
-            node.set("title", fresh(node.get("title", "")))
 
 
 def asset_churn(page: Page) -> bool:
@@ -168,25 +97,6 @@ def _append_code(element: Element, code: str) -> None:
         element.text = (element.text or "") + code
     except ValueError:
         return
-
-
-def counters(page: Page) -> bool:
-    """Add to every counter outside the content: comment counts, views, likes."""
-    done = False
-    for element in page.tree.iter(etree.Element):
-        if element.tag in _NOT_COUNTERS or page.holds_content(element) or element in page.body:
-            continue
-        if any(a.tag in _NOT_COUNTERS for a in element.iterancestors()):
-            continue
-        for attr in ("text", "tail"):
-            value = getattr(element, attr)
-            parent = element.getparent()
-            if attr == "tail" and parent is not None and page.holds_content(parent):
-                continue
-            if value and _COUNTER.fullmatch(value):
-                setattr(element, attr, _NUMBER.sub(lambda m: str(int(m.group()) + 7), value))
-                done = True
-    return done
 
 
 def _prose(page: Page) -> list[Element]:
@@ -379,6 +289,7 @@ CHANGES = (
     Change("link lists outside the content rotate", rotate_link_lists, False),
     Change("cache-busters, nonces, tokens", asset_churn, False),
     Change("counters outside the content", counters, False),
+    Change("a reader's new comment", new_comment, False),
     Change("one word of a paragraph", edit_word, True),
     Change("correction appended", append_correction, True),
     Change("headline (title, h1, og:title)", edit_headline, True),

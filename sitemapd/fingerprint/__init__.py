@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 # Bumped whenever a change to this package can give an unchanged page another digest.
-FINGERPRINT_VERSION = 4
+FINGERPRINT_VERSION = 5
 # Characters of main text below which the site's template is not left out.
 MIN_KEPT = 140
 # Plain elements: lxml.html's element classes cost a Python lookup per element.
@@ -243,6 +243,7 @@ def read_html(
         for name in _LD_FIELDS:
             for value in _ld_values(node.get(name), name):
                 parts.append((f"ld:{name}", value))
+    article = bool(articles) or _og_article(tree)
     etree.strip_elements(tree, *NEVER, with_tail=False)
     for hidden in _elements(_HIDDEN(tree)):
         drop(hidden)
@@ -253,7 +254,7 @@ def read_html(
     # Text nodes joined by spaces: "<h1>a<span>b</span></h1>" and "a <span>b" read alike.
     h1s = [(h, _normal(" ".join(text_nodes(h)))) for h in body.iter("h1")]
     select = compile_selector(settings.selector) if settings.selector else None
-    extract = main_content(body, select)
+    extract = main_content(body, select, article=article)
     stated = [text for label, text in parts if label in _STATED]
     first = None if extract.fallback else extract.main[0]
     title = headline([(h, text) for h, text in h1s if text], stated, first)
@@ -313,6 +314,14 @@ def _head_parts(tree: Element, labels: set[str]) -> list[tuple[str, str]]:
                 parts.append((key, _asset(content)))
     parts.append(("robots", ",".join(sorted(robots))))
     return parts
+
+
+def _og_article(tree: Element) -> bool:
+    """True when the page's Open Graph type says it is an article."""
+    for meta in tree.iter("meta"):
+        if (meta.get("property") or meta.get("name") or "").strip().lower() == "og:type":
+            return (meta.get("content") or "").strip().lower().startswith("article")
+    return False
 
 
 def _navigation_labels(tree: Element) -> set[str]:

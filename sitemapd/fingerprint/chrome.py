@@ -35,13 +35,21 @@ _ROLES = {
     "alertdialog",
     "toolbar",
 }
-# Class and id words of template parts; a word of _ARTICLE_WORDS in the same element wins.
+# Class and id words of template parts (and `_COMMENT_WORDS`); a word of _ARTICLE_WORDS
+# in the same element wins.
 _TEMPLATE_WORDS = re.compile(
     r"nav|navbar|navigation|menu|breadcrumbs?|masthead|header|footer|sidebar|aside|"
-    r"related|recommended|recommendations?|share|sharing|social|comments?|commentcount|"
-    r"disqus|cookies?|consent|gdpr|newsletter|subscribe|subscription|signup|promo|"
+    r"related|recommended|recommendations?|share|sharing|social|commentcount|"
+    r"cookies?|consent|gdpr|newsletter|subscribe|subscription|signup|promo|"
     r"promotion|advert|advertisement|ads?|adslot|sponsor|sponsored|outbrain|taboola|"
     r"pagination|pager|toolbar|modal|popup|overlay"
+)
+# A template word run together with the part it names, in one word: "relatedarticles",
+# "sharebar", "footerlinks".
+_TEMPLATE_COMPOUND = re.compile(
+    rf"(?:{_TEMPLATE_WORDS.pattern})"
+    r"(?:articles?|posts?|links?|stories|story|items?|news|box|bar|list|block|area|"
+    r"container|wrapper|section|widget|module|panel|content)"
 )
 # Words that name template parts on some sites and content on others (page builders
 # wrap articles in "widgets"): such a block is template only when it is mostly links
@@ -60,6 +68,14 @@ _ARTICLE_WORDS = re.compile(
     r"article|articlebody|body|content|entry|main|post|story|text|prose|blog|page"
 )
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
+# Words of a readers' comment thread (WordPress, Drupal, Disqus, in the languages whose
+# counters `_COUNTED` reads): in one name with an article word ("post-comments",
+# "article_comments", "postcomments"), the thread is the article's, not the article.
+_COMMENT_WORDS = re.compile(
+    rf"(?:{_ARTICLE_WORDS.pattern})?"
+    r"(?:comments?|commentlist|disqus|kommentare?|kommentarer|commentaires?|comentarios?|"
+    r"commenti|commento|reacties|komentarze?)"
+)
 # Elements never left out for their links: a link is itself, the rest hold the page.
 _NOT_LISTS = {"a", "body", "html", "main", "article"}
 # Characters of text outside links from which a block holds prose, whatever its links:
@@ -86,6 +102,8 @@ _COUNT = r"\d[\d.,\u00a0\u202f]*[kKmM]?"
 _COUNTER = re.compile(
     rf"\s*(?:\(?{_COUNT}\)?\s*{_COUNTED}|{_COUNTED}\s*[:(]?\s*{_COUNT}\)?)\s*", re.IGNORECASE
 )
+# Words from which an id may be a heading's slug.
+_SLUG_WORDS = 3
 # Blocks whose words around a count are a sentence's: "the clip had <b>900 views</b>".
 _SENTENCES = ("p", "blockquote", "dd")
 # A paragraph shorter than this says too little to tell article from template.
@@ -123,6 +141,31 @@ class Sizes:
                 links[parent] += links[element]
         self.text = text
         self.links = links
+        self._named: dict[Element, tuple[int, int]] | None = None
+
+    def unnamed(self, element: Element) -> tuple[int, int]:
+        """Return `element`'s characters of text and of link text less those of the
+        template parts it holds by landmark, role or name (not by their links)."""
+        if self._named is None:
+            self._named = self._named_parts()
+        text, links = self._named.get(element, (0, 0))
+        return self.text[element] - text, self.links[element] - links
+
+    def _named_parts(self) -> dict[Element, tuple[int, int]]:
+        # Bottom up, as `prose`: each element's template parts summed into its parents.
+        removed: dict[Element, tuple[int, int]] = {}
+        for element in reversed(self.elements):
+            parent = element.getparent()
+            if not self.text[element] or element.tag == "a" or parent not in self.text:
+                continue
+            if template_reason(element, self, 1 << 62, lists=False):
+                part = self.text[element], self.links[element]
+            else:
+                part = removed.get(element, (0, 0))
+            if part[0]:
+                held = removed.get(parent, (0, 0))
+                removed[parent] = held[0] + part[0], held[1] + part[1]
+        return removed
 
     def prose(self) -> Callable[[Element], float]:
         """Return a function giving an element's link density less its template parts."""
@@ -159,30 +202,67 @@ class Sizes:
 
 def weight(element: Element) -> float:
     """Return readability's bonus for article-like and malus for template-like names."""
-    article, template, weak = named(element)
+    article, template, weak, _ = named(element)
     weight = 25.0 * article - 25.0 * template - 10.0 * weak
     if element.tag in ("article", "main"):
         weight += 10
     return weight
 
 
-def named(element: Element) -> tuple[bool, bool, bool]:
-    """Return whether `element`'s class and id name an article part, a template part, and
-    what may be a template part."""
-    return _names(element.get("class"), element.get("id"))
+def named(element: Element) -> tuple[bool, bool, bool, bool]:
+    """Return whether `element`'s class and id name an article part, a template part,
+    what may be a template part, and a comment thread (with no article part)."""
+    ident = element.get("id")
+    if ident and _slug(ident, element):
+        ident = None
+    return _names(element.get("class"), ident)
+
+
+def _slug(ident: str, element: Element) -> bool:
+    """True when `ident` is the slug of `element`'s first heading, three words or more
+    ("sharing-with-a-single-developer"): documentation generators name sections so; its
+    words name no part of a template."""
+    words = _words(ident)
+    if len(words) < _SLUG_WORDS:
+        return False
+    heading = next(element.iter(*_HEADINGS), None)
+    if heading is None:
+        return False
+    said = " ".join(t for t in heading.itertext() if isinstance(t, str)).lower()
+    return _words(said)[: len(words)] == words
 
 
 @lru_cache(maxsize=4096)
-def _names(classes: str | None, ident: str | None) -> tuple[bool, bool, bool]:
+def _words(name: str) -> tuple[str, ...]:
+    return tuple(w for w in _WORD_SPLIT.split(name.lower()) if w)
+
+
+@lru_cache(maxsize=4096)
+def _names(classes: str | None, ident: str | None) -> tuple[bool, bool, bool, bool]:
     # A site's pages repeat the same few hundred class and id values: each is read once.
     names = f"{classes or ''} {ident or ''}".lower()
     if not names.strip():
-        return False, False, False
+        return False, False, False, False
     words = [w for w in _WORD_SPLIT.split(names) if w]
+    # An article word counts only in a name that is not a comment thread's: the
+    # `post` of "post-comments" says whose comments they are.
+    article = any(
+        _ARTICLE_WORDS.fullmatch(w)
+        for name in names.split()
+        if not any(_COMMENT_WORDS.fullmatch(p) for p in _WORD_SPLIT.split(name))
+        for w in _WORD_SPLIT.split(name)
+    )
     return (
-        any(_ARTICLE_WORDS.fullmatch(w) for w in words),
-        any(_TEMPLATE_WORDS.fullmatch(w) for w in words) or bool(_TEMPLATE_PHRASES.search(names)),
+        article,
+        any(
+            _TEMPLATE_WORDS.fullmatch(w)
+            or _COMMENT_WORDS.fullmatch(w)
+            or _TEMPLATE_COMPOUND.fullmatch(w)
+            for w in words
+        )
+        or bool(_TEMPLATE_PHRASES.search(names)),
         any(_WEAK_WORDS.fullmatch(w) for w in words),
+        not article and any(_COMMENT_WORDS.fullmatch(w) for w in words),
     )
 
 
@@ -220,22 +300,27 @@ def template_reason(
     role = (element.get("role") or "").strip().lower()
     if role in _ROLES and small:
         return f"role={role}"
-    if small and tag not in ("a", "body", "html", "article", "main"):
-        article, template, weak = named(element)
-        if template and not article:
-            return "template class or id"
-        if (
-            weak
-            and not article
-            and (text < MIN_PARAGRAPH or sizes.links[element] > _WEAK_LINKS * text)
-        ):
-            return "template class or id, mostly links"
+    if tag not in ("a", "body", "html", "main"):
+        article, template, weak, thread = named(element)
+        # Readers' comments are no part of the article however long the thread runs:
+        # the share that keeps a big wrapper named "has-sidebar" does not keep them. A
+        # block holding an <h1> is a page's wrapper ("comments-open"), not a thread.
+        if thread and (small or next(element.iter("h1"), None) is None):
+            return "comment thread"
+        if small and tag != "article" and not article:
+            if template:
+                return "template class or id"
+            if weak and (text < MIN_PARAGRAPH or sizes.links[element] > _WEAK_LINKS * text):
+                return "template class or id, mostly links"
     if lists and text and tag not in _NOT_LISTS:
         links = sizes.links[element]
         if (
             links / text > 0.5
             and text - links < _PROSE_HELD
             and (text < _SHORT_LINKED or _link_count(element) >= 2)
+            # What is left without named parts says less than the whole outside links:
+            # measured only where the whole says something.
+            and (text - links < _SHORT_LINKED or _linked(*sizes.unnamed(element)))
         ):
             return f"link list ({round(100 * links / text)}% link text)"
         # A row of links holds no heading: an article's header (its headline above a
@@ -249,6 +334,13 @@ def template_reason(
             ):
                 return f"row of links ({round(100 * links / text)}% link text)"
     return None
+
+
+def _linked(text: int, links: int) -> bool:
+    """True when most of a block's text, its named template parts left out, is in
+    links, or what is left says little: a column holding the article's one paragraph
+    beside a "related" box and a share bar is no link list."""
+    return text - links < _SHORT_LINKED or links > 0.5 * text
 
 
 def counter(element: Element, text: str, root: Element) -> bool:

@@ -4,16 +4,15 @@ Works on any template, landmarks or not. Paragraph-like blocks are scored by the
 (readability's measure: length and commas, discounted by link text) and the scores are
 given to their parents and grandparents (a block of `<br>` lines as the paragraphs they
 are; see `score`); the best container and those of its siblings that score near it are
-the main content. A class or id saying "content" counts in full only on a block
-holding a short article's text. Inside it, what a reader would not call the
-article is left out: navigation, forms, asides, link lists (most of their text inside
-`<a>`, whatever their tag: bylines, labels, other stories' headlines), and blocks
-whose class or id names a template part (share bars, "related", "most read", comment
-counts, cookie banners; see `chrome`), and counters' labels alone ("27 comments").
-Which container wins is judged by its prose, the template parts it holds left out, so
-that a box that rotates does not change the choice.
-A page with no article (a home, section or tag page) is its main list of items. An
-operator's CSS selector replaces the search when given.
+the main content; on a blog's home, every post in full (see `posts`). A class or id
+saying "content" counts in full only on a block holding a short article's text. Inside
+it, what a reader would not call the article is left out: navigation, forms, asides,
+link lists (most of their text inside `<a>`, whatever their tag: bylines, labels, other
+stories' headlines), and blocks whose class or id names a template part (share bars,
+"related", "most read", comment threads, cookie banners; see `chrome`), and counters'
+labels alone ("27 comments"). Which container wins is judged by its prose, the template
+parts it holds left out, so that a box that rotates does not change the choice. A page
+with no article is its main list of items. A CSS selector replaces the search.
 """
 
 from __future__ import annotations
@@ -35,6 +34,8 @@ from sitemapd.fingerprint.chrome import (
 )
 
 # BLOCKS is the drill's too: named here, where it has always been imported from.
+from sitemapd.fingerprint.listing import main_list
+from sitemapd.fingerprint.posts import posts
 from sitemapd.fingerprint.score import BLOCKS as BLOCKS
 from sitemapd.fingerprint.score import (
     loose_text,
@@ -67,11 +68,10 @@ _PARAGRAPHS = {"p", "pre", "td", "blockquote", "dd"}
 _SHARED = (*_PARAGRAPHS, "li", "h2", "h3", "h4")
 # Containers whose own loose text counts as a paragraph of theirs.
 _LOOSE = {"div", "article", "section", "main", "center"}
-# A page's main list of items: children with a link each, and its link text.
-_LIST_ITEMS = 5
-_MIN_LIST_TEXT = 200
 # Main content with less text than this is not found: the page is fingerprinted whole.
 _MIN_MAIN = 140
+# Main content below which a page not declaring itself an article is its list too.
+_LIST_PAGE_PROSE = 280
 # Paragraph scores go to five generations of ancestors, less with each (readability.js).
 _DIVIDERS = (1, 2, 6, 9, 12)
 # Candidates compared with the best, how close they must score, and how many must share
@@ -119,11 +119,14 @@ def describe(element: Element) -> str:
     return name + "".join("." + c for c in classes[:3])
 
 
-def main_content(body: Element, select: Callable[[Element], list[Element]] | None) -> Extract:
+def main_content(
+    body: Element, select: Callable[[Element], list[Element]] | None, article: bool = False
+) -> Extract:
     """Return the main content of `body` (a cleaned document body).
 
     With `select` (an operator's selector), its outermost matches are the main content;
-    when it matches nothing the page falls back to the whole body.
+    when it matches nothing the page falls back to the whole body. A page with little
+    prose that does not declare itself an `article` is also its main list of items.
     """
     sizes = Sizes(body)
     if select is not None:
@@ -134,7 +137,7 @@ def main_content(body: Element, select: Callable[[Element], list[Element]] | Non
     top = _best_container(body, sizes)
     if top is None:
         return _without_article(body, sizes)
-    extract = _finish(_with_siblings(top, sizes), sizes)
+    extract = _finish(posts(top, sizes) or _with_siblings(top, sizes), sizes)
     kept = sum(sizes.text[e] for e in extract.main) - sum(
         sizes.text[e] for e in extract.dropped if _inside_any(e, extract.main)
     )
@@ -146,41 +149,38 @@ def main_content(body: Element, select: Callable[[Element], list[Element]] | Non
             extract.dropped.update(template_parts(stray, sizes, stray))
         order = {element: n for n, element in enumerate(sizes.elements)}
         extract.main = sorted([*extract.main, *strays], key=order.__getitem__)
+    if not article and kept < _LIST_PAGE_PROSE:
+        _add_list(extract, body, sizes)
     return extract
+
+
+def _add_list(extract: Extract, body: Element, sizes: Sizes) -> None:
+    """Add the page's main list of items to `extract`, its links kept: a home or section
+    page whose one teaser scored as an article says what its list says."""
+    listing = main_list(body, sizes)
+    # A list in a block left out stays out; one holding the main content is a wrapper.
+    if (
+        listing is None
+        or any(inside(listing, e) for e in extract.dropped)
+        or any(_inside_any(root, [listing]) for root in extract.main)
+    ):
+        return
+    if not _inside_any(listing, extract.main):
+        order = {element: n for n, element in enumerate(sizes.elements)}
+        extract.main = sorted([*extract.main, listing], key=order.__getitem__)
+    extract.dropped = {e: w for e, w in extract.dropped.items() if not _inside_any(e, [listing])}
+    extract.dropped.update(template_parts(listing, sizes, listing, lists=False))
 
 
 def _without_article(body: Element, sizes: Sizes) -> Extract:
     """Return the main content of a page with no article: its main list of items (a
     home, section, tag or author page lists links), else the whole body less its
     template parts, as a fallback."""
-    listing = _main_list(body, sizes)
+    listing = main_list(body, sizes)
     if listing is not None:
         dropped = template_parts(listing, sizes, listing, lists=False)
         return Extract([listing], fallback=False, dropped=dropped)
     return Extract([body], fallback=True, dropped=template_parts(body, sizes, body))
-
-
-def _main_list(body: Element, sizes: Sizes) -> Element | None:
-    """Return the page's list of items: the block of most link text among those of
-    `_LIST_ITEMS` or more like children with a link each, in no template part."""
-    best, most = None, _MIN_LIST_TEXT - 1
-    for element in sizes.elements:
-        links = sizes.links[element]
-        if links <= most or len(element) < _LIST_ITEMS:
-            continue
-        tags: dict[object, int] = {}
-        for child in element:
-            if child.tag == "a" or next(child.iter("a"), None) is not None:
-                tags[child.tag] = tags.get(child.tag, 0) + 1
-        if not tags or max(tags.values()) < _LIST_ITEMS:
-            continue
-        if any(
-            template_reason(e, sizes, 1 << 62, lists=False)
-            for e in (element, *element.iterancestors())
-        ):
-            continue
-        best, most = element, links
-    return best
 
 
 def _strays(body: Element, sizes: Sizes, main: list[Element]) -> list[Element]:
