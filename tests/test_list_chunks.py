@@ -280,6 +280,19 @@ def test_a_chunk_of_dated_lines_parses_as_line_by_line(
     assert fast == slow
 
 
+@pytest.mark.parametrize("digits", ["\u0662\u0660\u0662\u0664", "\uff12\uff10\uff12\uff14"])
+def test_a_datetime_in_digits_of_another_script_is_refused_as_line_by_line(digits: str) -> None:
+    # Arabic-Indic and fullwidth digits are digits to a `str` pattern's `\d`, but not to
+    # the datetime rules: the fast paths took such a line as canonical and published it.
+    parser = listchunks.LineParser("list", URLPolicy(Origin("https", "example.com")))
+    odd = f"{ROOT}a\t{digits}-01-02T03:04:05+00:00"
+    for lines in ([odd], [line(1, 7), odd], [line(1, 7), f"{ROOT}b", odd]):
+        data = "".join(f"{text}\n" for text in lines).encode()
+        parsed = parser.parse(data, 1, len(lines))
+        assert parsed == parser._line_by_line(data, 1)
+        assert [reject.item for reject in parsed.rejects] == [f"{ROOT}a"]
+
+
 def test_a_chunk_of_canonical_dated_lines_comes_as_columns() -> None:
     parser = listchunks.LineParser("list", URLPolicy(Origin("https", "example.com")))
     lines = [line(n, n * 7) for n in range(50)]

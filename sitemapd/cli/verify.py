@@ -33,7 +33,7 @@ from sitemapd.render.sitemapfile import NS, CountingReader, entries, open_sitema
 from sitemapd.status import problems
 from sitemapd.status import report as status
 
-_LASTMOD = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\Z")
+_LASTMOD = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\Z", re.ASCII)
 _SHOWN = 20  # problems of one kind listed per file before summarising
 # Findings that break no rule (a valid lastmod in another form than sitemapd writes) start
 # with this; they do not make `verify` fail.

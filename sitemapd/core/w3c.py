@@ -12,8 +12,8 @@ import time
 from datetime import UTC, datetime
 from functools import lru_cache
 
-_CANONICAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\Z")
-_DATE_ONLY = re.compile(r"\d{4}-\d\d-\d\d\Z")
+_CANONICAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\Z", re.ASCII)
+_DATE_ONLY = re.compile(r"\d{4}-\d\d-\d\d\Z", re.ASCII)
 
 
 def format_epoch(seconds: float) -> str:

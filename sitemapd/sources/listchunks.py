@@ -267,11 +267,13 @@ class LineParser:
         # through that the full rules would change is `_DOUBTFUL`.
         path = MAX_URL_LENGTH - len(policy.origin.root)
         url = rf"{root}[A-Za-z0-9\-._~!$&'()*+,;=:@/?%]{{0,{path}}}"
-        self._canonical = re.compile(rf"^({url})(?:\t({_STAMP}))?\r?$", re.MULTILINE)
+        # ASCII: a `str` pattern's `\d` takes the digits of every script, which the
+        # datetime rules refuse.
+        self._canonical = re.compile(rf"^({url})(?:\t({_STAMP}))?\r?$", re.MULTILINE | re.ASCII)
         # Every line canonical with a datetime, `\n`-ended (nearly every chunk of an
         # export): matched whole and split into columns, in four fifths of the time
         # `findall` and taking its pairs apart take.
-        self._stamped = re.compile(rf"(?:{url}\t{_STAMP}\n)*")
+        self._stamped = re.compile(rf"(?:{url}\t{_STAMP}\n)*", re.ASCII)
 
     def parse(self, data: bytes, first_line: int, count: int) -> Parsed:
         """Return the lines of a chunk of `count` line ends starting at line `first_line`."""
