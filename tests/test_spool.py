@@ -147,6 +147,26 @@ def test_entries_a_parse_worker_formatted_are_those_the_ledger_renders(
     assert first == rendered_by_the_ledger(site)
 
 
+def test_a_worker_chunk_whose_entries_are_not_their_sizes_is_published_whole(
+    site: Site, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The chunk pattern's `\d` takes a datetime with a digit of another script (two bytes
+    # in UTF-8): the entries of its chunk are longer than their sizes, by which a shard
+    # that ends within the chunk was cut, mid-entry, and published so.
+    monkeypatch.setattr(listworker, "_ELSEWHERE", 0)
+    monkeypatch.setattr(listworker, "_HEAD", 0)
+    lines = [f"https://example.com/s/{n}\t2020-01-01T00:00:00+00:00" for n in range(3000)]
+    lines[50] = "https://example.com/s/50\t2020-01-1\u0665T00:00:00+00:00"
+    listed(site, lines)
+    build_here(site, caplog)
+    first = published_bytes(site.out)
+    assert first["sitemap-1.xml"].endswith(
+        b"/s/299</loc><lastmod>2020-01-01T00:00:00+00:00</lastmod></url>\n</urlset>\n"
+    )
+    assert caplog.text.count(SPOOLED) > 0
+    assert first == rendered_by_the_ledger(site)
+
+
 def test_a_url_listed_twice_is_rendered_by_the_ledger(site: Site) -> None:
     lines = varied(700)
     lines.insert(650, lines[10].split("\t")[0] + "\t2025-01-01T00:00:00+00:00")
