@@ -194,13 +194,15 @@ def _rendered(lines: ListLines) -> Rendered | None:
     if not lines or "" in lines.stamps:
         return None
     locs, stamps = lines.locs, lines.stamps
-    entries = plain_entries(zip(locs, stamps, strict=True)).encode()
+    text = plain_entries(zip(locs, stamps, strict=True))
     sizes = entry_sizes(locs)
     # A first load cuts the entries where a shard ends by these sizes, which count a
-    # datetime as 25 bytes: the chunk pattern's `\d` also takes other digits than ASCII,
-    # more bytes apiece. (No entry is smaller than its size: the sums differ for any.)
-    if len(entries) != sum(sizes):
+    # datetime as 25 ASCII bytes. Not all are: the chunk pattern's `\d` takes digits of
+    # other scripts too (more bytes each), and `w3c.parse` writes a year before 1000 in
+    # fewer digits. ASCII alone, no entry is longer than its size: equal sums, all equal.
+    if not text.isascii() or len(text) != sum(sizes):
         return None
+    entries = text.encode()
     # A list's URL has no content hash: its fingerprint is its datetime.
     return Rendered(entries, manifest_lines(locs, stamps, stamps).encode(), max(stamps), sizes)
 
