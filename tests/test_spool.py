@@ -147,6 +147,36 @@ def test_entries_a_parse_worker_formatted_are_those_the_ledger_renders(
     assert first == rendered_by_the_ledger(site)
 
 
+@pytest.mark.parametrize(
+    ("stamp", "lastmod"),
+    [
+        # Taken as it is by the chunk pattern's `\d`: a digit of two bytes.
+        ("2020-01-1\u0665T00:00:00+00:00", "2020-01-1\u0665T00:00:00+00:00"),
+        # Given back by `w3c.parse` a digit short.
+        ("0150-06-01T00:00:00Z", "150-06-01T00:00:00+00:00"),
+    ],
+)
+def test_a_worker_chunk_whose_entries_are_not_their_sizes_is_published_whole(
+    site: Site,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    stamp: str,
+    lastmod: str,
+) -> None:
+    # Sizes count a datetime as 25 ASCII bytes, which a few that the rules let through
+    # are not: a chunk holding one was cut mid-entry where a shard ends within it.
+    monkeypatch.setattr(listworker, "_ELSEWHERE", 0)
+    monkeypatch.setattr(listworker, "_HEAD", 0)
+    lines = [f"https://example.com/s/{n}\t2020-01-01T00:00:00+00:00" for n in range(3000)]
+    lines[50] = f"https://example.com/s/50\t{stamp}"
+    listed(site, lines)
+    build_here(site, caplog)
+    first = published_bytes(site.out)
+    assert f"/s/50</loc><lastmod>{lastmod}<".encode() in first["sitemap-1.xml"]
+    assert caplog.text.count(SPOOLED) > 0
+    assert first == rendered_by_the_ledger(site)
+
+
 def test_a_url_listed_twice_is_rendered_by_the_ledger(site: Site) -> None:
     lines = varied(700)
     lines.insert(650, lines[10].split("\t")[0] + "\t2025-01-01T00:00:00+00:00")
