@@ -117,13 +117,27 @@ def test_globs(patterns: list[str], matches: list[str], misses: list[str]) -> No
         ("2026-11-20T10:00:00Z", "2026-11-20T10:00:00+00:00"),
         ("2026-11-20T10:00:00.123+02:00", "2026-11-20T08:00:00+00:00"),
         ("2026-11-20T10:00+01:00", "2026-11-20T09:00:00+00:00"),
+        # Four digits of year whatever the year: string order is time order.
+        ("0150-06-01T00:00:00Z", "0150-06-01T00:00:00+00:00"),
+        ("0999-12-31T23:00:00-05:00", "1000-01-01T04:00:00+00:00"),
     ],
 )
 def test_w3c_datetimes(value: str, canonical: str) -> None:
     assert w3c.parse(value) == canonical
 
 
-@pytest.mark.parametrize("value", ["yesterday", "2026-11-20T10:00:00", "2026-13-01"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "yesterday",
+        "2026-11-20T10:00:00",
+        "2026-13-01",
+        # In range as written, out of it in UTC: refused, not an OverflowError.
+        "9999-12-31T23:00:00-05:00",
+        "0001-01-01T00:00:00+01:00",
+        "\u0662\u0660\u0662\u0664-01-02",
+    ],
+)
 def test_bad_w3c_datetimes(value: str) -> None:
     with pytest.raises(ValueError):  # noqa: PT011 - the message varies by cause
         w3c.parse(value)

@@ -52,7 +52,12 @@ def parse(value: str, assume_utc: bool = False) -> str:
         parsed = parsed.replace(tzinfo=UTC)
     if parsed.tzinfo is None:
         raise ValueError(f"datetime without a time zone: {value!r}")
-    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    try:
+        utc = parsed.astimezone(UTC)
+    except OverflowError as exc:  # its zone moves it before year 1 or past 9999
+        raise ValueError(f"datetime out of range in UTC: {value!r}") from exc
+    # Not strftime: its "%Y" writes a year before 1000 in fewer than four digits.
+    return utc.replace(microsecond=0).isoformat()
 
 
 def to_epoch(canonical: str) -> float:
