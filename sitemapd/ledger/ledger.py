@@ -237,7 +237,7 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         was read in full (here, or by an earlier apply of the same run: `complete_before`),
         URLs still owned by a source no longer in it (renamed or removed) are gone too.
         A `guard` holds the removals of its sources that take too much at once, and the
-        cursors of a held source, so that it is read again in full.
+        cursors of a held source or one found empty, so that it is read again in full.
         """
         guard = guard or RemovalGuard()
         spooled: dict[int, SpooledShard] = {}
@@ -247,7 +247,11 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
                 run.start(complete)
                 run.consume(items)
                 run.finish(complete, configured, complete_before)
-                kept_back = guard.held_cursors(run.changes.held)
+                # Read again in full next time: a held removal, or a source found empty
+                # (an outage is told by every build until it ends, not by the first alone).
+                kept_back = guard.cursors_of(
+                    [hold.source for hold in run.changes.held] + run.changes.empty_scans
+                )
                 self.conn.executemany(
                     "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
                     sorted(i for i in (cursors or {}).items() if i[0] not in kept_back),

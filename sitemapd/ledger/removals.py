@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,9 +60,9 @@ class RemovalGuard:
     # Seconds over which a source's removals add up (0: each scan alone).
     window: float = 600.0
 
-    def held_cursors(self, held: list[Hold]) -> set[str]:
-        """Return the cursor names of the `held` sources."""
-        return {name for hold in held for name in self.sources.get(hold.source, ())}
+    def cursors_of(self, sources: Iterable[str]) -> set[str]:
+        """Return the cursor names of `sources`."""
+        return {name for source in sources for name in self.sources.get(source, ())}
 
 
 @dataclass(frozen=True, slots=True)
