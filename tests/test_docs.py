@@ -252,7 +252,8 @@ def test_commands_named_in_sentences_are_real_with_real_options() -> None:
 
 def test_the_command_table_lists_every_command_with_real_options() -> None:
     rows = re.findall(r"^\| `([a-z-]+)([^`]*)` \|", (DOCS / "commands.md").read_text(), re.M)
-    assert {name for name, _ in rows} == set(main.commands)
+    # Commands load when asked for: `main.commands` holds those some test already ran.
+    assert {name for name, _ in rows} == set(main.list_commands(click.Context(main)))
     for name, usage in rows:
         # `verify [--partition FILE]...`: the options a usage line offers, all given; a
         # number's placeholder (`--pages N`) given a number.
