@@ -54,12 +54,21 @@ class ListLines(Sequence[tuple[str, str]]):
     def only(self, keep: Callable[[str], bool]) -> ListLines:
         """Return the lines whose URL `keep` accepts; what was rendered stays only when
         that is every line."""
+        return self.split(keep)[0]
+
+    def split(self, keep: Callable[[str], bool]) -> tuple[ListLines, ListLines]:
+        """Return the lines whose URL `keep` accepts and the others, asking it once a
+        line; what was rendered stays only with all of them."""
         kept = [keep(loc) for loc in self.locs]
         if all(kept):
-            return self
+            return self, ListLines([], [])
+        return self._where(kept, True), self._where(kept, False)
+
+    def _where(self, kept: list[bool], value: bool) -> ListLines:
+        """Return the lines whose entry in `kept` is `value`."""
         return ListLines(
-            [loc for loc, ok in zip(self.locs, kept, strict=True) if ok],
-            [stamp for stamp, ok in zip(self.stamps, kept, strict=True) if ok],
+            [loc for loc, ok in zip(self.locs, kept, strict=True) if ok is value],
+            [stamp for stamp, ok in zip(self.stamps, kept, strict=True) if ok is value],
         )
 
     def __len__(self) -> int:

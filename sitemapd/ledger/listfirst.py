@@ -70,12 +70,9 @@ class FirstLoad:
         (before,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
         columns = ListLines.of(lines)
         if self.run.robots.fingerprint != "none":
-            allows = self.run.robots.allows
-            allowed = columns.only(allows)
-            if len(allowed) < len(columns):
-                excluded = columns.only(lambda loc: not allows(loc))
+            columns, excluded = columns.split(self.run.robots.allows)
+            if excluded:
                 self._insert(source_id, None, ROBOTS_REASON, _Rows.of(excluded, self.run.now))
-                columns = allowed
         if columns:
             self._insert_live(source_id, _Rows.of(columns, self.run.now))
         # Written now, not held: ten million URLs take 80 MB of ids. Each line's row took
