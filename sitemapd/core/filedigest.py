@@ -4,14 +4,17 @@ a file to be hashed."""
 
 from __future__ import annotations
 
-import mmap
 import os
 import stat
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-# Bytes hashed, then handed back, at a time (clean file pages count as resident until
-# then: a 10M-line list is 800 MB).
+from sitemapd.core.fileread import BLOCK, FileBytes
+
+if TYPE_CHECKING:
+    from xxhash import xxh3_128
+
+# Bytes of a piece, each with its own digest.
 _PIECE = 8 << 20
 
 
@@ -28,45 +31,41 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO | None:
 
 
 def file_digest(handle: BinaryIO) -> str:
-    """Return the xxh3-128 of the bytes of the open file `handle`, in hex; raises OSError."""
+    """Return the xxh3-128 of the bytes of the open file `handle`, in hex; raises OSError
+    (FileShrank when the file is cut short meanwhile)."""
     # Loaded here: a build that finds its lists as noted hashes none.
     import xxhash
 
     hasher = xxhash.xxh3_128()
-    for piece in _pieces(handle):
-        hasher.update(piece)
+    size = os.fstat(handle.fileno()).st_size
+    read = FileBytes(handle.fileno(), size)
+    try:
+        _feed(hasher, read, 0, size)
+    finally:
+        read.close()
     return hasher.hexdigest()
 
 
 def piece_digests(handle: BinaryIO, skip: int = 0) -> Iterator[str]:
     """Yield the xxh3-128 in hex of each 8 MiB piece of the open file `handle` in turn
     (one, of no bytes, for an empty file), the first `skip` left out (not read); raises
-    OSError."""
+    OSError (FileShrank when the file is cut short meanwhile)."""
     import xxhash
 
-    empty = True
-    for piece in _pieces(handle, skip * _PIECE):
-        empty = False
-        yield xxhash.xxh3_128_hexdigest(piece)
-    if empty and not skip:
-        yield xxhash.xxh3_128_hexdigest(b"")
-
-
-def _pieces(handle: BinaryIO, first: int = 0) -> Iterator[memoryview]:
-    """Yield the bytes of the open file `handle` from offset `first` in pieces of
-    `_PIECE`, each handed back once the next is asked for; raises OSError."""
     size = os.fstat(handle.fileno()).st_size
-    if size <= first:
-        return
-    with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as whole:
-        view = memoryview(whole)
-        try:
-            for start in range(first, size, _PIECE):
-                piece = view[start : start + _PIECE]
-                try:
-                    yield piece
-                finally:
-                    piece.release()  # else the view cannot be released
-                whole.madvise(mmap.MADV_DONTNEED, start, min(_PIECE, size - start))
-        finally:
-            view.release()
+    if size == 0 and not skip:
+        yield xxhash.xxh3_128_hexdigest(b"")
+    read = FileBytes(handle.fileno(), size)
+    try:
+        for start in range(skip * _PIECE, size, _PIECE):
+            hasher = xxhash.xxh3_128()
+            _feed(hasher, read, start, min(size, start + _PIECE))
+            yield hasher.hexdigest()
+    finally:
+        read.close()
+
+
+def _feed(hasher: xxh3_128, read: FileBytes, start: int, end: int) -> None:
+    """Feed bytes `start` to `end` of `read` to `hasher`; raises FileShrank."""
+    for at in range(start, end, BLOCK):
+        hasher.update(read.view(at, min(end, at + BLOCK)))

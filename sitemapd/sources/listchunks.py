@@ -18,7 +18,7 @@ datetime is matched whole, and its URLs and datetimes split apart as columns.
 
 from __future__ import annotations
 
-import mmap
+import contextlib
 import re
 from collections.abc import Container, Generator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 import xxhash
 
 from sitemapd.core import w3c
+from sitemapd.core.fileread import FileBytes
 from sitemapd.core.listlines import ListLines
 from sitemapd.core.observation import Rejected
 from sitemapd.core.urls import MAX_URL_LENGTH, URLPolicy
@@ -41,8 +42,6 @@ _AVERAGE = 65536
 _LARGEST = 4 * _AVERAGE
 _CDC: FastCDC | None = None  # loaded by the first cut
 _SHOWN = 200  # characters of a bad line kept in logs and status
-# Bytes after which pages already read are handed back (a 10M-line list is 800 MB).
-_RELEASE = 8 << 20
 # A canonical UTC datetime that is a real instant, day by month; February 29th (real in
 # leap years only) and year 0 are left to the full rules.
 _STAMP = (
@@ -82,12 +81,8 @@ def cut(handle: BinaryIO, counts: Mapping[bytes, int] | None = None) -> Iterator
     size = _size(handle)
     if size == 0:
         return
-    with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as whole:
-        view = memoryview(whole)
-        try:
-            yield from _cut_from(_File(whole, view, size, counts or {}), 0, 1, 0, ())
-        finally:
-            view.release()
+    with _File.of(handle, size, counts) as file:
+        yield from _cut_from(file, 0, 1, 0, ())
 
 
 def recut(
@@ -104,12 +99,8 @@ def recut(
     if size == 0 or not known:
         yield from cut(handle, counts)
         return
-    with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as whole:
-        view = memoryview(whole)
-        try:
-            yield from _recut(_File(whole, view, size, counts or {}), known, verified)
-        finally:
-            view.release()
+    with _File.of(handle, size, counts) as file:
+        yield from _recut(file, known, verified)
 
 
 def matching(handle: BinaryIO, known: Sequence[Place]) -> int:
@@ -119,19 +110,13 @@ def matching(handle: BinaryIO, known: Sequence[Place]) -> int:
     size = _size(handle)
     if not known or size != known[-1].end:
         return 0
-    with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as whole:
-        view = memoryview(whole)
-        try:
-            file = _File(whole, view, size, {})
-            start = released = 0
-            for index, place in enumerate(known):
-                if not file.matches(start, place.end, place.digest):
-                    return index
-                start = place.end
-                released = file.release(released, start)
-            return len(known)
-        finally:
-            view.release()
+    with _File.of(handle, size, None) as file:
+        start = 0
+        for index, place in enumerate(known):
+            if not file.matches(start, place.end, place.digest):
+                return index
+            start = place.end
+        return len(known)
 
 
 def _size(handle: BinaryIO) -> int:
@@ -140,12 +125,21 @@ def _size(handle: BinaryIO) -> int:
 
 
 class _File(NamedTuple):
-    """A list file mapped for one cut, and the line ends of the chunks known by digest."""
+    """A list file read for one cut, and the line ends of the chunks known by digest."""
 
-    whole: mmap.mmap
-    view: memoryview
+    read: FileBytes
     size: int
     counts: Mapping[bytes, int]
+
+    @classmethod
+    @contextlib.contextmanager
+    def of(cls, handle: BinaryIO, size: int, counts: Mapping[bytes, int] | None) -> Iterator[_File]:
+        """Yield the first `size` bytes of the open file `handle` to be cut."""
+        read = FileBytes(handle.fileno(), size)
+        try:
+            yield cls(read, size, counts or {})
+        finally:
+            read.close()
 
     def chunk(self, pos: int, start: int, line: int, end: int, digest: bytes) -> Chunk:
         """Return the chunk of bytes `start` to `end`, its bytes copied out unless its
@@ -153,23 +147,17 @@ class _File(NamedTuple):
         count = self.counts.get(digest)
         data = b""
         if count is None:
-            data = self.whole[start:end]
+            data = self.read.view(start, end).tobytes()
             count = data.count(b"\n")
         return Chunk(pos, start, line, digest, data, count, end)
 
     def matches(self, start: int, end: int, digest: bytes) -> bool:
         """True when bytes `start` to `end` have `digest`."""
-        return end <= self.size and xxhash.xxh3_128_digest(self.view[start:end]) == digest
+        return end <= self.size and xxhash.xxh3_128_digest(self.read.view(start, end)) == digest
 
-    def release(self, start: int, end: int) -> int:
-        """Hand back the pages of bytes `start` to `end` once they make `_RELEASE`
-        bytes (clean file pages count as resident until then); return the start of
-        those not handed back."""
-        page = start & ~(mmap.PAGESIZE - 1)
-        if end - page < _RELEASE:
-            return page
-        self.whole.madvise(mmap.MADV_DONTNEED, page, end - page & ~(mmap.PAGESIZE - 1))
-        return end & ~(mmap.PAGESIZE - 1)
+    def digest(self, start: int, end: int) -> bytes:
+        """Return the digest of bytes `start` to `end`."""
+        return xxhash.xxh3_128_digest(self.read.view(start, end))
 
 
 def _cut_from(
@@ -180,18 +168,17 @@ def _cut_from(
 
     Each chunk is cut from its own start (FastCDC restarted there): where a chunk starts
     and its bytes decide where it ends, so that a re-read can cut from any known start."""
-    whole, view, size = file.whole, file.view, file.size
-    released = start
+    size = file.size
     while start < size and start not in stop:
-        piece = next(iter(_cutter().cut_buf(view[start:])))
+        window = file.read.view(start, min(size, start + _largest()))
+        piece = next(iter(_cutter().cut_buf(window)))
         cut_at = start + piece.length
         if cut_at < size:
-            newline = whole.find(b"\n", cut_at - 1)
+            newline = file.read.find_line_end(cut_at - 1)
             cut_at = size if newline < 0 else newline + 1
-        chunk = file.chunk(pos, start, line, cut_at, xxhash.xxh3_128_digest(view[start:cut_at]))
+        chunk = file.chunk(pos, start, line, cut_at, file.digest(start, cut_at))
         yield chunk
         pos, line, start = pos + 1, line + chunk.lines, cut_at
-        released = file.release(released, start)
     return pos, line, start
 
 
@@ -219,7 +206,7 @@ def _recut(file: _File, known: Sequence[Place], verified: int) -> Iterator[Chunk
     starts = [0, *(place.end for place in known[:-1])]
     # The head: known chunks whose bytes are the same. Where a chunk ends depends on where
     # the file ends only when that is within FastCDC's largest chunk of its start.
-    pos, line, start, released = 0, 1, 0, 0
+    pos, line, start = 0, 1, 0
     for place in known:
         near_end = min(size, old) - start <= _largest() and size != old
         if pos >= verified and (near_end or not file.matches(start, place.end, place.digest)):
@@ -227,20 +214,15 @@ def _recut(file: _File, known: Sequence[Place], verified: int) -> Iterator[Chunk
         chunk = file.chunk(pos, start, line, place.end, place.digest)
         yield chunk
         pos, line, start = pos + 1, line + chunk.lines, place.end
-        released = file.release(released, start)
     # The tail: known chunks whose bytes end the file the same way, by their new start.
     # Cut from one of these starts, the rest of the file cuts as it did.
     shift = size - old
     tail: dict[int, int] = {}
-    hashed = size
     for index in range(len(known) - 1, pos - 1, -1):
         moved = starts[index] + shift
         if moved < start or not file.matches(moved, known[index].end + shift, known[index].digest):
             break
         tail[moved] = index
-        if hashed - moved >= _RELEASE:
-            file.release(moved, hashed)
-            hashed = moved
     pos, line, start = yield from _cut_from(file, start, line, pos, tail)
     for index in range(tail[start], len(known)) if start in tail else ():
         end = known[index].end + shift

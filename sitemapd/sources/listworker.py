@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from typing import IO, BinaryIO, NamedTuple
 
 from sitemapd.core import lifeline
+from sitemapd.core.fileread import FileShrank
 from sitemapd.core.listlines import ListLines, Rendered
 from sitemapd.render.sitemap import entry_sizes, manifest_lines, plain_entries
 from sitemapd.sources.base import log
@@ -213,3 +214,5 @@ if __name__ == "__main__":
         _work(int(sys.argv[1]), int(sys.argv[3]), pickle.load(sys.stdin.buffer), sys.stdout.buffer)
     except BrokenPipeError:
         os._exit(1)  # the reader stopped early: nothing to tell it
+    except FileShrank:
+        os._exit(1)  # the reader, cutting the rest itself, finds the list cut short too

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from sitemapd.config.sources import UrlListSource
 from sitemapd.core.filedigest import file_digest, open_regular
+from sitemapd.core.fileread import FileShrank
 from sitemapd.core.observation import Item, ListChunk, file_key
 from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import SourceError
@@ -64,6 +65,9 @@ def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
             _log_chunks(source, changed, size)
             return Scan(source.name, iter(changed), True, state)
         digest = file_digest(handle)
+    except FileShrank as exc:
+        handle.close()
+        raise _changed(source) from exc
     except OSError as exc:
         handle.close()
         raise SourceError(f"{source.name}: cannot read {source.path} ({exc.strerror})") from exc
@@ -124,10 +128,15 @@ def _check_key(source: UrlListSource, key: str) -> None:
     except OSError:
         unchanged = False
     if not unchanged:
-        raise SourceError(
-            f"{source.name}: {source.path} changed while being read; it will be read "
-            "again (write the list to a temporary file and rename it into place)"
-        )
+        raise _changed(source)
+
+
+def _changed(source: UrlListSource) -> SourceError:
+    """Return the error of a list rewritten in place while it was read."""
+    return SourceError(
+        f"{source.name}: {source.path} changed while being read; it will be read "
+        "again (write the list to a temporary file and rename it into place)"
+    )
 
 
 def _items(source: UrlListSource, policy: URLPolicy, handle: BinaryIO, key: str) -> Iterator[Item]:
@@ -138,6 +147,8 @@ def _items(source: UrlListSource, policy: URLPolicy, handle: BinaryIO, key: str)
     try:
         yield from _every_chunk(source, LineParser(source.name, policy), handle)
         _check_key(source, key)
+    except FileShrank as exc:
+        raise _changed(source) from exc
     finally:
         handle.close()
 

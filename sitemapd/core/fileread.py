@@ -1,0 +1,74 @@
+"""A file's bytes read by offset into one reused buffer, never mapped.
+
+A mapped file that another process truncates kills the reader: touching a page past the
+new end raises SIGBUS, which Python cannot catch. URL lists are often rewritten in place
+(`>` in a shell, an export that truncates first) while a build reads them, so the bytes
+are copied with `preadv` instead: a file that shrinks gives a short read, `FileShrank`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+# Bytes read at a time: a hundred system calls for a million-line list, little memory
+# (a 10M-line list is 800 MB), and an eighth of it read twice at most where a 256 KiB
+# chunk being cut runs past its end.
+BLOCK = 2 << 20
+
+
+class FileShrank(OSError):
+    """The file ended before the bytes asked for: it was truncated while being read."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(errno.ENODATA, f"cut short while being read (it had {size} bytes)")
+
+
+class FileBytes:
+    """The first `size` bytes of an open file (its size when opened), by offset."""
+
+    def __init__(self, fd: int, size: int, block: int = BLOCK) -> None:
+        self.fd = fd
+        self.size = size
+        self._buffer = bytearray(min(block, size))
+        self._view = memoryview(self._buffer)
+        self._start = 0
+        self._end = 0  # the buffer holds bytes `_start` to `_end`
+
+    def view(self, start: int, end: int) -> memoryview:
+        """Return bytes `start` to `end` (at most `size`), valid until the next call;
+        raises FileShrank (an OSError) when the file no longer holds them."""
+        if start < self._start or end > self._end:
+            self._fill(start, end)
+        return self._view[start - self._start : end - self._start]
+
+    def find_line_end(self, at: int) -> int:
+        """Return the offset of the first `\\n` at or after `at`, or -1 when none is
+        before `size`; raises FileShrank."""
+        while at < self.size:
+            if not self._start <= at < self._end:
+                self._fill(at, at + 1)
+            found = self._buffer.find(b"\n", at - self._start, self._end - self._start)
+            if found >= 0:
+                return self._start + found
+            at = self._end
+        return -1
+
+    def close(self) -> None:
+        """Release the buffer."""
+        self._view.release()
+
+    def _fill(self, start: int, end: int) -> None:
+        """Read a buffer's worth around bytes `start` to `end`: onwards from `start`,
+        or back from `end` when reading backwards (a file's tail, chunk by chunk)."""
+        if end - start > len(self._buffer):
+            self._view.release()
+            self._buffer = bytearray(end - start)
+            self._view = memoryview(self._buffer)
+        length = min(len(self._buffer), self.size)
+        first = start if start >= self._start else max(0, end - length)
+        first = min(first, self.size - length)
+        read = os.preadv(self.fd, [self._view[:length]], first)
+        self._start, self._end = first, first + read
+        if read < end - first:
+            raise FileShrank(self.size)
