@@ -1,14 +1,14 @@
-"""The digest of a whole file's bytes (what tells a `touch` from a change), or of each of
-its pieces in turn (which tells a change at its first changed piece), and the opening of
-a file to be hashed."""
+"""The digest of a whole file's bytes (what tells a `touch` from a change), the chunks of a
+file's last read found unchanged in it (which tells a change at its first changed chunk),
+and the opening of a file to be hashed."""
 
 from __future__ import annotations
 
 import mmap
 import os
 import stat
-from collections.abc import Iterator
-from typing import BinaryIO
+from collections.abc import Iterator, Sequence
+from typing import BinaryIO, NamedTuple
 
 # Bytes hashed, then handed back, at a time (clean file pages count as resident until
 # then: a 10M-line list is 800 MB).
@@ -38,30 +38,72 @@ def file_digest(handle: BinaryIO) -> str:
     return hasher.hexdigest()
 
 
-def piece_digests(handle: BinaryIO, skip: int = 0) -> Iterator[str]:
-    """Yield the xxh3-128 in hex of each 8 MiB piece of the open file `handle` in turn
-    (one, of no bytes, for an empty file), the first `skip` left out (not read); raises
-    OSError."""
+class Place(NamedTuple):
+    """A chunk of a file's last read: its bytes' digest and the offset after them."""
+
+    digest: bytes
+    end: int
+
+
+# What `matching` found, by the status of the file it hashed (device, inode, size, mtime,
+# ctime): a file not written since holds the same bytes (its ctime would have moved), and
+# a build's early check and its scan ask the same of the same list. A few files' worth.
+_FOUND: dict[tuple[int, ...], tuple[list[Place], int]] = {}
+_KEPT = 8
+
+
+def matching(handle: BinaryIO, known: Sequence[Place]) -> int:
+    """Return how many of the chunks `known` of the file's last read start the open file
+    `handle` with the same bytes, hashed in place up to the first that differs: all of
+    them when the file is as it was; none when its size changed. Asked again of a file
+    not written since, it answers without hashing. Raises OSError."""
+    st = os.fstat(handle.fileno())
+    if not known or st.st_size != known[-1].end:
+        return 0
+    status = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    found = _FOUND.get(status)
+    if found is not None and found[0] == known:
+        return found[1]
+    count = _matching(handle, known, st.st_size)
+    # Written while it was hashed, the file has another status: this one is not asked for.
+    if len(_FOUND) >= _KEPT:
+        del _FOUND[next(iter(_FOUND))]
+    _FOUND[status] = (list(known), count)
+    return count
+
+
+def _matching(handle: BinaryIO, known: Sequence[Place], size: int) -> int:
+    """Return how many of `known` start the file of `size` bytes with the same bytes."""
     import xxhash
 
-    empty = True
-    for piece in _pieces(handle, skip * _PIECE):
-        empty = False
-        yield xxhash.xxh3_128_hexdigest(piece)
-    if empty and not skip:
-        yield xxhash.xxh3_128_hexdigest(b"")
+    with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as whole:
+        view = memoryview(whole)
+        try:
+            start = released = 0
+            for index, place in enumerate(known):
+                if xxhash.xxh3_128_digest(view[start : place.end]) != place.digest:
+                    return index
+                start = place.end
+                # Pages hashed are handed back by `_PIECE` (a 10M-line list is 800 MB).
+                if start - released >= _PIECE:
+                    length = (start - released) & ~(mmap.PAGESIZE - 1)
+                    whole.madvise(mmap.MADV_DONTNEED, released, length)
+                    released += length
+            return len(known)
+        finally:
+            view.release()
 
 
-def _pieces(handle: BinaryIO, first: int = 0) -> Iterator[memoryview]:
-    """Yield the bytes of the open file `handle` from offset `first` in pieces of
-    `_PIECE`, each handed back once the next is asked for; raises OSError."""
+def _pieces(handle: BinaryIO) -> Iterator[memoryview]:
+    """Yield the bytes of the open file `handle` in pieces of `_PIECE`, each handed back
+    once the next is asked for; raises OSError."""
     size = os.fstat(handle.fileno()).st_size
-    if size <= first:
+    if size == 0:
         return
     with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as whole:
         view = memoryview(whole)
         try:
-            for start in range(first, size, _PIECE):
+            for start in range(0, size, _PIECE):
                 piece = view[start : start + _PIECE]
                 try:
                     yield piece
