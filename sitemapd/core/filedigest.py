@@ -46,9 +46,10 @@ class Place(NamedTuple):
 
 
 # What `matching` found, by the status of the file it hashed (device, inode, size, mtime,
-# ctime): a file not written since holds the same bytes (its ctime would have moved), and
-# a build's early check and its scan ask the same of the same list. A few files' worth.
-_FOUND: dict[tuple[int, ...], tuple[list[Place], int]] = {}
+# ctime) and the digest of the chunks it was given: a file not written since holds the
+# same bytes (its ctime would have moved), and a build's early check and its scan ask the
+# same of the same list. A few files' worth.
+_FOUND: dict[tuple[int, ...], tuple[bytes, int]] = {}
 _KEPT = 8
 
 
@@ -57,18 +58,21 @@ def matching(handle: BinaryIO, known: Sequence[Place]) -> int:
     `handle` with the same bytes, hashed in place up to the first that differs: all of
     them when the file is as it was; none when its size changed. Asked again of a file
     not written since, it answers without hashing. Raises OSError."""
+    import xxhash
+
     st = os.fstat(handle.fileno())
     if not known or st.st_size != known[-1].end:
         return 0
     status = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    asked = xxhash.xxh3_128_digest(b"".join(p.digest + p.end.to_bytes(8, "little") for p in known))
     found = _FOUND.get(status)
-    if found is not None and found[0] == known:
+    if found is not None and found[0] == asked:
         return found[1]
     count = _matching(handle, known, st.st_size)
     # Written while it was hashed, the file has another status: this one is not asked for.
     if len(_FOUND) >= _KEPT:
         del _FOUND[next(iter(_FOUND))]
-    _FOUND[status] = (list(known), count)
+    _FOUND[status] = (asked, count)
     return count
 
 
