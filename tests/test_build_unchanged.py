@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -370,3 +371,21 @@ def test_a_note_of_an_earlier_release_or_damaged_builds_in_full(chunked: ListSit
         assert not chunked.early(), noted
         assert chunked.early()
         assert snapshot(chunked.out) == before
+
+
+def test_chunks_recorded_without_their_ends_get_them_at_the_next_read(
+    chunked: ListSite,
+) -> None:
+    """Chunks recorded by a release before their ends were cannot be checked in place:
+    the note says so, a touched list builds in full, and that build's read records the
+    same chunks with their ends, which the next note holds."""
+    with sqlite3.connect(chunked.state / "ledger.sqlite3") as conn:
+        conn.execute("UPDATE list_chunks SET end_byte = NULL")
+    conn.close()
+    assert not chunked.early()  # the ledger changed
+    assert _noted(chunked)[1] == ["-"]
+    os.utime(chunked.list, ns=(1, 1))
+    assert not chunked.early()
+    assert _noted(chunked)[1][0].startswith("c")
+    os.utime(chunked.list, ns=(2, 2))
+    assert chunked.early()

@@ -59,7 +59,9 @@ def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
             _check_key(source, key)
             digests = [item.digest for item in changed if isinstance(item, ListChunk)]
             state = {cursor: f"{key} {_chunks_digest(digests)}"}
-            if _same_chunks(changed, known):
+            # Chunks recorded before their ends were are recorded again, with them: the
+            # next read (and a quiet build's note) can then hash them in place.
+            if _same_chunks(changed, known) and all(chunk.end is not None for chunk in known):
                 return Scan(source.name, iter(()), complete=False, cursors=state)
             _log_chunks(source, changed, size)
             return Scan(source.name, iter(changed), True, state)
