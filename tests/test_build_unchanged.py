@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -107,7 +108,7 @@ def test_a_list_replaced_while_the_build_ran_is_read_again(listed: ListSite) -> 
     """The note holds the lists' status from before the build read them: a list replaced
     between the read and the note is not taken as read."""
     cfg = config.load(listed.config)
-    published_names = (listed.state / unchanged.NOTE).read_text().split("\n")[2].split()[1:]
+    published_names, chunks = _noted(listed)
     with StateLock(listed.state):
         read = unchanged.inputs(cfg)
     replaced = listed.list.with_suffix(".new")
@@ -116,36 +117,34 @@ def test_a_list_replaced_while_the_build_ran_is_read_again(listed: ListSite) -> 
     )
     replaced.replace(listed.list)
     with StateLock(listed.state):
-        unchanged.note(cfg, published_names, read, unchanged.hash_lists(cfg, read))
+        unchanged.note(cfg, published_names, read, chunks)
         assert not unchanged.as_noted(cfg)
     assert not listed.early()
     assert "https://example.com/a/late.html" in published(listed.out)
 
 
-def test_a_list_replaced_after_it_was_hashed_is_not_noted_with_those_bytes(
+def test_a_list_replaced_after_the_build_read_it_is_not_noted_with_its_chunks(
     listed: ListSite,
 ) -> None:
-    """The lists are hashed as the build starts: one replaced before the build read it,
-    then put back, must not be taken for the list the build published."""
+    """The note takes the list's chunks from the ledger after the build: a list replaced
+    after the build read it, then put back, must not be taken for the list published."""
     cfg = config.load(listed.config)
-    published_names = (listed.state / unchanged.NOTE).read_text().split("\n")[2].split()[1:]
+    published_names, chunks = _noted(listed)
     original = listed.list.read_bytes()
     with StateLock(listed.state):
         read = unchanged.inputs(cfg)
-        hashed = unchanged.hash_lists(cfg, read)
-        assert hashed is not None
-        hashed.result()
-    # Replaced after the hash: the build would read and publish these bytes.
+    # Replaced after the build read it: the chunks recorded are not these bytes'.
     replaced = listed.list.with_suffix(".new")
     replaced.write_bytes(original + b"https://example.com/a/late.html\n")
     replaced.replace(listed.list)
     with StateLock(listed.state):
-        unchanged.note(cfg, published_names, read, hashed)
-    # Put back: the bytes hashed, but not those published.
+        unchanged.note(cfg, published_names, read, chunks)
+    # Put back: the bytes read, but not the status noted.
     replaced.write_bytes(original)
     replaced.replace(listed.list)
     with StateLock(listed.state):
         assert not unchanged.as_noted(cfg)
+    assert "chunks -" in (listed.state / unchanged.NOTE).read_text()
 
 
 def test_a_list_that_becomes_a_fifo_fails_the_build_at_once(listed: ListSite) -> None:
@@ -297,51 +296,98 @@ def test_sites_that_move_with_the_clock_or_pages_always_build_in_full(
     assert not (site.state / "quiet-build").exists()
 
 
-def test_a_list_of_several_pieces_is_told_changed_in_any_of_them(tmp_path: Path) -> None:
-    """The note holds a digest of each 8 MiB piece of a list: a same-size edit in any
-    piece, a piece more or less, tells a change; the same bytes, touched, do not."""
-    path = tmp_path / "urls.txt"
-    line = b"https://example.com/a/0000000.html\t2026-01-01T00:00:00+00:00\n"
-    body = line * (20 * (1 << 20) // len(line))  # three pieces, the last one short
-    path.write_bytes(body)
-    status = unchanged._lines([path])[0]
-    noted = unchanged._digest_as(path, status)
-    assert len(noted.split(",")) == 3
-    os.utime(path, ns=(1, 1))
-    assert unchanged._same_bytes(path, unchanged._lines([path])[0], noted)
-    for at in (0, 9 << 20, len(body) - 3):
-        edited = bytearray(body)
-        edited[at : at + 1] = b"9" if edited[at : at + 1] != b"9" else b"8"
-        path.write_bytes(bytes(edited))
-        assert not unchanged._same_bytes(path, unchanged._lines([path])[0], noted)
-    for other in (body + line, body[: 16 << 20], b""):
-        path.write_bytes(other)
-        assert not unchanged._same_bytes(path, unchanged._lines([path])[0], noted)
-    path.write_bytes(body)
-    assert unchanged._same_bytes(path, unchanged._lines([path])[0], noted)
-    assert not unchanged._same_bytes(path, "moved", noted)
-    assert not unchanged._same_bytes(path, unchanged._lines([path])[0], "-")
+def _noted(site: ListSite) -> tuple[list[str], list[str]]:
+    """Return the published files and the lists' chunks of `site`'s note."""
+    lines = (site.state / unchanged.NOTE).read_text().split("\n")
+    assert lines[4].startswith("chunks ")
+    return lines[2].split()[1:], lines[4].split()[1:]
 
 
-def test_a_changed_list_is_noted_on_from_its_first_changed_piece(tmp_path: Path) -> None:
-    """The early check hands the pieces it found as noted to the note of the build that
-    follows, which hashes the list on from the first changed one: to the digests of the
-    whole list hashed anew. Pieces found under another status are not used."""
-    path = tmp_path / "urls.txt"
-    line = b"https://example.com/a/0000000.html\t2026-01-01T00:00:00+00:00\n"
-    body = bytearray(line * (20 * (1 << 20) // len(line)))  # three pieces
-    path.write_bytes(body)
-    noted = unchanged._digest_as(path, unchanged._lines([path])[0])
-    body[(9 << 20) + 5] = ord("9")  # in the second piece
-    path.write_bytes(body)
-    status = unchanged._lines([path])[0]
-    head: list[str] = []
-    assert not unchanged._same_bytes(path, status, noted, head)
-    assert head == noted.split(",")[:1]
-    whole = unchanged._digest_as(path, status)
-    assert whole.split(",")[0] == head[0]
-    assert whole != noted
-    assert unchanged._digest_as(path, status, (status, head)) == whole
-    # The pieces given are taken as they are, not read again; under another status, not.
-    assert unchanged._digest_as(path, status, (status, ["x"])).split(",")[0] == "x"
-    assert unchanged._digest_as(path, status, ("moved", ["x"])) == whole
+def _line(n: int, month: int = 1) -> str:
+    return f"https://example.com/a/{n}.html\t2026-{month:02d}-01T00:00:00+00:00\n"
+
+
+@pytest.fixture
+def chunked(tmp_path: Path) -> ListSite:
+    """A built site whose list (6,000 lines, 370 KB) is several chunks."""
+    site = ListSite(tmp_path)
+    site.configure(sitemap="max_urls = 2000")
+    site.list.write_text("".join(_line(n) for n in range(6_000)))
+    site.build()
+    return site
+
+
+def test_a_list_of_several_chunks_is_told_changed_in_any_of_them(chunked: ListSite) -> None:
+    """The note holds the list's chunks as the ledger records them: a same-size edit in
+    any of them is read, its mtime kept or not; the same bytes touched are not."""
+    chunks = _noted(chunked)[1][0].removeprefix("c").split(",")
+    assert len(chunks) >= 4
+    assert int(chunks[-1].partition(":")[0]) == chunked.list.stat().st_size
+    for n, keep_mtime in ((0, True), (3_000, False), (5_999, True)):
+        st = chunked.list.stat()
+        text = chunked.list.read_text().replace(_line(n), _line(n, 7))
+        chunked.list.write_text(text)  # in place: the same inode and size
+        if keep_mtime:
+            os.utime(chunked.list, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert not chunked.early()
+        assert published(chunked.out)[f"https://example.com/a/{n}.html"].startswith("2026-07-01")
+        os.utime(chunked.list, ns=(1, 1))
+        assert chunked.early()  # the chunks noted are those of the bytes read
+
+
+def test_a_list_shorter_or_longer_than_its_chunks_is_read(chunked: ListSite) -> None:
+    """A list cut short of its last chunk's end, or grown past it, is read."""
+    text = chunked.list.read_text()
+    last = "https://example.com/a/5999.html"
+    chunked.list.write_text(text.removesuffix(_line(5_999)))  # in place, shorter
+    assert not chunked.early()
+    assert last not in published(chunked.out)
+    assert chunked.early()
+    chunked.list.write_text(text)
+    assert not chunked.early()
+    assert last in published(chunked.out)
+    assert chunked.early()
+
+
+def test_a_note_of_an_earlier_release_or_damaged_builds_in_full(chunked: ListSite) -> None:
+    """A note that holds the digests of 8 MiB pieces (earlier releases), or chunks that
+    cannot be read or do not match, runs the whole build, which changes nothing and notes
+    anew."""
+    note = chunked.state / unchanged.NOTE
+    lines = note.read_text().split("\n")
+    chunks = lines[4].removeprefix("chunks c").split(",")
+    end, _, digest = chunks[1].partition(":")
+    other = f"{end}:{'0' * 32 if digest != '0' * 32 else '1' * 32}"
+    before = snapshot(chunked.out)
+    for noted in (
+        "digests 4f0e7bd3d1c1aeb3b7f1f5d0e8e7c1a2",  # an earlier release's
+        "chunks c0:zz",
+        "chunks -",
+        "chunks c" + ",".join(chunks[:-1]),  # short of the file's end
+        "chunks c" + ",".join([chunks[0], other, *chunks[2:]]),  # a chunk that differs
+    ):
+        note.write_text("\n".join([*lines[:4], noted, *lines[5:]]))
+        os.utime(chunked.list, ns=(1, 1))  # the list's status moved: its chunks tell
+        assert not chunked.early(), noted
+        assert chunked.early()
+        assert snapshot(chunked.out) == before
+
+
+def test_chunks_recorded_without_their_ends_get_them_at_the_next_read(
+    chunked: ListSite,
+) -> None:
+    """Chunks recorded by a release before their ends were cannot be checked in place:
+    the note says so, a touched list builds in full, and that build's read records the
+    same chunks with their ends, which the next note holds."""
+    with sqlite3.connect(chunked.state / "ledger.sqlite3") as conn:
+        conn.execute("UPDATE list_chunks SET end_byte = NULL")
+    conn.close()
+    before = snapshot(chunked.out)
+    assert not chunked.early()  # the ledger changed
+    assert _noted(chunked)[1] == ["-"]
+    os.utime(chunked.list, ns=(1, 1))
+    assert not chunked.early()
+    assert _noted(chunked)[1][0].startswith("c")
+    assert snapshot(chunked.out) == before
+    os.utime(chunked.list, ns=(2, 2))
+    assert chunked.early()

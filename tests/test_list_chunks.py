@@ -15,9 +15,9 @@ import os
 import random
 import sqlite3
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pytest
 from conftest import Site, snapshot, write_atomic
@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from pyfastcdc import FastCDC
 
 from sitemapd.config import load
+from sitemapd.core import filedigest
 from sitemapd.core.listlines import ListLines
 from sitemapd.core.observation import Item
 from sitemapd.core.urls import Origin, URLPolicy
@@ -346,7 +347,7 @@ def test_a_recut_from_the_known_chunks_equals_a_whole_cut(
         path = Path(tmp) / "urls.txt"
         path.write_text("".join(f"{text}\n" for text in lines))
         with path.open("rb") as handle:
-            known = [listchunks.Place(c.digest, c.end) for c in listchunks.cut(handle)]
+            known = [filedigest.Place(c.digest, c.end) for c in listchunks.cut(handle)]
         for op in ops:
             edit(lines, op)
         path.write_text("".join(f"{text}\n" for text in lines))
@@ -367,7 +368,7 @@ def test_a_recut_hashes_the_unchanged_chunks_and_cuts_only_the_changed_stretch(
     path = tmp_path / "urls.txt"
     path.write_text("".join(f"{text}\n" for text in lines))
     with path.open("rb") as handle:
-        known = [listchunks.Place(c.digest, c.end) for c in listchunks.cut(handle)]
+        known = [filedigest.Place(c.digest, c.end) for c in listchunks.cut(handle)]
     lines[1_500] = line(1_500, 9_999)
     path.write_text("".join(f"{text}\n" for text in lines))
     pieces = 0
@@ -386,3 +387,41 @@ def test_a_recut_hashes_the_unchanged_chunks_and_cuts_only_the_changed_stretch(
         chunks = list(listchunks.recut(handle, known))
     assert len(chunks) > 300
     assert 1 <= pieces <= 3  # the changed chunk, and the one or two after it
+
+
+def test_the_chunks_found_unchanged_are_known_until_the_file_is_written(
+    tiny_chunks: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build's early check and its scan ask `matching` the same of the same list: the
+    second is answered without hashing while the file's status (ctime included) stays,
+    and not once the file is written."""
+    lines = [line(n, n) for n in range(3_000)]
+    path = tmp_path / "urls.txt"
+    path.write_text("".join(f"{text}\n" for text in lines))
+    with path.open("rb") as handle:
+        known = [filedigest.Place(c.digest, c.end) for c in listchunks.cut(handle)]
+    assert len(known) > 3
+    lines[1_500] = line(1_500, 9_999)  # the same size
+    path.write_text("".join(f"{text}\n" for text in lines))
+    hashed = 0
+    hashing = filedigest._matching
+
+    def counted(handle: BinaryIO, places: Sequence[filedigest.Place], size: int) -> int:
+        nonlocal hashed
+        hashed += 1
+        return hashing(handle, places, size)
+
+    monkeypatch.setattr(filedigest, "_matching", counted)
+
+    def found() -> int:
+        with path.open("rb") as handle:
+            return filedigest.matching(handle, known)
+
+    first = found()
+    assert 0 < first < len(known)
+    assert (found(), hashed) == (first, 1)
+    with path.open("rb") as handle:  # other chunks: hashed
+        assert filedigest.matching(handle, [*known[:-1], known[-1]._replace(digest=b"x")])
+    assert hashed == 2
+    path.write_bytes(path.read_bytes())  # the same bytes, written: its ctime moves
+    assert (found(), hashed) == (first, 3)

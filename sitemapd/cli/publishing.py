@@ -81,24 +81,22 @@ def build(config_path: Path, confirm_removal: bool, dry_run: bool, as_json: bool
     if dry_run:
         _print_dry_run(cfg, as_json, confirm_removal)
         return
-    heads: unchanged.Heads = {}
-    if not confirm_removal and _unchanged(cfg, heads):
+    if not confirm_removal and _unchanged(cfg):
         return
     try:
-        _build(cfg, lambda engine: None, confirm_removal, heads)
+        _build(cfg, lambda engine: None, confirm_removal)
     except LockError:
         if not confirm_removal:
             raise
         _confirm_to_daemon(cfg)
 
 
-def _unchanged(cfg: config.Config, heads: unchanged.Heads) -> bool:
+def _unchanged(cfg: config.Config) -> bool:
     """True, having printed the build's summary, when nothing changed since the last build
-    and it ended quiet (see unchanged.py; else `heads` gets what it found as noted of a
-    changed list); raises LockError as a build does."""
+    and it ended quiet (see unchanged.py); raises LockError as a build does."""
     started = time.perf_counter()
     with StateLock(cfg.site.state_dir):
-        if not unchanged.as_noted(cfg, heads):
+        if not unchanged.as_noted(cfg):
             return False
     log.debug("nothing changed since the last build, which ended quiet: nothing to do")
     click.echo(_summary(0, 0, 0, 0, 0, 0, 0, time.perf_counter() - started))
@@ -142,18 +140,14 @@ def _build(
     cfg: config.Config,
     first: Callable[[Engine], None],
     confirm: bool = False,
-    heads: unchanged.Heads | None = None,
 ) -> None:
     """Under the state lock, run `first` on the engine, then build, notify and print the
-    summary; exit 1 when a source failed or a removal is held. `heads`: what the early
-    check found as noted of a changed list (its note is hashed on from there)."""
+    summary; exit 1 when a source failed or a removal is held."""
     from sitemapd.publish import ownership
     from sitemapd.status import problems
 
     with StateLock(cfg.site.state_dir), unchanged.hearing() as heard:
         read = unchanged.inputs(cfg)
-        # Hashed while the build runs, on another core: the note of a quiet build needs it.
-        digests = unchanged.hash_lists(cfg, read, heads)
         with opened_engine(cfg) as engine, progress_bar(cfg) as bar:
             ownership.claim(cfg, engine.ledger.published)
             first(engine)
@@ -166,10 +160,11 @@ def _build(
             warnings = problems.canonical_elsewhere(engine.ledger.conn, cfg.site.origin.root)
             unmatched = problems.seeded_count(engine.ledger.conn)
             published = engine.ledger.published_names()
+            chunks = unchanged.recorded(cfg, engine.ledger)
         said = heard.said or warnings or unmatched or undelivered or result.failed
         if not (said or result.held or result.unreadable):
             # Nothing to say: the next build finds nothing to do unless something changes.
-            unchanged.note(cfg, published, read, digests)
+            unchanged.note(cfg, published, read, chunks)
     for line in warnings:
         click.echo(f"sitemapd: warning: {line}", err=True)
     changes, report = result.changes, result.report

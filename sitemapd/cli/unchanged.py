@@ -6,12 +6,16 @@ next build's outcome rests on: the configuration as loaded, and the status (inod
 mode, mtime and ctime; through a symlink too) of each URL list and of robots.txt as they
 were before the build read them, of the output folder, its manifest folder and every
 published file, of the state folder's files (the ledger among them) and of the files of
-the sitemapd modules the build ran, as the build left them. The next
-build, holding the state lock, compares: when all of it is as noted, a full build would
-find every list unread (its key is its cursor's), every published file intact and
-nothing to write or say, so it ends there. Anything else (a list touched, a file edited
-or added, another configuration, other code) runs the full build, which notes the state
-it leaves. Every command that opens the ledger to write deletes the note first.
+the sitemapd modules the build ran, as the build left them; and each list's chunks as the
+ledger records them (where each ends, its bytes' digest). The next build, holding the
+state lock, compares: when all of it is as noted, a full build would find every list
+unread (its key is its cursor's), every published file intact and nothing to write or
+say, so it ends there. A list whose status alone moved is hashed in place by those
+chunks: the same bytes (a `touch`) are noted anew; at the first chunk that differs the
+full build runs, and its scan takes the chunks found unchanged from `filedigest.matching`
+rather than hashing them again. Anything else (a file edited or added, another
+configuration, other code) runs the full build, which notes the state it leaves. Every
+command that opens the ledger to write deletes the note first.
 
 Only sites whose builds rest on nothing else take part: URL lists only, a local output
 folder, no partition, no news sitemap, feeds or notifications (those move with the clock
@@ -32,12 +36,13 @@ from typing import TYPE_CHECKING
 import sitemapd
 from sitemapd import __version__
 from sitemapd.config import Config, UrlListSource
-from sitemapd.core.filedigest import open_regular, piece_digests
+from sitemapd.core.filedigest import Place, matching, open_regular
 from sitemapd.ledger.lock import StateLock
 from sitemapd.publish.manifestfile import manifest_name
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
+    from sitemapd.ledger.ledger import Ledger
+    from sitemapd.ledger.lists import KnownChunk
 
 log = logging.getLogger("sitemapd.build")
 # Where this sitemapd's modules are.
@@ -84,15 +89,9 @@ def hearing() -> Iterator[Heard]:
         logger.removeHandler(heard)
 
 
-# The pieces of a list the early check found as noted before one that was not: its status
-# then, and their digests (a build that follows hashes them no more for its note).
-Heads = dict[Path, tuple[str, list[str]]]
-
-
-def as_noted(cfg: Config, heads: Heads | None = None) -> bool:
+def as_noted(cfg: Config) -> bool:
     """True when the last build of `cfg` was quiet and nothing it rests on changed since;
-    a list touched since (its status moved, its bytes did not) is noted anew. Else
-    `heads` gets the pieces found as noted of a list that changed.
+    a list touched since (its status moved, its bytes did not) is noted anew.
 
     Call it holding the state lock."""
     if not eligible(cfg):
@@ -102,25 +101,21 @@ def as_noted(cfg: Config, heads: Heads | None = None) -> bool:
     except (OSError, UnicodeDecodeError):
         return False
     lines = noted.split("\n")
-    head = ("published ", "code ", "digests ")
+    # A note of releases that hashed lists by 8 MiB pieces says `digests`: not read.
+    head = ("published ", "code ", "chunks ")
     if len(lines) < 6 or not all(lines[n].startswith(word) for n, word in enumerate(head, 2)):
         return False
-    published, code, digests = (lines[n].split()[1:] for n in (2, 3, 4))
+    published, code, chunks = (lines[n].split()[1:] for n in (2, 3, 4))
     try:
         now = inputs(cfg)
         then = lines[5 : 5 + len(now)]
         # One pass over what the build left: all of it as noted, the inputs as they were.
-        if len(then) != len(now) or _state(cfg, published, code, digests, then) != noted:
+        if len(then) != len(now) or _state(cfg, published, code, chunks, then) != noted:
             return False
         moved = [n for n, (line, was) in enumerate(zip(now, then, strict=True)) if line != was]
         lists = _lists(cfg)
         for n in moved:
-            if n >= min(len(lists), len(digests)):
-                return False
-            same: list[str] = []
-            if not _same_bytes(lists[n], now[n], digests[n], same):
-                if heads is not None:
-                    heads[lists[n]] = (now[n], same)
+            if n >= min(len(lists), len(chunks)) or not _same_bytes(lists[n], now[n], chunks[n]):
                 return False
         if moved:
             lines[5 : 5 + len(now)] = now
@@ -141,54 +136,52 @@ def inputs(cfg: Config) -> list[str]:
     return _lines(paths)
 
 
-def hash_lists(
-    cfg: Config, read: list[str], heads: Heads | None = None
-) -> Future[list[str]] | None:
-    """Start hashing the URL lists of `cfg`, whose status `read` gave (see `inputs`), on
-    a thread of its own while the build runs, for `note`; None when `cfg` is not noted.
-    A list whose status is not `read`'s, or that cannot be read, has the digest "-". The
-    pieces `heads` knows of a list whose status is still the one it gives are not read."""
+def recorded(cfg: Config, ledger: Ledger) -> list[str] | None:
+    """Return the chunks `ledger` records of each URL list of `cfg`, as the note holds
+    them (see `_chunks`), for `note`; None when `cfg` is not noted."""
     if not eligible(cfg):
         return None
-    # Loaded by a full build only (whose engine needs it too), not by one that ends early.
-    from concurrent.futures import ThreadPoolExecutor
-
-    hashing = ThreadPoolExecutor(1, thread_name_prefix="list-digests")
-    try:
-        return hashing.submit(_digests, _lists(cfg), read, heads or {})
-    finally:
-        hashing.shutdown(wait=False)
+    return [_chunks(ledger.list_chunks(source.name)) for source in _sources(cfg)]
 
 
-def _digests(lists: list[Path], read: list[str], heads: Heads) -> list[str]:
-    """Return the digest of each of `lists` whose status is still `read`'s, else "-"."""
+def _chunks(known: list[KnownChunk]) -> str:
+    """Return `c` and, joined by commas, where each of the chunks `known` ends and its
+    digest (`end:hex`); "-" when the ledger recorded them without their ends."""
+    if any(chunk.end is None for chunk in known):
+        return "-"
+    return "c" + ",".join(f"{chunk.end}:{chunk.digest.hex()}" for chunk in known)
+
+
+def _places(chunks: str) -> list[Place] | None:
+    """Return the chunks of a list as `_chunks` gave them; None when it gave none."""
+    if not chunks.startswith("c"):
+        return None
     try:
         return [
-            _digest_as(path, line, heads.get(path)) for path, line in zip(lists, read, strict=False)
+            Place(bytes.fromhex(digest), int(end))
+            for end, _, digest in (item.partition(":") for item in chunks[1:].split(",") if item)
         ]
-    except OSError:
-        return ["-"] * len(lists)
+    except ValueError:
+        return None
 
 
-def note(
-    cfg: Config, published: Iterable[str], read: list[str], digests: Future[list[str]] | None
-) -> None:
+def note(cfg: Config, published: Iterable[str], read: list[str], chunks: list[str] | None) -> None:
     """Note the state a quiet build of `cfg` left, whose published files are `published`
     and whose inputs were `read` (as `inputs` gave them before the build read them), the
-    lists' bytes those of `digests` (from `hash_lists`).
+    lists' chunks those the ledger recorded after the build (`recorded`).
 
     Call it holding the state lock, the ledger closed."""
-    if digests is None:
+    if chunks is None:
         return
-    lists = _lists(cfg)
-    # Hashed as the build started: a list replaced since may hold other bytes than those
-    # hashed, which the build may have read. Its status now tells.
-    hashed = [
-        digest if before == after else "-"
-        for digest, before, after in zip(digests.result(), read, _lines(lists), strict=False)
+    # The chunks are those of the bytes the build read, or of an earlier read when the
+    # list's key was its cursor's: the bytes of status `read` unless the list was written
+    # since (its ctime moved), which its status now tells.
+    kept = [
+        known if before == after else "-"
+        for known, before, after in zip(chunks, read, _lines(_lists(cfg)), strict=False)
     ]
     try:
-        text = _state(cfg, sorted(published), _code(), hashed, read)
+        text = _state(cfg, sorted(published), _code(), kept, read)
     except OSError as exc:  # the build itself is done: the next one runs in full
         log.debug("cannot note the quiet build (%s)", exc)
         return
@@ -228,10 +221,10 @@ def _code() -> list[str]:
 
 
 def _state(
-    cfg: Config, published: list[str], code: list[str], digests: list[str], read: list[str]
+    cfg: Config, published: list[str], code: list[str], chunks: list[str], read: list[str]
 ) -> str:
     """Return the text of the note of `cfg` with files `published`, built by the modules
-    `code` from inputs `read` (the lists' bytes of `digests`), as the output and state
+    `code` from inputs `read` (the lists' bytes of `chunks`), as the output and state
     are now; raises OSError when the state folder cannot be listed."""
     out, state = cfg.site.output_dir, cfg.site.state_dir
     paths = [_PACKAGE / name for name in code]
@@ -246,56 +239,41 @@ def _state(
         repr(cfg),
         " ".join(["published", *published]),
         " ".join(["code", *code]),
-        " ".join(["digests", *digests]),
+        " ".join(["chunks", *chunks]),
         *read,
         *_lines(paths),
     ]
     return "\n".join(lines) + "\n"
 
 
+def _sources(cfg: Config) -> list[UrlListSource]:
+    """Return the URL lists of `cfg`."""
+    return [source for source in cfg.content_sources if isinstance(source, UrlListSource)]
+
+
 def _lists(cfg: Config) -> list[Path]:
     """Return the paths of the URL lists of `cfg`."""
-    return [source.path for source in cfg.content_sources if isinstance(source, UrlListSource)]
+    return [source.path for source in _sources(cfg)]
 
 
-def _digest_as(path: Path, line: str, head: tuple[str, list[str]] | None = None) -> str:
-    """Return the digests of the pieces of `path`, joined by commas, when its status is
-    still that of `line` (the bytes the build read), or "-". `head`: the status of `path`
-    and the digests of pieces that start it, not read again when that status is `line`
-    (the file was not written since: its ctime would have moved)."""
-    handle = open_regular(path)
-    if handle is None:  # refused by the build's scan too
-        return "-"
-    with handle:
-        if _lines([path])[0] != line:
-            return "-"
-        known = head[1] if head is not None and head[0] == line else []
-        digest = ",".join([*known, *piece_digests(handle, len(known))])
-    # Replaced or written while it was hashed: the bytes read are not known.
-    return digest if _lines([path])[0] == line else "-"
-
-
-def _same_bytes(path: Path, line: str, digest: str, head: list[str] | None = None) -> bool:
-    """True when `path`, whose status is `line` now, holds the bytes of `digest` (see
-    `_digest_as`). A changed list is told at its first changed piece: hashing it to its
-    end would only delay the build that reads it. `head` gets the digests of the pieces
-    found the same before it."""
-    if digest == "-":
+def _same_bytes(path: Path, line: str, chunks: str) -> bool:
+    """True when `path`, whose status is `line` now, holds the bytes of `chunks` (see
+    `_chunks`), hashed in place up to the first that differs."""
+    places = _places(chunks)
+    if places is None:
         return False
-    expected = iter(digest.split(","))
     handle = open_regular(path)
     if handle is None:
         return False
     with handle:
         if _lines([path])[0] != line:
             return False
-        for found in piece_digests(handle):
-            if found != next(expected, None):
-                return False
-            if head is not None:
-                head.append(found)
-    # Not one piece more, and not written while it was hashed.
-    return next(expected, None) is None and _lines([path])[0] == line
+        if places:
+            same = matching(handle, places) == len(places)
+        else:
+            same = os.fstat(handle.fileno()).st_size == 0
+    # Not written while it was hashed.
+    return same and _lines([path])[0] == line
 
 
 def _lines(paths: Iterable[Path]) -> list[str]:

@@ -1,21 +1,15 @@
-"""The digest of a whole file's bytes (what tells a `touch` from a change), or of each of
-its pieces in turn (which tells a change at its first changed piece), and the opening of
-a file to be hashed."""
+"""The digest of a whole file's bytes (what tells a `touch` from a change), the chunks of a
+file's last read found unchanged in it (which tells a change at its first changed chunk),
+and the opening of a file to be hashed. Files are read, never mapped (`fileread`)."""
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, BinaryIO
+from collections.abc import Sequence
+from typing import BinaryIO, NamedTuple
 
 from sitemapd.core.fileread import BLOCK, FileBytes
-
-if TYPE_CHECKING:
-    from xxhash import xxh3_128
-
-# Bytes of a piece, each with its own digest.
-_PIECE = 8 << 20
 
 
 def open_regular(path: str | os.PathLike[str]) -> BinaryIO | None:
@@ -40,32 +34,63 @@ def file_digest(handle: BinaryIO) -> str:
     size = os.fstat(handle.fileno()).st_size
     read = FileBytes(handle.fileno(), size)
     try:
-        _feed(hasher, read, 0, size)
+        for at in range(0, size, BLOCK):
+            hasher.update(read.view(at, min(size, at + BLOCK)))
     finally:
         read.close()
     return hasher.hexdigest()
 
 
-def piece_digests(handle: BinaryIO, skip: int = 0) -> Iterator[str]:
-    """Yield the xxh3-128 in hex of each 8 MiB piece of the open file `handle` in turn
-    (one, of no bytes, for an empty file), the first `skip` left out (not read); raises
-    OSError (FileShrank when the file is cut short meanwhile)."""
+class Place(NamedTuple):
+    """A chunk of a file's last read: its bytes' digest and the offset after them."""
+
+    digest: bytes
+    end: int
+
+
+# What `matching` found, by the status of the file it hashed (device, inode, size, mtime,
+# ctime) and the digest of the chunks it was given: a file not written since holds the
+# same bytes (its ctime would have moved), and a build's early check and its scan ask the
+# same of the same list. A few files' worth.
+_FOUND: dict[tuple[int, ...], tuple[bytes, int]] = {}
+_KEPT = 8
+
+
+def matching(handle: BinaryIO, known: Sequence[Place]) -> int:
+    """Return how many of the chunks `known` of the file's last read start the open file
+    `handle` with the same bytes, hashed in place up to the first that differs: all of
+    them when the file is as it was; none when its size changed. Asked again of a file
+    not written since, it answers without hashing. Raises OSError (FileShrank when the
+    file is cut short meanwhile)."""
     import xxhash
 
-    size = os.fstat(handle.fileno()).st_size
-    if size == 0 and not skip:
-        yield xxhash.xxh3_128_hexdigest(b"")
+    st = os.fstat(handle.fileno())
+    if not known or st.st_size != known[-1].end:
+        return 0
+    status = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    asked = xxhash.xxh3_128_digest(b"".join(p.digest + p.end.to_bytes(8, "little") for p in known))
+    found = _FOUND.get(status)
+    if found is not None and found[0] == asked:
+        return found[1]
+    count = _matching(handle, known, st.st_size)
+    # Written while it was hashed, the file has another status: this one is not asked for.
+    if len(_FOUND) >= _KEPT:
+        del _FOUND[next(iter(_FOUND))]
+    _FOUND[status] = (asked, count)
+    return count
+
+
+def _matching(handle: BinaryIO, known: Sequence[Place], size: int) -> int:
+    """Return how many of `known` start the file of `size` bytes with the same bytes."""
+    import xxhash
+
     read = FileBytes(handle.fileno(), size)
     try:
-        for start in range(skip * _PIECE, size, _PIECE):
-            hasher = xxhash.xxh3_128()
-            _feed(hasher, read, start, min(size, start + _PIECE))
-            yield hasher.hexdigest()
+        start = 0
+        for index, place in enumerate(known):
+            if xxhash.xxh3_128_digest(read.view(start, place.end)) != place.digest:
+                return index
+            start = place.end
+        return len(known)
     finally:
         read.close()
-
-
-def _feed(hasher: xxh3_128, read: FileBytes, start: int, end: int) -> None:
-    """Feed bytes `start` to `end` of `read` to `hasher`; raises FileShrank."""
-    for at in range(start, end, BLOCK):
-        hasher.update(read.view(at, min(end, at + BLOCK)))

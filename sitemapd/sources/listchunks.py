@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 import xxhash
 
 from sitemapd.core import w3c
+from sitemapd.core.filedigest import Place
 from sitemapd.core.fileread import FileBytes
 from sitemapd.core.listlines import ListLines
 from sitemapd.core.observation import Rejected
@@ -66,13 +67,6 @@ class Chunk(NamedTuple):
     end: int  # offset after its last byte
 
 
-class Place(NamedTuple):
-    """A chunk of the file's last read: its bytes' digest and the offset after them."""
-
-    digest: bytes
-    end: int
-
-
 def cut(handle: BinaryIO, counts: Mapping[bytes, int] | None = None) -> Iterator[Chunk]:
     """Yield the chunks of the open file `handle`, in order, each ending at a line end
     (the last at the end of the file). `counts` gives the line ends of chunks known by
@@ -93,30 +87,14 @@ def recut(
 ) -> Iterator[Chunk]:
     """Yield what `cut(handle, counts)` yields, given the chunks `known` of the file's last
     read: those whose bytes are unchanged at the head and at the tail of the file are
-    hashed in place (but the first `verified`, as `matching` found them), and only the
-    stretch between them is cut."""
+    hashed in place (but the first `verified`, as `filedigest.matching` found them), and
+    only the stretch between them is cut."""
     size = _size(handle)
     if size == 0 or not known:
         yield from cut(handle, counts)
         return
     with _File.of(handle, size, counts) as file:
         yield from _recut(file, known, verified)
-
-
-def matching(handle: BinaryIO, known: Sequence[Place]) -> int:
-    """Return how many of the chunks `known` of the file's last read start the open file
-    `handle` with the same bytes, hashed in place up to the first that differs: all of
-    them when the file is as it was; none when its size changed."""
-    size = _size(handle)
-    if not known or size != known[-1].end:
-        return 0
-    with _File.of(handle, size, None) as file:
-        start = 0
-        for index, place in enumerate(known):
-            if not file.matches(start, place.end, place.digest):
-                return index
-            start = place.end
-        return len(known)
 
 
 def _size(handle: BinaryIO) -> int:

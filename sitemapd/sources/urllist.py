@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
 from sitemapd.config.sources import UrlListSource
-from sitemapd.core.filedigest import file_digest, open_regular
+from sitemapd.core.filedigest import Place, file_digest, matching, open_regular
 from sitemapd.core.fileread import FileShrank
 from sitemapd.core.observation import Item, ListChunk, file_key
 from sitemapd.core.urls import URLPolicy
@@ -60,7 +60,9 @@ def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
             _check_key(source, key)
             digests = [item.digest for item in changed if isinstance(item, ListChunk)]
             state = {cursor: f"{key} {_chunks_digest(digests)}"}
-            if _same_chunks(changed, known):
+            # Chunks recorded before their ends were are recorded again, with them: the
+            # next read (and a quiet build's note) can then hash them in place.
+            if _same_chunks(changed, known) and all(chunk.end is not None for chunk in known):
                 return Scan(source.name, iter(()), complete=False, cursors=state)
             _log_chunks(source, changed, size)
             return Scan(source.name, iter(changed), True, state)
@@ -103,11 +105,10 @@ def _chunks_digest(digests: list[bytes]) -> str:
 
 
 def _matching(handle: BinaryIO, known: list[KnownChunk]) -> int:
-    """Return how many of the `known` chunks start the file unchanged (`matching`)."""
+    """Return how many of the `known` chunks start the file unchanged (`matching`: a
+    build's early check may have found it already, cli/unchanged.py)."""
     if not known or any(chunk.end is None for chunk in known):
         return 0
-    from sitemapd.sources.listchunks import Place, matching
-
     return matching(handle, [Place(chunk.digest, chunk.end or 0) for chunk in known])
 
 
@@ -181,7 +182,7 @@ def _changed_chunks(
     """Return the items of a re-read that parses only the chunks the ledger does not
     know (and those holding rejected lines, whose line numbers may have moved); None
     when the whole file must be read."""
-    from sitemapd.sources.listchunks import LineParser, Place, cut, recut
+    from sitemapd.sources.listchunks import LineParser, cut, recut
 
     parser: LineParser | None = None  # compiled for the first chunk parsed
 
