@@ -10,14 +10,18 @@ import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import feedparser
 import pytest
 from conftest import Site, page
 from endpoints import Endpoint
 
+from sitemapd.cli.correct import forget
 from sitemapd.core import w3c
 from sitemapd.core.observation import Observation
+from sitemapd.ledger import history
+from sitemapd.ledger.journal import count_between, first_seq_since
 from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.model import RobotsRules
 from sitemapd.ledger.shards import Limits
@@ -87,9 +91,10 @@ def first_build(site: Site, at: Clock) -> None:
     site.build()
 
 
-def as_rows_of_an_earlier_release(site: Site) -> None:
-    """Rewrite the ledger's first-load runs as the row a URL that earlier releases wrote."""
-    with sqlite3.connect(site.state / "ledger.sqlite3") as conn:
+def as_rows_of_an_earlier_release(path: Path) -> None:
+    """Rewrite the first-load runs of the ledger at `path` as the row a URL that earlier
+    releases wrote."""
+    with sqlite3.connect(path) as conn:
         conn.execute(
             "INSERT INTO journal (seq, url_id, kind, at) SELECT r.seq + u.id - r.first_id, "
             "u.id, 'new', r.at FROM journal_runs r JOIN urls u "
@@ -111,7 +116,7 @@ def test_a_first_build_is_each_urls_first_seen_and_the_newest_changes(
 ) -> None:
     first_build(site, at)
     if rows:
-        as_rows_of_an_earlier_release(site)
+        as_rows_of_an_earlier_release(site.state / "ledger.sqlite3")
     assert journal_lines(site, "p4") == [f"  {T} new: first seen in its source"]
     assert journal_lines(site, "p3") == []  # never in the sitemaps
     assert newest(site) == FIRST
@@ -210,3 +215,45 @@ def test_a_first_load_journals_each_live_url_once_in_id_order(tmp_path: Path, ga
     assert ledger.last_seq() == len(live)
     assert ledger.cursor("journal_baseline") == str(len(live))
     ledger.close()
+
+
+def _answers(path: Path) -> list[Any]:
+    """Return what every journal reader answers from the ledger at `path`."""
+    ledger = Ledger(path, Limits(50_000, 52_428_800))
+    conn = ledger.conn
+    last = ledger.last_seq()
+    states = [history.url_state(conn, loc) for (loc,) in conn.execute("SELECT loc FROM urls")]
+    seqs = range(last + 2)
+    found = [
+        last,
+        [list(ledger.recent_changes(after)) for after in seqs],
+        [ledger.changed_urls(a, b, n) for a in seqs for b in seqs for n in (1, 3, 100)],
+        [count_between(conn, a, b) for a in seqs for b in seqs],
+        [first_seq_since(conn, at, last) for at in (T, hours(0.5), hours(1), hours(2))],
+        [history.changes(conn, state, n) for state in states for n in (1, 10) if state],
+        _changes(conn),
+    ]
+    ledger.close()
+    return found
+
+
+def test_every_reader_answers_alike_from_runs_and_from_rows(tmp_path: Path) -> None:
+    """A ledger whose first load wrote runs, and the same ledger with them rewritten as
+    the rows of an earlier release, after a `forget` within a run and later changes."""
+    excluded = {f"{ORIGIN}{n}.html" for n in (3, 4, 11)}
+    robots = RobotsRules("some", lambda loc: loc not in excluded)
+    path = tmp_path / "runs.sqlite3"
+    ledger = Ledger(path, Limits(50_000, 52_428_800))
+    observations = _observations(20)
+    ledger.apply(observations, robots=robots, now=T)
+    forget(ledger, f"{ORIGIN}7.html")  # within the second run
+    edited = observations[14]._replace(content_hash="edited")
+    ledger.apply([edited, *_observations(22)[20:]], robots=robots, now=hours(1))
+    (runs,) = ledger.conn.execute("SELECT count(*) FROM journal_runs").fetchone()
+    assert runs == 4  # 0-2, 5-6, 8-10 and 12-18 (19 is a row)
+    ledger.close()
+    rows = tmp_path / "rows.sqlite3"
+    with sqlite3.connect(path) as source, sqlite3.connect(rows) as copy:
+        source.backup(copy)
+    as_rows_of_an_earlier_release(rows)
+    assert _answers(path) == _answers(rows)

@@ -122,7 +122,8 @@ def count_between(conn: sqlite3.Connection, after: int, upto: int) -> int:
         "SELECT count(*) FROM journal WHERE seq > ? AND seq <= ?", (after, upto)
     ).fetchone()
     return int(count) + sum(
-        min(run.last_seq, upto) - max(run.seq, after + 1) + 1 for run in runs(conn, after, upto)
+        max(min(run.last_seq, upto) - max(run.seq, after + 1) + 1, 0)
+        for run in runs(conn, after, upto)
     )
 
 
