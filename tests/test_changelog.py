@@ -280,7 +280,9 @@ def test_database_outage_loses_nothing_and_applies_nothing_twice(
         if not (postgres.data / "postmaster.pid").exists():
             postgres.start()
     ledger = sqlite3.connect(site.state / "ledger.sqlite3")
-    kinds = dict(ledger.execute("SELECT kind, count(*) FROM journal GROUP BY kind").fetchall())
+    kinds = dict(
+        ledger.execute("SELECT kind, count(*) FROM journal_entries GROUP BY kind").fetchall()
+    )
     ledger.close()
     # Each row was applied once: one "new" per article, never an "updated" for a replay.
     assert kinds == {"new": len(present)}
@@ -310,7 +312,9 @@ def test_a_backlog_killed_mid_drain_loses_and_repeats_nothing(
     finally:
         assert daemon.stop() == 0
     ledger = sqlite3.connect(site.state / "ledger.sqlite3")
-    kinds = dict(ledger.execute("SELECT kind, count(*) FROM journal GROUP BY kind").fetchall())
+    kinds = dict(
+        ledger.execute("SELECT kind, count(*) FROM journal_entries GROUP BY kind").fetchall()
+    )
     ledger.close()
     assert kinds == {"new": len(everything)}
 
@@ -644,7 +648,7 @@ def test_a_first_load_reads_the_whole_backlog_in_one_transaction(tmp_path: Path)
     assert len(published(site.out)) == 45
     ledger = sqlite3.connect(site.state / "ledger.sqlite3")
     cursors = dict(ledger.execute("SELECT name, value FROM cursors").fetchall())
-    (journal,) = ledger.execute("SELECT count(*) FROM journal").fetchone()
+    (journal,) = ledger.execute("SELECT count(*) FROM journal_entries").fetchone()
     ledger.close()
     assert journal == 45
     assert cursors["journal_baseline"] == "45"
@@ -653,7 +657,7 @@ def test_a_first_load_reads_the_whole_backlog_in_one_transaction(tmp_path: Path)
     _loose_changes(tmp_path / "cms.db", ("/n45", "upsert", "2024-03-02T00:00:00Z", "N45"))
     site.build()
     ledger = sqlite3.connect(site.state / "ledger.sqlite3")
-    assert ledger.execute("SELECT count(*), max(seq) FROM journal").fetchone() == (46, 46)
+    assert ledger.execute("SELECT count(*), max(seq) FROM journal_entries").fetchone() == (46, 46)
     ledger.close()
 
 
@@ -742,7 +746,7 @@ def test_a_read_loaded_at_once_is_its_rows_loaded_one_by_one(
                     changes,
                     *(
                         ledger.conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
-                        for table in ("urls", "shards", "journal", "cursors")
+                        for table in ("urls", "shards", "journal_entries", "cursors")
                     ),
                 )
             )
@@ -793,8 +797,8 @@ def test_a_read_into_a_ledger_with_urls_is_its_rows_applied_one_by_one(
                         "shard IS NULL FROM urls ORDER BY loc"
                     ).fetchall(),
                     conn.execute(
-                        "SELECT u.loc, j.kind, j.at FROM journal j JOIN urls u ON u.id = j.url_id "
-                        "ORDER BY 1, 2, 3"
+                        "SELECT u.loc, j.kind, j.at FROM journal_entries j "
+                        "JOIN urls u ON u.id = j.url_id ORDER BY 1, 2, 3"
                     ).fetchall(),
                     conn.execute(
                         "SELECT count(*), sum(url_count), sum(bytes), max(lastmod) FROM shards"

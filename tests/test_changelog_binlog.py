@@ -93,7 +93,7 @@ def ledger(site: Site) -> sqlite3.Connection:
 
 def journal(site: Site) -> dict[str, int]:
     with ledger(site) as conn:
-        found = conn.execute("SELECT kind, count(*) FROM journal GROUP BY kind").fetchall()
+        found = conn.execute("SELECT kind, count(*) FROM journal_entries GROUP BY kind").fetchall()
     conn.close()
     return dict(found)
 

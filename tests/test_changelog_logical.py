@@ -91,7 +91,7 @@ def lsn(text: str) -> int:
 
 def journal(site: Site) -> dict[str, int]:
     with sqlite3.connect(site.state / "ledger.sqlite3") as conn:
-        found = conn.execute("SELECT kind, count(*) FROM journal GROUP BY kind").fetchall()
+        found = conn.execute("SELECT kind, count(*) FROM journal_entries GROUP BY kind").fetchall()
     conn.close()
     return dict(found)
 

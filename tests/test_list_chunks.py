@@ -112,7 +112,8 @@ def ledger_state(state: Path) -> dict[str, Any]:
                 "SELECT id, url_count, bytes, lastmod FROM shards ORDER BY id"
             ).fetchall(),
             "journal": conn.execute(
-                "SELECT j.kind, u.loc FROM journal j JOIN urls u ON u.id = j.url_id ORDER BY j.seq"
+                "SELECT j.kind, u.loc FROM journal_entries j JOIN urls u ON u.id = j.url_id "
+                "ORDER BY j.seq"
             ).fetchall(),
             "rejects": conn.execute(
                 "SELECT item, reason FROM rejects ORDER BY item, reason"

@@ -63,7 +63,9 @@ def rendered_by_the_ledger(site: Site) -> dict[str, bytes]:
 def assert_journal_of_a_first_load(site: Site) -> None:
     """Assert that the journal holds each live URL once, as new, in id order from seq 1."""
     with sqlite3.connect(site.state / "ledger.sqlite3") as conn:
-        journal = conn.execute("SELECT seq, url_id, kind FROM journal ORDER BY seq").fetchall()
+        journal = conn.execute(
+            "SELECT seq, url_id, kind FROM journal_entries ORDER BY seq"
+        ).fetchall()
         live = [i for (i,) in conn.execute("SELECT id FROM urls WHERE status = 'live' ORDER BY id")]
     assert journal == [(seq, url_id, "new") for seq, url_id in enumerate(live, start=1)]
 

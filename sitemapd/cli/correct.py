@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sitemapd.errors import SitemapdError
+from sitemapd.ledger.journal import split_run
 from sitemapd.ledger.schema import EXCLUDED, LIVE
 from sitemapd.ledger.shards import Shards
 
@@ -31,6 +32,7 @@ def forget(ledger: Ledger, loc: str) -> None:
         # stay, naming no URL: a seq is never given out twice, or the notifiers and feeds,
         # whose cursors passed it, would never see the entry that reused it.
         ledger.conn.execute("UPDATE journal SET url_id = NULL WHERE url_id = ?", (url_id,))
+        split_run(ledger.conn, url_id)
         ledger.conn.execute("DELETE FROM alternate_links WHERE url_id = ?", (url_id,))
         ledger.conn.execute("DELETE FROM crawl_answers WHERE loc = ?", (loc,))
         if shard is not None:

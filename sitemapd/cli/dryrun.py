@@ -16,6 +16,7 @@ from typing import Any
 from sitemapd.config import Config
 from sitemapd.engine.engine import Engine
 from sitemapd.errors import LedgerError
+from sitemapd.ledger.journal import ENTRIES_AFTER
 from sitemapd.ledger.model import NEW, UPDATED
 from sitemapd.ledger.schema import EXCLUDED, GONE
 from sitemapd.notify.outbox import INDEXNOW, pending
@@ -123,8 +124,9 @@ def _changed_urls(conn: sqlite3.Connection, first_seq: int, report: DryRun) -> N
     lists = {NEW: report.new, UPDATED: report.updated, GONE: report.gone}
     # A URL's last change counts (SQLite takes bare columns from the max() row).
     for loc, kind, _ in conn.execute(
-        "SELECT u.loc, j.kind, max(j.seq) FROM journal j JOIN urls u ON u.id = j.url_id "
-        "WHERE j.seq > ? GROUP BY u.id ORDER BY u.loc",
+        # CROSS JOIN: from the entries out, not from every URL.
+        f"SELECT u.loc, j.kind, max(j.seq) FROM ({ENTRIES_AFTER}) j "
+        "CROSS JOIN urls u ON u.id = j.url_id GROUP BY u.id ORDER BY u.loc",
         (first_seq,),
     ):
         lists[kind].append(loc)

@@ -13,6 +13,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from sitemapd.ledger.journal import run_of, runs
 from sitemapd.ledger.model import NEW, ROBOTS_REASON, UPDATED
 from sitemapd.ledger.schema import EXCLUDED, GONE
 
@@ -110,7 +111,27 @@ def changes(conn: sqlite3.Connection, url: UrlState, limit: int) -> list[dict[st
         "SELECT seq, kind, at FROM journal WHERE url_id = ? ORDER BY seq DESC LIMIT ?)",
         (url.id, limit),
     ).fetchone()
+    found = json.loads(rows)
+    run = run_of(conn, url.id)
+    if run is not None:  # its first load's entry, the oldest it can have
+        found.append([run.seq + url.id - run.first_id, NEW, run.at])
     return [
         {"seq": seq, "kind": kind, "at": at, "why": why(kind, at, url, n == 0)}
-        for n, (seq, kind, at) in enumerate(sorted(json.loads(rows), reverse=True))
+        for n, (seq, kind, at) in enumerate(sorted(found, reverse=True)[:limit])
     ]
+
+
+def first_load_changes(conn: sqlite3.Connection, limit: int) -> list[list[Any]]:
+    """Return the newest `limit` entries of first loads (journal runs), newest first,
+    each `[seq, kind, at, *UrlState]`."""
+    found: list[list[Any]] = []
+    for run in reversed(runs(conn, 0)):
+        if len(found) >= limit:
+            break
+        (rows,) = conn.execute(
+            f"SELECT json_group_array(json_array(? + id, ?, ?, {STATE})) FROM ("
+            f"SELECT {STATE} FROM urls WHERE id BETWEEN ? AND ? ORDER BY id DESC LIMIT ?)",
+            (run.seq - run.first_id, NEW, run.at, run.first_id, run.last_id, limit - len(found)),
+        ).fetchone()
+        found += json.loads(rows)
+    return found

@@ -1,26 +1,152 @@
 """Ledger queries of the change journal: what changed since a point, and the feed pages
-that hold older changes."""
+that hold older changes.
+
+The journal is its rows and the runs of a first load: a run stands for one `new` entry a
+URL id from `first_id` to `last_id`, all at `at`, entry `seq + id - first_id` for URL
+`id`: the rows a first load would write, one per live URL in id order, without writing
+them. The newest entry of a first load is a row, so `max(seq)` of the rows is the
+journal's newest seq and the next row's seq follows the run's. Every reader below takes
+both parts, each by its own index, and merges them by seq.
+"""
 
 from __future__ import annotations
 
+import heapq
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
+from operator import itemgetter
+from typing import Any, NamedTuple
 
-from sitemapd.ledger.model import FeedPageRange
+from sitemapd.ledger.model import NEW, FeedPageRange
 from sitemapd.ledger.schema import GONE, LIVE
 from sitemapd.ledger.transaction import Transactions
+
+# A first load journals its URLs as runs when its live ids make at most this many (a
+# reader takes the runs one by one); more gaps than that, a row a URL.
+MAX_RUNS = 1000
+
+
+# The entries after seq `?1` as `(seq, url_id, kind, at)`, each part by its index.
+ENTRIES_AFTER = (
+    "SELECT seq, url_id, kind, at FROM journal WHERE seq > ?1 UNION ALL "
+    "SELECT r.seq + u.id - r.first_id, u.id, 'new', r.at FROM journal_runs r "
+    "JOIN urls u ON u.id BETWEEN max(r.first_id, r.first_id + ?1 + 1 - r.seq) AND r.last_id"
+)
+
+
+class Run(NamedTuple):
+    """Journal entries `seq` to `last_seq`: URLs `first_id` to `last_id`, new at `at`."""
+
+    seq: int
+    first_id: int
+    last_id: int
+    at: str
+
+    @property
+    def last_seq(self) -> int:
+        """Return the seq of the run's last entry."""
+        return self.seq + self.last_id - self.first_id
+
+    def first_id_after(self, seq: int) -> int:
+        """Return the first URL id of the run whose entry comes after `seq`."""
+        return max(self.first_id, self.first_id + seq + 1 - self.seq)
+
+
+def runs(conn: sqlite3.Connection, after: int, upto: int | None = None) -> list[Run]:
+    """Return the runs with entries in `(after, upto]`, oldest first (none in a ledger
+    not yet upgraded to them: `status` and `explain` read ledgers as they find them)."""
+    try:
+        found = conn.execute(
+            "SELECT seq, first_id, last_id, at FROM journal_runs "
+            "WHERE seq + last_id - first_id > ? AND seq <= ? ORDER BY seq",
+            (after, upto if upto is not None else 1 << 62),
+        ).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        return []
+    return [Run(*row) for row in found]
+
+
+def run_of(conn: sqlite3.Connection, url_id: int) -> Run | None:
+    """Return the run that journals URL `url_id` as new, if one does."""
+    for run in runs(conn, 0):
+        if run.first_id <= url_id <= run.last_id:
+            return run
+    return None
+
+
+def journal_first_load(conn: sqlite3.Connection, spans: Sequence[tuple[int, int]], at: str) -> None:
+    """Journal the URLs of the id `spans` (`(first, last)`, ascending, disjoint) as new
+    at `at`, in id order: as runs, the newest entry as a row."""
+    (seq,) = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM journal").fetchone()
+    for first, last in spans[:-1]:
+        conn.execute("INSERT INTO journal_runs VALUES (?, ?, ?, ?)", (seq, first, last, at))
+        seq += last - first + 1
+    first, last = spans[-1]
+    if last > first:
+        conn.execute("INSERT INTO journal_runs VALUES (?, ?, ?, ?)", (seq, first, last - 1, at))
+    conn.execute(
+        "INSERT INTO journal (seq, url_id, kind, at) VALUES (?, ?, ?, ?)",
+        (seq + last - first, last, NEW, at),
+    )
+
+
+def split_run(conn: sqlite3.Connection, url_id: int) -> None:
+    """Take URL `url_id` out of the run that journals it, leaving its entry a row that
+    names no URL (as `forget` leaves a row): its seq is never given out again."""
+    run = run_of(conn, url_id)
+    if run is None:
+        return
+    conn.execute("DELETE FROM journal_runs WHERE seq = ?", (run.seq,))
+    seq = run.seq + url_id - run.first_id
+    if url_id > run.first_id:
+        conn.execute(
+            "INSERT INTO journal_runs VALUES (?, ?, ?, ?)",
+            (run.seq, run.first_id, url_id - 1, run.at),
+        )
+    if url_id < run.last_id:
+        conn.execute(
+            "INSERT INTO journal_runs VALUES (?, ?, ?, ?)",
+            (seq + 1, url_id + 1, run.last_id, run.at),
+        )
+    conn.execute(
+        "INSERT INTO journal (seq, url_id, kind, at) VALUES (?, NULL, ?, ?)", (seq, NEW, run.at)
+    )
+
+
+def count_between(conn: sqlite3.Connection, after: int, upto: int) -> int:
+    """Return how many journal entries have a seq in `(after, upto]`."""
+    (count,) = conn.execute(
+        "SELECT count(*) FROM journal WHERE seq > ? AND seq <= ?", (after, upto)
+    ).fetchone()
+    return int(count) + sum(
+        max(min(run.last_seq, upto) - max(run.seq, after + 1) + 1, 0)
+        for run in runs(conn, after, upto)
+    )
+
+
+def merged(parts: Iterable[Iterable[Any]], newest_first: bool) -> Iterator[Any]:
+    """Return the rows of `parts` (each ordered by its first column, the seq) in one order."""
+    return heapq.merge(*parts, key=itemgetter(0), reverse=newest_first)
 
 
 def first_seq_since(conn: sqlite3.Connection, at: str, last_seq: int) -> int:
     """Return the first journal seq recorded at or after `at` (`last_seq` + 1 when none
     is), on any connection: a binary search on seq, as journal times grow with seq."""
+    spans = runs(conn, 0)
     low, high = 1, last_seq + 1
     while low < high:
         middle = (low + high) // 2
         row = conn.execute(
-            "SELECT at FROM journal WHERE seq >= ? ORDER BY seq LIMIT 1", (middle,)
+            "SELECT seq, at FROM journal WHERE seq >= ? ORDER BY seq LIMIT 1", (middle,)
         ).fetchone()
-        if row is None or row[0] >= at:
+        for run in spans:
+            if run.last_seq >= middle and (row is None or run.seq < row[0]):
+                row = (run.seq, run.at)
+                break
+        if row is None or row[1] >= at:
             high = middle
         else:
             low = middle + 1
@@ -42,21 +168,43 @@ class JournalQueries(Transactions):
     def recent_changes(self, after_seq: int) -> Iterator[tuple[int, str, str, str | None, str]]:
         """Yield `(seq, at, loc, title, lastmod)` of new/updated changes of live URLs after
         `after_seq`, newest change first; a URL may appear more than once."""
-        yield from self.conn.execute(
+        rows = self.conn.execute(
             "SELECT j.seq, j.at, u.loc, u.title, u.lastmod FROM journal j "
             "JOIN urls u ON u.id = j.url_id WHERE j.seq > ? AND j.kind != ? AND u.status = ? "
             "ORDER BY j.seq DESC",
             (after_seq, GONE, LIVE),
         )
+        parts = [
+            self.conn.execute(
+                "SELECT ? + id, ?, loc, title, lastmod FROM urls "
+                "WHERE id BETWEEN ? AND ? AND status = ? ORDER BY id DESC",
+                (run.seq - run.first_id, run.at, run.first_id_after(after_seq), run.last_id, LIVE),
+            )
+            for run in runs(self.conn, after_seq)
+        ]
+        yield from merged([rows, *parts], newest_first=True)
 
     def changed_urls(self, after_seq: int, upto_seq: int, limit: int) -> list[tuple[int, str]]:
         """Return `(seq, loc)` of every journalled change in `(after_seq, upto_seq]`, in
         order, at most `limit`."""
-        return self.conn.execute(
+        rows = self.conn.execute(
             "SELECT j.seq, u.loc FROM journal j JOIN urls u ON u.id = j.url_id "
             "WHERE j.seq > ? AND j.seq <= ? ORDER BY j.seq LIMIT ?",
             (after_seq, upto_seq, limit),
         ).fetchall()
+        parts = [
+            self.conn.execute(
+                "SELECT ? + id, loc FROM urls WHERE id BETWEEN ? AND ? ORDER BY id LIMIT ?",
+                (
+                    run.seq - run.first_id,
+                    run.first_id_after(after_seq),
+                    min(run.last_id, run.first_id + upto_seq - run.seq),
+                    limit,
+                ),
+            ).fetchall()
+            for run in runs(self.conn, after_seq, upto_seq)
+        ]
+        return list(islice(merged([rows, *parts], newest_first=False), limit))
 
     def feed_pages(self) -> list[FeedPageRange]:
         """Return the feed pages beyond the first, oldest first."""

@@ -279,6 +279,22 @@ def _migrate_v8(conn: sqlite3.Connection) -> None:
     _add_columns(conn, "list_chunks", end_byte="INTEGER")
 
 
+def _migrate_v9(conn: sqlite3.Connection) -> None:
+    # A first load journals its URLs as runs of consecutive ids (journal.py), not a row
+    # each: entry `seq + id - first_id` is URL `id`'s `new` at `at`.
+    conn.execute(
+        "CREATE TABLE journal_runs (seq INTEGER PRIMARY KEY, first_id INTEGER NOT NULL, "
+        "last_id INTEGER NOT NULL, at TEXT NOT NULL)"
+    )
+    # Every entry, rows and runs alike, for ad-hoc queries (the daemon's own reads go by
+    # seq or by URL, each part by its index: journal.py).
+    conn.execute(
+        "CREATE VIEW journal_entries AS SELECT seq, url_id, kind, at FROM journal UNION ALL "
+        "SELECT r.seq + u.id - r.first_id, u.id, 'new', r.at FROM journal_runs r "
+        "JOIN urls u ON u.id BETWEEN r.first_id AND r.last_id"
+    )
+
+
 # Append only: a released migration never changes; the list index + 1 is the version.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_v1,
@@ -289,6 +305,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_v6,
     _migrate_v7,
     _migrate_v8,
+    _migrate_v9,
 ]
 
 

@@ -321,9 +321,10 @@ def _changes(conn: sqlite3.Connection) -> list[dict[str, Any]]:
         "JOIN urls u ON u.id = j.url_id ORDER BY j.seq DESC LIMIT ?)",
         (CHANGES_SHOWN,),
     ).fetchone()
+    newest = json.loads(rows) + history.first_load_changes(conn, CHANGES_SHOWN)
     seen: set[int] = set()
     found = []
-    for seq, kind, at, *row in sorted(json.loads(rows), reverse=True):
+    for seq, kind, at, *row in sorted(newest, reverse=True)[:CHANGES_SHOWN]:
         url = history.UrlState(*row)
         # Newer changes of the URL would be among these: its first here is its latest.
         latest = url.id not in seen

@@ -13,6 +13,7 @@ from sitemapd.config import Config
 from sitemapd.config.sources import ChangelogSource, DirectorySource
 from sitemapd.core.words import count
 from sitemapd.errors import SitemapdError
+from sitemapd.ledger.journal import count_between
 from sitemapd.ledger.lock import StateLock
 from sitemapd.ledger.removals import holds
 from sitemapd.publish import robots
@@ -351,11 +352,7 @@ def _count(data: bytes, tag: str) -> int:
 def _indexnow_pending(conn: sqlite3.Connection, cursors: dict[str, str]) -> int | None:
     if "indexnow" not in cursors:
         return None
-    (count,) = conn.execute(
-        "SELECT count(*) FROM journal WHERE seq > ? AND seq <= ?",
-        (int(cursors["indexnow"]), int(cursors.get("published_seq") or 0)),
-    ).fetchone()
-    return int(count)
+    return count_between(conn, int(cursors["indexnow"]), int(cursors.get("published_seq") or 0))
 
 
 def _changelog(source: ChangelogSource, cursors: dict[str, str]) -> dict[str, Any]:
