@@ -4,9 +4,14 @@ or is no longer wanted."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -117,6 +122,51 @@ def test_a_worker_parses_as_this_process_does(
         assert latest == max(stamps)
         assert list(sizes) == entry_sizes(locs)
     assert formatted > 0
+
+
+def test_a_worker_stopped_and_continued_sends_every_chunk_whole(
+    tmp_path: Path, started: list[subprocess.Popen[bytes]]
+) -> None:
+    """A build stopped and continued (Ctrl-Z, `fg`) while the worker waits on a full pipe:
+    a write cut short by the stop goes on where it stopped, neither lost nor repeated."""
+    path = big_list(tmp_path / "urls.txt")
+    expected = here(path)
+    pokes = 0
+
+    def poke(worker: subprocess.Popen[bytes]) -> None:
+        nonlocal pokes
+        while worker.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(worker.pid, signal.SIGSTOP)
+                time.sleep(0.001)
+                os.kill(worker.pid, signal.SIGCONT)
+                pokes += 1
+            time.sleep(0.002)
+
+    chunks: list[ParsedChunk] = []
+    poker: threading.Thread | None = None
+    with path.open("rb") as handle:
+        for chunk in parsed_chunks(PARSER, handle):
+            if poker is None and started:
+                poker = threading.Thread(target=poke, args=(started[0],))
+                poker.start()
+            chunks.append(chunk)
+            time.sleep(0.002)  # slower than the worker: its pipe stays full
+    assert poker is not None
+    poker.join()
+    assert started[0].returncode == 0
+    assert pokes > 10
+    assert chunks == expected
+    rendered = [c.parsed.lines for c in chunks if getattr(c.parsed.lines, "rendered", None)]
+    assert rendered
+    for lines in rendered:
+        assert isinstance(lines, ListLines)
+        assert lines.rendered is not None
+        assert (
+            lines.rendered.entries
+            == plain_entries(zip(lines.locs, lines.stamps, strict=True)).encode()
+        )
+        assert lines.rendered.manifest == manifest_lines(lines.locs, *[lines.stamps] * 2).encode()
 
 
 def test_a_worker_that_dies_half_way_leaves_the_rest_to_this_process(

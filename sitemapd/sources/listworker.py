@@ -25,7 +25,7 @@ import subprocess
 import sys
 from array import array
 from collections.abc import Iterator
-from typing import IO, BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from sitemapd.core import lifeline
 from sitemapd.core.fileread import FileShrank
@@ -149,9 +149,9 @@ def _stop(worker: subprocess.Popen[bytes]) -> None:
     worker.stdout.close()
 
 
-def _work(fd: int, head: int, parser: LineParser, out: IO[bytes]) -> None:
+def _work(fd: int, head: int, parser: LineParser, out: int) -> None:
     """Cut and parse the list open on `fd`, writing each chunk that starts `head` bytes
-    or more into it to `out`."""
+    or more into it to the descriptor `out`."""
     with os.fdopen(fd, "rb") as handle:
         for chunk in cut(handle):
             if chunk.start < head:
@@ -180,11 +180,22 @@ def _work(fd: int, head: int, parser: LineParser, out: IO[bytes]) -> None:
                 ),
                 protocol=pickle.HIGHEST_PROTOCOL,
             )
-            out.write(_LENGTH.pack(len(meta)))
-            out.write(meta)
-            for blob in blobs:
-                out.write(blob)
-    out.flush()
+            _send(out, [_LENGTH.pack(len(meta)), meta, *blobs])
+
+
+def _send(out: int, pieces: list[bytes]) -> None:
+    """Write `pieces` to the descriptor `out`, whole and in order; raises OSError."""
+    # Not through `sys.stdout.buffer`: where a write to the pipe is cut short by a stop
+    # (SIGSTOP, or Ctrl-Z then `fg`), CPython's BufferedWriter can lose or repeat bytes,
+    # and the building process then reads lengths out of the middle of a chunk.
+    # `writev` says what it wrote: the rest goes after it. One call a chunk besides.
+    views = [memoryview(piece) for piece in pieces if piece]
+    while views:
+        written = os.writev(out, views)
+        while views and written >= len(views[0]):
+            written -= len(views.pop(0))
+        if views:
+            views[0] = views[0][written:]
 
 
 def _rendered(lines: ListLines) -> Rendered | None:
@@ -211,7 +222,9 @@ def _rendered(lines: ListLines) -> Rendered | None:
 if __name__ == "__main__":
     lifeline.die_with(int(sys.argv[2]))  # not one line parsed for a daemon that is gone
     try:
-        _work(int(sys.argv[1]), int(sys.argv[3]), pickle.load(sys.stdin.buffer), sys.stdout.buffer)
+        _work(
+            int(sys.argv[1]), int(sys.argv[3]), pickle.load(sys.stdin.buffer), sys.stdout.fileno()
+        )
     except BrokenPipeError:
         os._exit(1)  # the reader stopped early: nothing to tell it
     except FileShrank:
