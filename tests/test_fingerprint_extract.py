@@ -327,3 +327,89 @@ def test_a_page_wrapper_named_for_its_open_comments_is_not_a_thread() -> None:
         )
 
     assert digest(page("third")) != digest(page("fourth"))
+
+
+def sectioned_page(second: list[str], newest: int = 8) -> str:
+    """Return an article in two parts: six paragraphs, then `second`'s paragraphs around
+    a box of links to other stories (which makes the second part a link-heavy block)."""
+    first = "".join(
+        f"<p>Paragraph {n} of the report: the council met on Tuesday, heard the "
+        f"engineers, weighed the costs of the bridge, and voted, after a long debate, "
+        f"to repair it rather than build anew, as residents had asked.</p>"
+        for n in range(6)
+    )
+    box = "".join(
+        f"<li><a href='/news/{n}'>Another story of the week, number {n}, worth a read</a></li>"
+        for n in range(newest, newest - 8, -1)
+    )
+    rest = "".join(f"<p>{text}</p>" for text in second[:1])
+    rest += f"<div class='callout'><ul>{box}</ul></div>"
+    rest += "".join(f"<p>{text}</p>" for text in second[1:])
+    return (
+        "<html><head><title>Council repairs the bridge</title></head><body>"
+        "<article><h1>Council repairs the bridge</h1>"
+        f"<div class='part'>{first}</div><div class='part'>{rest}</div>"
+        "</article></body></html>"
+    )
+
+
+_SECOND = [
+    "Work starts in the spring and should end before winter, the city engineer said, "
+    "adding that traffic will be diverted over the old ferry road while it lasts, and "
+    "that buses will keep their stops, though most of them will run ten minutes later.",
+    "Residents who had campaigned for a repair welcomed the vote, though some, living "
+    "near the river, still fear months of noise, dust and closed lanes in their streets, "
+    "and asked the council to pay for new windows in the houses closest to the works.",
+]
+
+
+def test_a_short_paragraph_after_a_stray_one_is_the_article_s_too() -> None:
+    before = digest(sectioned_page(_SECOND))
+    corrected = [*_SECOND, "Correction: the works start in April, not in March."]
+    assert digest(sectioned_page(corrected)) != before
+    # The box of other stories is not the article: it rotates without moving it.
+    assert digest(sectioned_page(_SECOND, newest=9)) == before
+
+
+def branded_page(site_h1: str, page_h1: str) -> str:
+    """Return a page whose theme sets the site's name as an `<h1>` in its masthead,
+    above the page's own `<h1>`; the title says both, as "Page – Site | Tagline"."""
+    body = "".join(
+        f"<p>We are two players, {n} years on stage, who write every show ourselves, "
+        f"rehearse it in a cellar, and tour it through small towns, halls and bars.</p>"
+        for n in range(4)
+    )
+    return (
+        "<html><head><title>About us – Twowins | Cabaret | Satire</title></head><body>"
+        f"<header id='masthead' class='site-header'><div class='site-branding'>"
+        f"<h1 class='site-title'><span>{site_h1}</span></h1></div></header>"
+        "<main><article class='page'><header class='page-header'>"
+        f"<h1 class='page-title'>{page_h1}</h1></header>"
+        f"<div class='page-content'>{body}</div></article></main></body></html>"
+    )
+
+
+def test_the_site_s_name_in_the_masthead_is_not_the_page_s_headline() -> None:
+    before = digest(branded_page("Twowins | Cabaret | Satire", "About us"))
+    assert digest(branded_page("Twowins | Cabaret | Satire", "About us two")) != before
+
+
+def twice_page(first: str, second: str) -> str:
+    """Return a page stating its headline twice, in a title bar and above the story."""
+    story = "".join(
+        f"<p>Guests praise the beach, the food and the staff, review {n} says, though the "
+        f"rooms, last refitted years ago, show their age and the pool closes early.</p>"
+        for n in range(4)
+    )
+    return (
+        "<html><head><title>Hotel Kawama - Varadero - Reviews</title></head><body>"
+        f"<div id='pagetitle'><h1 class='masthead'>{first}</h1></div>"
+        f"<div id='title2'><h1 class='header'>{second}</h1></div>"
+        f"<div class='reviews'>{story}</div></body></html>"
+    )
+
+
+def test_a_headline_said_twice_moves_the_page_when_either_changes() -> None:
+    before = digest(twice_page("Hotel Kawama", "Hotel Kawama"))
+    assert digest(twice_page("Hotel Kawama Resort", "Hotel Kawama")) != before
+    assert digest(twice_page("Hotel Kawama", "Hotel Kawama Resort")) != before
