@@ -371,29 +371,6 @@ def test_a_short_paragraph_after_a_stray_one_is_the_article_s_too() -> None:
     assert digest(sectioned_page(_SECOND, newest=9)) == before
 
 
-def branded_page(site_h1: str, page_h1: str) -> str:
-    """Return a page whose theme sets the site's name as an `<h1>` in its masthead,
-    above the page's own `<h1>`; the title says both, as "Page – Site | Tagline"."""
-    body = "".join(
-        f"<p>We are two players, {n} years on stage, who write every show ourselves, "
-        f"rehearse it in a cellar, and tour it through small towns, halls and bars.</p>"
-        for n in range(4)
-    )
-    return (
-        "<html><head><title>About us – Twowins | Cabaret | Satire</title></head><body>"
-        f"<header id='masthead' class='site-header'><div class='site-branding'>"
-        f"<h1 class='site-title'><span>{site_h1}</span></h1></div></header>"
-        "<main><article class='page'><header class='page-header'>"
-        f"<h1 class='page-title'>{page_h1}</h1></header>"
-        f"<div class='page-content'>{body}</div></article></main></body></html>"
-    )
-
-
-def test_the_site_s_name_in_the_masthead_is_not_the_page_s_headline() -> None:
-    before = digest(branded_page("Twowins | Cabaret | Satire", "About us"))
-    assert digest(branded_page("Twowins | Cabaret | Satire", "About us two")) != before
-
-
 def twice_page(first: str, second: str) -> str:
     """Return a page stating its headline twice, in a title bar and above the story."""
     story = "".join(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from sitemapd.fingerprint.chrome import Element, named
+from sitemapd.fingerprint.chrome import Element
 
 # Elements whose `<title>` is not the document's: icons, formulas, embedded documents.
 _FOREIGN = {"svg", "math", "object", "iframe", "template"}
@@ -21,8 +21,6 @@ _UNSPACED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 # Words an `<h1>` must share with the page's stated headlines to be taken for it, unless
 # it shares half of its own.
 _SHARED = 3
-# Landmarks of the site rather than of the page.
-_SITE_ROLES = {"banner", "navigation", "complementary"}
 
 
 def title_element(tree: Element) -> Element | None:
@@ -61,10 +59,10 @@ def headline(
     for each `<h1>` that says it (none when the page has no `<h1>`).
 
     The ones sharing most words with the `stated` headlines (title, og:title, JSON-LD)
-    are candidates, else all, those in the site's masthead left out when others are; of
-    those, the first inside the main content (whose first element is `first_main`),
-    else the last before it. A headline said twice (a masthead's copy and the
-    article's) is kept twice: an editor who changes one changed what the page says.
+    are candidates, else all; of those, the first inside the main content (whose first
+    element is `first_main`), else the last before it. A headline said twice (a title
+    bar's copy and the article's) is kept twice: an editor who changes one changed what
+    the page says, and a template renders both copies from one field.
     """
     if not h1s:
         return []
@@ -77,31 +75,10 @@ def headline(
         shared = len(own & reference)
         if shared >= _SHARED or (own and shared * 2 >= len(own)):
             scored.append((shared, element, text))
-    # The site's name is an <h1> in the masthead on many themes, and says the title's
-    # words as the site's suffix ("Page – Site | Tagline"): not the page's headline when
-    # another <h1> says the title too.
-    scored = [s for s in scored if not _in_masthead(s[1])] or scored
     best = max((shared for shared, _, _ in scored), default=0)
     candidates = [(e, t) for shared, e, t in scored if shared == best] or h1s
     said = _nearest(candidates, first_main)
     return [text for _, text in candidates if text == said]
-
-
-def _in_masthead(element: Element) -> bool:
-    """True when `element` lies in a block named as a template part (a site header, a
-    masthead, a sidebar widget) and not as an article part, or in a `banner`,
-    `navigation` or `complementary` landmark."""
-    for ancestor in (element, *element.iterancestors()):
-        if ancestor.tag in ("nav", "aside"):
-            return True
-        if (ancestor.get("role") or "").strip().lower() in _SITE_ROLES:
-            return True
-        article, template, _, _ = named(ancestor)
-        if article:
-            return False
-        if template:
-            return True
-    return False
 
 
 def _nearest(h1s: list[tuple[Element, str]], first_main: Element | None) -> str:
