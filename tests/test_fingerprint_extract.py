@@ -390,3 +390,46 @@ def test_a_headline_said_twice_moves_the_page_when_either_changes() -> None:
     before = digest(twice_page("Hotel Kawama", "Hotel Kawama"))
     assert digest(twice_page("Hotel Kawama Resort", "Hotel Kawama")) != before
     assert digest(twice_page("Hotel Kawama", "Hotel Kawama Resort")) != before
+
+
+def sidebar_page(story: list[str], newest: int = 9) -> str:
+    """Return a short story beside an `<aside>` of long listings, each a linked title
+    above a description of its own, newest first: more prose than the story, less than
+    half the page with the site's menu and footer."""
+    menu = "".join(
+        f"<li><a href='/section/{n}'>Section of the site {n}</a></li>" for n in range(60)
+    )
+    listings = "".join(
+        f"<div class='item'><a href='/report/{n}'>Report {n}</a><p>Fire crews were called "
+        f"to a house on street number {n}, where a kitchen fire, started by a pan left on "
+        f"the stove, was put out within minutes; nobody was hurt, the crews said.</p></div>"
+        for n in range(newest, newest - 6, -1)
+    )
+    text = "".join(f"<p>{line}</p>" for line in story)
+    return (
+        "<html><head><title>Ambulance called to the harbour</title></head><body>"
+        f"<nav><ul>{menu}</ul></nav>"
+        "<div class='wrap'><div class='col-a'><div class='ads-details-wrapper'>"
+        f"<h1>Ambulance called to the harbour</h1><div><div>{text}</div></div></div></div>"
+        f"<aside class='col-b'><div class='panel'>{listings}</div></aside>"
+        "</div></body></html>"
+    )
+
+
+_STORY = [
+    "On Friday the ambulance rushed to the harbour, where a man had fallen from the quay "
+    "into the water while mooring his boat.",
+    "Divers brought him out within minutes; he was taken to hospital, cold but unhurt, "
+    "the harbour master said.",
+    "It was the third such fall this year, and the council will look again at railings "
+    "along the quay.",
+]
+
+
+def test_a_sidebar_of_long_listings_does_not_outscore_the_story_beside_it() -> None:
+    before = digest(sidebar_page(_STORY))
+    edited = [_STORY[0], _STORY[1].replace("within minutes", "within ten minutes")]
+    assert digest(sidebar_page(edited)) != before
+    assert digest(sidebar_page([*_STORY, "Correction: he fell at the north quay."])) != before
+    # The sidebar's listings come and go without moving the story.
+    assert digest(sidebar_page(_STORY, newest=10)) == before

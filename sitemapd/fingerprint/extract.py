@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from lxml import etree
+
 from sitemapd.fingerprint.chrome import (
     MIN_PARAGRAPH,
     Element,
@@ -75,6 +77,13 @@ _DIVIDERS = (1, 2, 6, 9, 12)
 _TOP = 5
 _CLOSE = 0.75
 _MIN_CLOSE = 3
+# Landmarks whose paragraphs say nothing of the article, and the share of the page's
+# text from which one is a wrapper instead.
+_LANDMARKS = etree.XPath(
+    ".//nav | .//aside | .//footer | .//*[@role='navigation' or @role='complementary' or "
+    "@role='contentinfo']"
+)
+_LANDMARK_SHARE = 0.5
 # Characters a sibling of the main content needs to be more of the same article.
 _SIBLING = 60
 
@@ -190,8 +199,14 @@ def _best_container(body: Element, sizes: Sizes) -> Element | None:
     """Return the element whose paragraphs score highest, or None when no paragraph."""
     scores: dict[Element, float] = {}
     stop = body.getparent()
+    # A sidebar's or footer's paragraphs are not the article's, however long: they do
+    # not vote for the container they lie in (a sidebar of long listings would win
+    # over a short story beside it).
+    aside = _in_landmarks(body, sizes)
     for element in sizes.elements:
         tag = element.tag
+        if element in aside:
+            continue
         leaf = tag in _PARAGRAPHS or (tag == "div" and _is_leaf_block(element))
         if leaf:
             length = sizes.text[element]
@@ -224,6 +239,23 @@ def _best_container(body: Element, sizes: Sizes) -> Element | None:
     final = {e: v * (1 - prose(e)) + _named(e, sizes) for e, v in scores.items()}
     ranked = sorted(final, key=final.__getitem__, reverse=True)
     return _climb(ranked[0], ranked[1:_TOP], final, stop)
+
+
+def _in_landmarks(body: Element, sizes: Sizes) -> set[Element]:
+    """Return the elements inside the page's `nav`, `aside` and `footer` landmarks (by
+    tag or role) that hold less than half of `body`'s text: a sidebar's prose widgets,
+    a footer's address. A landmark holding more is a wrapper that misuses the tag."""
+    found: set[Element] = set()
+    most = sizes.text[body] * _LANDMARK_SHARE
+    matches = _LANDMARKS(body)
+    for landmark in matches if isinstance(matches, list) else ():
+        if (
+            isinstance(landmark, etree._Element)
+            and landmark not in found
+            and sizes.text.get(landmark, 0) < most
+        ):
+            found.update(landmark.iter(etree.Element))
+    return found
 
 
 def _named(element: Element, sizes: Sizes) -> float:
