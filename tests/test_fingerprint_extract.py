@@ -433,3 +433,27 @@ def test_a_sidebar_of_long_listings_does_not_outscore_the_story_beside_it() -> N
     assert digest(sidebar_page([*_STORY, "Correction: he fell at the north quay."])) != before
     # The sidebar's listings come and go without moving the story.
     assert digest(sidebar_page(_STORY, newest=10)) == before
+
+
+def blog_post_page(post_h1: str) -> str:
+    """Return a blog post whose theme sets the blog's name and tagline as an `<h1>` in
+    its masthead; the title says the post's headline and the blog's name, Open Graph
+    the post's alone."""
+    body = "".join(
+        f"<p>Fog again this morning, day {n} of it: the river, the fields and the road to "
+        f"the village all gone grey, and the dog, as ever, delighted by it.</p>"
+        for n in range(4)
+    )
+    return (
+        "<html><head><title>Fog soup. | Life, the master and me</title>"
+        "<meta property='og:title' content='Fog soup.'></head><body>"
+        "<header id='branding'><hgroup><h1 id='site-title'>Life, the master and me</h1>"
+        "</hgroup></header><div id='content'><article class='post'>"
+        f"<header class='entry-header'><h1 class='entry-title'>{post_h1}</h1></header>"
+        f"<div class='entry-content'>{body}</div></article></div></body></html>"
+    )
+
+
+def test_an_h1_saying_the_open_graph_title_is_the_headline_not_the_blog_s_name() -> None:
+    before = digest(blog_post_page("Fog soup."))
+    assert digest(blog_post_page("Fog soup again.")) != before
