@@ -327,3 +327,133 @@ def test_a_page_wrapper_named_for_its_open_comments_is_not_a_thread() -> None:
         )
 
     assert digest(page("third")) != digest(page("fourth"))
+
+
+def sectioned_page(second: list[str], newest: int = 8) -> str:
+    """Return an article in two parts: six paragraphs, then `second`'s paragraphs around
+    a box of links to other stories (which makes the second part a link-heavy block)."""
+    first = "".join(
+        f"<p>Paragraph {n} of the report: the council met on Tuesday, heard the "
+        f"engineers, weighed the costs of the bridge, and voted, after a long debate, "
+        f"to repair it rather than build anew, as residents had asked.</p>"
+        for n in range(6)
+    )
+    box = "".join(
+        f"<li><a href='/news/{n}'>Another story of the week, number {n}, worth a read</a></li>"
+        for n in range(newest, newest - 8, -1)
+    )
+    rest = "".join(f"<p>{text}</p>" for text in second[:1])
+    rest += f"<div class='callout'><ul>{box}</ul></div>"
+    rest += "".join(f"<p>{text}</p>" for text in second[1:])
+    return (
+        "<html><head><title>Council repairs the bridge</title></head><body>"
+        "<article><h1>Council repairs the bridge</h1>"
+        f"<div class='part'>{first}</div><div class='part'>{rest}</div>"
+        "</article></body></html>"
+    )
+
+
+_SECOND = [
+    "Work starts in the spring and should end before winter, the city engineer said, "
+    "adding that traffic will be diverted over the old ferry road while it lasts, and "
+    "that buses will keep their stops, though most of them will run ten minutes later.",
+    "Residents who had campaigned for a repair welcomed the vote, though some, living "
+    "near the river, still fear months of noise, dust and closed lanes in their streets, "
+    "and asked the council to pay for new windows in the houses closest to the works.",
+]
+
+
+def test_a_short_paragraph_after_a_stray_one_is_the_article_s_too() -> None:
+    before = digest(sectioned_page(_SECOND))
+    corrected = [*_SECOND, "Correction: the works start in April, not in March."]
+    assert digest(sectioned_page(corrected)) != before
+    # The box of other stories is not the article: it rotates without moving it.
+    assert digest(sectioned_page(_SECOND, newest=9)) == before
+
+
+def twice_page(first: str, second: str) -> str:
+    """Return a page stating its headline twice, in a title bar and above the story."""
+    story = "".join(
+        f"<p>Guests praise the beach, the food and the staff, review {n} says, though the "
+        f"rooms, last refitted years ago, show their age and the pool closes early.</p>"
+        for n in range(4)
+    )
+    return (
+        "<html><head><title>Hotel Kawama - Varadero - Reviews</title></head><body>"
+        f"<div id='pagetitle'><h1 class='masthead'>{first}</h1></div>"
+        f"<div id='title2'><h1 class='header'>{second}</h1></div>"
+        f"<div class='reviews'>{story}</div></body></html>"
+    )
+
+
+def test_a_headline_said_twice_moves_the_page_when_either_changes() -> None:
+    before = digest(twice_page("Hotel Kawama", "Hotel Kawama"))
+    assert digest(twice_page("Hotel Kawama Resort", "Hotel Kawama")) != before
+    assert digest(twice_page("Hotel Kawama", "Hotel Kawama Resort")) != before
+
+
+def sidebar_page(story: list[str], newest: int = 9) -> str:
+    """Return a short story beside an `<aside>` of long listings, each a linked title
+    above a description of its own, newest first: more prose than the story, less than
+    half the page with the site's menu and footer."""
+    menu = "".join(
+        f"<li><a href='/section/{n}'>Section of the site {n}</a></li>" for n in range(60)
+    )
+    listings = "".join(
+        f"<div class='item'><a href='/report/{n}'>Report {n}</a><p>Fire crews were called "
+        f"to a house on street number {n}, where a kitchen fire, started by a pan left on "
+        f"the stove, was put out within minutes; nobody was hurt, the crews said.</p></div>"
+        for n in range(newest, newest - 6, -1)
+    )
+    text = "".join(f"<p>{line}</p>" for line in story)
+    return (
+        "<html><head><title>Ambulance called to the harbour</title></head><body>"
+        f"<nav><ul>{menu}</ul></nav>"
+        "<div class='wrap'><div class='col-a'><div class='ads-details-wrapper'>"
+        f"<h1>Ambulance called to the harbour</h1><div><div>{text}</div></div></div></div>"
+        f"<aside class='col-b'><div class='panel'>{listings}</div></aside>"
+        "</div></body></html>"
+    )
+
+
+_STORY = [
+    "On Friday the ambulance rushed to the harbour, where a man had fallen from the quay "
+    "into the water while mooring his boat.",
+    "Divers brought him out within minutes; he was taken to hospital, cold but unhurt, "
+    "the harbour master said.",
+    "It was the third such fall this year, and the council will look again at railings "
+    "along the quay.",
+]
+
+
+def test_a_sidebar_of_long_listings_does_not_outscore_the_story_beside_it() -> None:
+    before = digest(sidebar_page(_STORY))
+    edited = [_STORY[0], _STORY[1].replace("within minutes", "within ten minutes")]
+    assert digest(sidebar_page(edited)) != before
+    assert digest(sidebar_page([*_STORY, "Correction: he fell at the north quay."])) != before
+    # The sidebar's listings come and go without moving the story.
+    assert digest(sidebar_page(_STORY, newest=10)) == before
+
+
+def blog_post_page(post_h1: str) -> str:
+    """Return a blog post whose theme sets the blog's name and tagline as an `<h1>` in
+    its masthead; the title says the post's headline and the blog's name, Open Graph
+    the post's alone."""
+    body = "".join(
+        f"<p>Fog again this morning, day {n} of it: the river, the fields and the road to "
+        f"the village all gone grey, and the dog, as ever, delighted by it.</p>"
+        for n in range(4)
+    )
+    return (
+        "<html><head><title>Fog soup. | Life, the master and me</title>"
+        "<meta property='og:title' content='Fog soup.'></head><body>"
+        "<header id='branding'><hgroup><h1 id='site-title'>Life, the master and me</h1>"
+        "</hgroup></header><div id='content'><article class='post'>"
+        f"<header class='entry-header'><h1 class='entry-title'>{post_h1}</h1></header>"
+        f"<div class='entry-content'>{body}</div></article></div></body></html>"
+    )
+
+
+def test_an_h1_saying_the_open_graph_title_is_the_headline_not_the_blog_s_name() -> None:
+    before = digest(blog_post_page("Fog soup."))
+    assert digest(blog_post_page("Fog soup again.")) != before

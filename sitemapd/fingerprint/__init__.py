@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 # Bumped whenever a change to this package can give an unchanged page another digest.
-FINGERPRINT_VERSION = 5
+FINGERPRINT_VERSION = 6
 # Characters of main text below which the site's template is not left out.
 MIN_KEPT = 140
 # Plain elements: lxml.html's element classes cost a Python lookup per element.
@@ -257,8 +257,7 @@ def read_html(
     extract = main_content(body, select, article=article)
     stated = [text for label, text in parts if label in _STATED]
     first = None if extract.fallback else extract.main[0]
-    title = headline([(h, text) for h, text in h1s if text], stated, first)
-    if title is not None:
+    for title in headline([(h, text) for h, text in h1s if text], stated, first):
         parts.append(("h1", title))
     texts: list[tuple[int | None, str]] = []
     for element, text in fragments(extract):

@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from lxml import etree
+
 from sitemapd.fingerprint.chrome import (
     MIN_PARAGRAPH,
-    STRAY,
-    STRAY_LINKS,
     Element,
     Sizes,
     counter,
@@ -42,6 +42,7 @@ from sitemapd.fingerprint.score import (
     paragraphs_score,
     text_of,
 )
+from sitemapd.fingerprint.strays import outermost, paragraph_share, strays
 
 # Never visible content, or not content at all: dropped before anything is measured.
 NEVER = (
@@ -63,9 +64,6 @@ NEVER = (
     "dialog",
 )
 _PARAGRAPHS = {"p", "pre", "td", "blockquote", "dd"}
-# What a sibling of the main content holds when it is more of the same article: its
-# paragraphs, prose list items, and headings (a list article's items open with one).
-_SHARED = (*_PARAGRAPHS, "li", "h2", "h3", "h4")
 # Containers whose own loose text counts as a paragraph of theirs.
 _LOOSE = {"div", "article", "section", "main", "center"}
 # Main content with less text than this is not found: the page is fingerprinted whole.
@@ -79,6 +77,11 @@ _DIVIDERS = (1, 2, 6, 9, 12)
 _TOP = 5
 _CLOSE = 0.75
 _MIN_CLOSE = 3
+# Landmarks whose paragraphs say nothing of the article, and the share of the page's
+# text from which one is a wrapper instead. By tag alone: finding roles would read
+# every element's attributes, a tenth of a page's scan.
+_LANDMARKS = ("nav", "aside", "footer")
+_LANDMARK_SHARE = 0.5
 # Characters a sibling of the main content needs to be more of the same article.
 _SIBLING = 60
 
@@ -130,7 +133,7 @@ def main_content(
     """
     sizes = Sizes(body)
     if select is not None:
-        chosen = _outermost(select(body))
+        chosen = outermost(select(body))
         if not chosen:
             return Extract([body], fallback=True, dropped=template_parts(body, sizes, body))
         return _finish(chosen, sizes)
@@ -143,12 +146,12 @@ def main_content(
     )
     if kept < _MIN_MAIN:
         return _without_article(body, sizes)
-    strays = _strays(body, sizes, extract.main)
-    if strays:
-        for stray in strays:
+    found = strays(body, sizes, extract.main)
+    if found:
+        for stray in found:
             extract.dropped.update(template_parts(stray, sizes, stray))
         order = {element: n for n, element in enumerate(sizes.elements)}
-        extract.main = sorted([*extract.main, *strays], key=order.__getitem__)
+        extract.main = sorted([*extract.main, *found], key=order.__getitem__)
     if not article and kept < _LIST_PAGE_PROSE:
         _add_list(extract, body, sizes)
     return extract
@@ -183,38 +186,6 @@ def _without_article(body: Element, sizes: Sizes) -> Extract:
     return Extract([body], fallback=True, dropped=template_parts(body, sizes, body))
 
 
-def _strays(body: Element, sizes: Sizes, main: list[Element]) -> list[Element]:
-    """Return the article's paragraphs that lie outside `main`: a lead in another column
-    of a grid, an intro above the body. Long, with few links, in no template part."""
-    inside = {element for root in main for element in root.iter()}
-    whole = sizes.text[body]
-    found = []
-    for paragraph in body.iter("p", "blockquote"):
-        if (
-            paragraph in inside
-            or sizes.text.get(paragraph, 0) < STRAY
-            or sizes.link_density(paragraph) >= STRAY_LINKS
-        ):
-            continue
-        if any(template_reason(a, sizes, whole) for a in (paragraph, *paragraph.iterancestors())):
-            continue
-        found.append(_section(paragraph, sizes, inside))
-    return _outermost(list(dict.fromkeys(found)))
-
-
-def _section(paragraph: Element, sizes: Sizes, main: set[Element]) -> Element:
-    """Return the part of the article `paragraph` opens (an article cut into sections,
-    ads between them): its highest ancestor of prose that holds none of `main`."""
-    part = paragraph
-    for ancestor in paragraph.iterancestors():
-        if ancestor.tag in ("body", "html") or any(e in main for e in ancestor.iter()):
-            break
-        if sizes.link_density(ancestor) >= 0.1 or _paragraph_share(ancestor, sizes) <= 0.7:
-            break
-        part = ancestor
-    return part
-
-
 def _finish(main: list[Element], sizes: Sizes) -> Extract:
     dropped: dict[Element, str] = {}
     for element in main:
@@ -226,7 +197,10 @@ def _best_container(body: Element, sizes: Sizes) -> Element | None:
     """Return the element whose paragraphs score highest, or None when no paragraph."""
     scores: dict[Element, float] = {}
     stop = body.getparent()
-    for element in sizes.elements:
+    # A sidebar's or footer's paragraphs are not the article's, however long: they do
+    # not vote for the container they lie in (a sidebar of long listings would win
+    # over a short story beside it).
+    for element in _voters(body, sizes):
         tag = element.tag
         leaf = tag in _PARAGRAPHS or (tag == "div" and _is_leaf_block(element))
         if leaf:
@@ -260,6 +234,30 @@ def _best_container(body: Element, sizes: Sizes) -> Element | None:
     final = {e: v * (1 - prose(e)) + _named(e, sizes) for e, v in scores.items()}
     ranked = sorted(final, key=final.__getitem__, reverse=True)
     return _climb(ranked[0], ranked[1:_TOP], final, stop)
+
+
+def _voters(body: Element, sizes: Sizes) -> list[Element]:
+    """Return the elements of `body` in document order but those inside its `nav`,
+    `aside` and `footer` elements that hold less than half of its text: a sidebar's
+    prose widgets, a footer's address. One holding more is a wrapper that misuses the
+    tag."""
+    elements = sizes.elements
+    most = sizes.text[body] * _LANDMARK_SHARE
+    # A landmark's subtree is a run of the pre-order list: cut out by slices.
+    runs = sorted(
+        (start, start + 1 + sum(1 for _ in e.iterdescendants(etree.Element)))
+        for e in body.iter(*_LANDMARKS)
+        if sizes.text.get(e, 0) < most and (start := elements.index(e)) >= 0
+    )
+    if not runs:
+        return elements
+    kept: list[Element] = []
+    at = 0
+    for start, end in runs:
+        if start >= at:
+            kept += elements[at:start]
+        at = max(at, end)
+    return kept + elements[at:]
 
 
 def _named(element: Element, sizes: Sizes) -> float:
@@ -337,30 +335,15 @@ def _with_siblings(top: Element, sizes: Sizes) -> list[Element]:
         if template_reason(sibling, sizes, top_text):
             continue
         # A lead, an intro, a second body part: paragraphs with few links.
-        if (length >= _SIBLING and density < 0.3 and _paragraph_share(sibling, sizes) > 0.5) or (
+        if (length >= _SIBLING and density < 0.3 and paragraph_share(sibling, sizes) > 0.5) or (
             sibling.tag == "p" and length >= _SIBLING and density < 0.25
         ):
             kept.append(sibling)
     return kept
 
 
-def _paragraph_share(element: Element, sizes: Sizes) -> float:
-    """Return the share of `element`'s text inside paragraphs."""
-    total = sizes.text[element]
-    if not total:
-        return 0.0
-    inside = sum(sizes.text[p] for p in element.iter(*_SHARED) if p in sizes.text)
-    return min(inside / total, 1.0)
-
-
 def _inside_any(element: Element, roots: list[Element]) -> bool:
     return any(element is r or inside(element, r) for r in roots)
-
-
-def _outermost(elements: list[Element]) -> list[Element]:
-    """Return `elements` without those inside another of them, in document order."""
-    chosen = set(elements)
-    return [e for e in elements if not any(a in chosen for a in e.iterancestors())]
 
 
 def outside(extract: Extract, body: Element) -> list[Element]:

@@ -54,27 +54,37 @@ def tokens(text: str) -> set[str]:
 
 def headline(
     h1s: list[tuple[Element, str]], stated: Iterable[str], first_main: Element | None
-) -> str | None:
-    """Return the page's headline among its `<h1>` texts `h1s` (element, text).
+) -> list[str]:
+    """Return the page's headline among its `<h1>` texts `h1s` (element, text), once
+    for each `<h1>` that says it (none when the page has no `<h1>`).
 
-    The ones sharing most words with the `stated` headlines (title, og:title, JSON-LD)
-    are candidates, else all; of those, the first inside the main content (whose first
-    element is `first_main`), else the last before it.
+    Those saying one of the `stated` headlines (title, og:title, JSON-LD) word for word
+    are candidates, else those sharing most words with them, else all; of those, the
+    first inside the main content (whose first element is `first_main`), else the last
+    before it. A headline said twice (a title bar's copy and the article's) is kept
+    twice: an editor who changes one changed what the page says, and a template
+    renders both copies from one field.
     """
-    if not h1s:
-        return None
-    reference: set[str] = set()
-    for text in stated:
-        reference |= tokens(text)
-    scored = []
-    for element, text in h1s:
-        own = tokens(text)
-        shared = len(own & reference)
-        if shared >= _SHARED or (own and shared * 2 >= len(own)):
-            scored.append((shared, element, text))
-    best = max((shared for shared, _, _ in scored), default=0)
-    candidates = [(e, t) for shared, e, t in scored if shared == best] or h1s
-    return _nearest(candidates, first_main)
+    said_as = [tokens(text) for text in stated]
+    # The site's name in the masthead is an <h1> on many themes, and shares more of the
+    # title's words ("Post | Site name and tagline") than the post's own <h1>; Open
+    # Graph and JSON-LD state the post's headline alone, and an <h1> that says it word
+    # for word is the page's.
+    candidates = [(e, t) for e, t in h1s if (own := tokens(t)) and own in said_as]
+    if not candidates:
+        reference: set[str] = set().union(*said_as)
+        scored = []
+        for element, text in h1s:
+            own = tokens(text)
+            shared = len(own & reference)
+            if shared >= _SHARED or (own and shared * 2 >= len(own)):
+                scored.append((shared, element, text))
+        best = max((shared for shared, _, _ in scored), default=0)
+        candidates = [(e, t) for shared, e, t in scored if shared == best] or h1s
+    if not candidates:
+        return []
+    said = _nearest(candidates, first_main)
+    return [text for _, text in candidates if text == said]
 
 
 def _nearest(h1s: list[tuple[Element, str]], first_main: Element | None) -> str:

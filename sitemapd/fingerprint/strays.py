@@ -1,0 +1,85 @@
+"""Find the article's paragraphs that lie outside the best container: a lead in another
+column of a grid, an intro above the body, the parts of an article cut into sections
+with ads between them, and the short paragraphs that run on from such a paragraph.
+"""
+
+from __future__ import annotations
+
+from sitemapd.fingerprint.chrome import STRAY, STRAY_LINKS, Element, Sizes, template_reason
+
+# What a block holds when it is more of an article: its paragraphs, prose list items,
+# and headings (a list article's items open with one).
+SHARED = ("p", "pre", "td", "blockquote", "dd", "li", "h2", "h3", "h4")
+# Paragraphs that run on from a stray one, one after another in its parent.
+_RUN = ("p", "blockquote")
+
+
+def strays(body: Element, sizes: Sizes, main: list[Element]) -> list[Element]:
+    """Return the article's paragraphs that lie outside `main`: long, with few links, in
+    no template part, each with the part of the article it opens, outermost first."""
+    held = {element for root in main for element in root.iter()}
+    whole = sizes.text[body]
+    found = []
+    for paragraph in body.iter("p", "blockquote"):
+        if (
+            paragraph in held
+            or sizes.text.get(paragraph, 0) < STRAY
+            or sizes.link_density(paragraph) >= STRAY_LINKS
+        ):
+            continue
+        if any(template_reason(a, sizes, whole) for a in (paragraph, *paragraph.iterancestors())):
+            continue
+        part = _section(paragraph, sizes, held)
+        found.append(part)
+        if part is paragraph:
+            found.extend(_run(paragraph, sizes, held, whole))
+    return outermost(list(dict.fromkeys(found)))
+
+
+def _run(paragraph: Element, sizes: Sizes, held: set[Element], whole: int) -> list[Element]:
+    """Return the paragraphs around `paragraph` in its parent, one after another with no
+    other block between, that are no template part and have few links.
+
+    A paragraph is a stray by its length; the article's short paragraphs beside it (a
+    closing line, an appended correction, a one-line quote) are no less the article's.
+    """
+    found = []
+    for siblings in (paragraph.itersiblings(), paragraph.itersiblings(preceding=True)):
+        for sibling in siblings:
+            if (
+                sibling.tag not in _RUN
+                or sibling in held
+                or sizes.link_density(sibling) >= STRAY_LINKS
+                or template_reason(sibling, sizes, whole)
+            ):
+                break
+            found.append(sibling)
+    return found
+
+
+def _section(paragraph: Element, sizes: Sizes, main: set[Element]) -> Element:
+    """Return the part of the article `paragraph` opens (an article cut into sections,
+    ads between them): its highest ancestor of prose that holds none of `main`."""
+    part = paragraph
+    for ancestor in paragraph.iterancestors():
+        if ancestor.tag in ("body", "html") or any(e in main for e in ancestor.iter()):
+            break
+        if sizes.link_density(ancestor) >= 0.1 or paragraph_share(ancestor, sizes) <= 0.7:
+            break
+        part = ancestor
+    return part
+
+
+def paragraph_share(element: Element, sizes: Sizes) -> float:
+    """Return the share of `element`'s text inside paragraphs."""
+    total = sizes.text[element]
+    if not total:
+        return 0.0
+    inside = sum(sizes.text[p] for p in element.iter(*SHARED) if p in sizes.text)
+    return min(inside / total, 1.0)
+
+
+def outermost(elements: list[Element]) -> list[Element]:
+    """Return `elements` without those inside another of them, in document order."""
+    chosen = set(elements)
+    return [e for e in elements if not any(a in chosen for a in e.iterancestors())]
