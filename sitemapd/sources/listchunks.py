@@ -20,6 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sys
+import threading
+import types
+import typing
 from collections.abc import Container, Generator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
@@ -165,13 +169,36 @@ def _cutter() -> FastCDC:
     largest chunk is not `_LARGEST`."""
     global _CDC  # one per process, made when first needed
     if _CDC is None:
-        from pyfastcdc import FastCDC
-
-        cdc = FastCDC(avg_size=_AVERAGE)
+        cdc = _fastcdc()(avg_size=_AVERAGE)
         if cdc.max_size != _LARGEST:
             raise RuntimeError(f"pyfastcdc's largest chunk is {cdc.max_size}, not {_LARGEST}")
         _CDC = cdc
     return _CDC
+
+
+def _fastcdc() -> type[FastCDC]:
+    """Return pyfastcdc's chunker class, importing pyfastcdc."""
+    # pyfastcdc's `common` module imports typing_extensions (2-3 ms, most of pyfastcdc's
+    # load) for `Literal` and `Protocol`, which `typing` has had since Python 3.8. When no
+    # module has loaded typing_extensions and no other thread could import it meanwhile,
+    # pyfastcdc is lent a module of those two for its import; one that asks for more gets
+    # an ImportError, and then the real typing_extensions.
+    if "typing_extensions" not in sys.modules and threading.active_count() == 1:
+        lent = types.ModuleType("typing_extensions")
+        lent.Literal, lent.Protocol = typing.Literal, typing.Protocol  # type: ignore[attr-defined]
+        sys.modules["typing_extensions"] = lent
+        try:
+            from pyfastcdc import FastCDC
+
+            return FastCDC
+        except ImportError:
+            pass
+        finally:
+            if sys.modules.get("typing_extensions") is lent:
+                del sys.modules["typing_extensions"]
+    from pyfastcdc import FastCDC
+
+    return FastCDC
 
 
 def _largest() -> int:
