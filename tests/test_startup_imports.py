@@ -75,3 +75,25 @@ def test_status_and_check_config_load_what_they_report(listed: tuple[Path, Path]
     assert not {"concurrent.futures", "gzip", "sitemapd.ledger.journal"} & status
     checked = imported("check-config", "-c", str(config))
     assert not {"json", "concurrent.futures", "sitemapd.ledger.journal"} & checked
+
+
+@pytest.mark.parametrize(
+    ("before", "lent"),
+    [
+        ("", True),
+        ("import typing_extensions", False),  # loaded already: pyfastcdc gets it
+        ("threading.Thread(target=time.sleep, args=(2,)).start()", False),  # not alone
+    ],
+)
+def test_the_chunker_loads_with_typing_extensions_or_without(before: str, lent: bool) -> None:
+    code = f"""
+import sys, threading, time, typing
+{before}
+from sitemapd.sources import listchunks
+assert listchunks._cutter().max_size == listchunks._LARGEST
+common = sys.modules["pyfastcdc.common"]
+print(common.Protocol is typing.Protocol, "typing_extensions" in sys.modules)
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == (["True", "False"] if lent else ["False", "True"])
