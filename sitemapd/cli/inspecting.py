@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import sqlite3
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from sitemapd.core.words import count
 from sitemapd.errors import SitemapdError
 
 # Each command imports what it runs in its body: a command starts without the modules of
-# the others (the ownership check's lxml, the status report, the engine).
+# the others (the ownership check's lxml, the status report, the engine, json).
 
 
 @click.command(name="status")
@@ -25,6 +24,8 @@ from sitemapd.errors import SitemapdError
 @errors_exit
 def status_(config_path: Path, as_json: bool) -> None:
     """Show URLs by state, excluded and invalid items, shards and the last publish."""
+    import json
+
     from sitemapd.publish.names import OutputNames
     from sitemapd.status import report as status
 
@@ -106,6 +107,8 @@ def drill_(config_path: Path, pages: int, as_json: bool) -> None:
 
     Exits 1 when a source misses the bars (5% false moves, 98% of edits caught).
     """
+    import json
+
     from sitemapd.drill import passed, render, run_drill
 
     reports = run_drill(config.load(config_path), max(pages, 1))

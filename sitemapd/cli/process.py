@@ -17,8 +17,9 @@ log = logging.getLogger("sitemapd.fdlimit")
 # Characters that would garble a log line or hide in it (NUL, CR, other controls, a
 # byte-order mark, Unicode line separators) when inputs carry them into a message. A line
 # feed stays: inputs cannot carry one into a message (file names are shown escaped), and
-# a worker's traceback is logged with its lines.
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ufeff\u2028\u2029]")
+# a worker's traceback is logged with its lines. Kept as text: `re` compiles it with the
+# first record, and a command that logs nothing does not.
+_UNPRINTABLE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\ufeff\u2028\u2029]"
 
 
 class _Escaping(logging.Formatter):
@@ -27,7 +28,7 @@ class _Escaping(logging.Formatter):
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         text = super().formatMessage(record)
-        return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
+        return re.sub(_UNPRINTABLE, lambda m: repr(m.group())[1:-1], text)
 
 
 def configure(level: str) -> None:

@@ -14,7 +14,6 @@ import re
 import sqlite3
 import tempfile
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from lxml import etree
@@ -78,10 +77,10 @@ def _verify_target(config: Config, seen: set[bytes]) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="sitemapd-verify-") as folder:
         local = Path(folder)
         robots_txt = _download(config, local)
-        site = replace(config.site, output_dir=local, robots_txt=robots_txt)
+        site = config.site._replace(output_dir=local, robots_txt=robots_txt)
         return [
             line.replace(folder + "/", target.url)
-            for line in verify(replace(config, site=site), seen)
+            for line in verify(config._replace(site=site), seen)
         ]
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sitemapd.config.daemon import (
     CRAWLER_PATTERNS,
@@ -39,8 +39,7 @@ if TYPE_CHECKING:
     from sitemapd.config.feeds import FeedConfig, NewsConfig
 
 
-@dataclass(frozen=True, slots=True)
-class Config:
+class Config(NamedTuple):
     """A validated configuration file."""
 
     path: Path
@@ -221,13 +220,12 @@ def partitioned(
     tag = partition.label
     sitemap = replace(sitemap, index=partition_name(sitemap.index, tag))
     if feed is not None:
-        feed = replace(
-            feed,
+        feed = feed._replace(
             atom=partition_name(feed.atom, tag),
             rss=partition_name(feed.rss, tag),
             atom_url=partition_name(feed.atom_url, tag),
             rss_url=partition_name(feed.rss_url, tag),
         )
     if news is not None:
-        news = replace(news, file=partition_name(news.file, tag))
+        news = news._replace(file=partition_name(news.file, tag))
     return sitemap, feed, news

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from sitemapd.config.table import Table
 
@@ -14,8 +14,7 @@ DEFAULT_CRAWLERS = (("googlebot", "Googlebot"), ("bingbot", "bingbot"))
 BACKENDS = ("auto", "inotify", "polling")
 
 
-@dataclass(frozen=True, slots=True)
-class DaemonConfig:
+class DaemonConfig(NamedTuple):
     """How `sitemapd run` batches events and how often it reconciles with the disk."""
 
     debounce: float = 0.5
@@ -28,8 +27,7 @@ class DaemonConfig:
     max_lag: float = 60.0
 
 
-@dataclass(frozen=True, slots=True)
-class HttpConfig:
+class HttpConfig(NamedTuple):
     """The sidecar endpoint; off while `listen` is empty."""
 
     listen: str = ""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from sitemapd.config.site import SiteConfig
 from sitemapd.config.table import HOUR, LANGUAGE, Table
@@ -12,8 +12,7 @@ from sitemapd.config.table import HOUR, LANGUAGE, Table
 MAX_NEWS_AGE = 48 * HOUR
 
 
-@dataclass(frozen=True, slots=True)
-class FeedConfig:
+class FeedConfig(NamedTuple):
     """RSS 2.0 and Atom 1.0 feeds of recent updates, on when `[feed]` exists."""
 
     title: str
@@ -31,8 +30,7 @@ class FeedConfig:
     max_pages: int = 50
 
 
-@dataclass(frozen=True, slots=True)
-class NewsConfig:
+class NewsConfig(NamedTuple):
     """The Google News sitemap, on when `[news]` exists."""
 
     publication_name: str

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from sitemapd.config.table import Table
@@ -22,8 +23,7 @@ class Partition:
         return f"p{self.number}of{self.count}"
 
 
-@dataclass(frozen=True, slots=True)
-class S3Target:
+class S3Target(NamedTuple):
     """An S3-compatible bucket (and key prefix) the sitemaps are published to."""
 
     bucket: str
@@ -44,8 +44,7 @@ class S3Target:
         return f"s3://{self.bucket}/{self.prefix}"
 
 
-@dataclass(frozen=True, slots=True)
-class PublishConfig:
+class PublishConfig(NamedTuple):
     """Where output goes: the local output_dir (s3 None) or an S3-compatible bucket."""
 
     s3: S3Target | None = None

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from sitemapd.config.site import SiteConfig
 from sitemapd.config.table import Table
 
 
-@dataclass(frozen=True, slots=True)
-class WebSubConfig:
+class WebSubConfig(NamedTuple):
     """The [websub] section: the hubs told about feed updates."""
 
     hubs: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class IndexNowConfig:
+class IndexNowConfig(NamedTuple):
     """The [indexnow] section: the key, where it is served, and the endpoint."""
 
     key: str

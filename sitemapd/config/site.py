@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from sitemapd.config.fleet import Partition, read_partition
 from sitemapd.config.table import Table
@@ -19,8 +20,7 @@ MAX_BYTES = 52_428_800
 DEFAULT_INDEX = "sitemap.xml"
 
 
-@dataclass(frozen=True, slots=True)
-class SiteConfig:
+class SiteConfig(NamedTuple):
     """The [site] section: where the site is, and where its files and state go."""
 
     base_url: str

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote
 
 from sitemapd.config.daemon import BACKENDS
@@ -20,8 +19,7 @@ if TYPE_CHECKING:
 ERROR_PAGES = ("404.html", "50x.html")
 
 
-@dataclass(frozen=True, slots=True)
-class DirectorySource:
+class DirectorySource(NamedTuple):
     """Rendered pages under `root` become URLs under `url_prefix`."""
 
     name: str
@@ -50,16 +48,14 @@ class DirectorySource:
     follow_symlinks: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class UrlListSource:
+class UrlListSource(NamedTuple):
     """A sitemaps.org text file: one URL a line, optionally a tab and a W3C datetime."""
 
     name: str
     path: Path
 
 
-@dataclass(frozen=True, slots=True)
-class ChangelogSource:
+class ChangelogSource(NamedTuple):
     """A database change table (or query) read after a cursor kept in the ledger."""
 
     name: str
@@ -75,8 +71,7 @@ class ChangelogSource:
     articles: str = "auto"
 
 
-@dataclass(frozen=True, slots=True)
-class AccessLogSource:
+class AccessLogSource(NamedTuple):
     """A web server access log: when crawlers fetched the feeds, what they got for URLs."""
 
     name: str

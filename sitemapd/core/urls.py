@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 from urllib.parse import quote, urlsplit
 
 from sitemapd.errors import ConfigError, InvalidURL
@@ -37,8 +37,7 @@ _CANONICAL_BYTES = bytes(
 _HOST = re.compile(r"[A-Za-z0-9_.-]+|[0-9A-Fa-f:.]+")
 
 
-@dataclass(frozen=True, slots=True)
-class Origin:
+class Origin(NamedTuple):
     """The scheme, host and port every URL of the site shares."""
 
     scheme: str

@@ -18,8 +18,7 @@ BASELINE_CURSOR = "journal_baseline"
 PUBLISHED_CURSOR = "published_seq"
 
 
-@dataclass(frozen=True, slots=True)
-class RobotsRules:
+class RobotsRules(NamedTuple):
     """The site's robots.txt rules as the ledger applies them."""
 
     fingerprint: str

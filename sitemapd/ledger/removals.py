@@ -8,12 +8,12 @@ taken inside the ledger's apply transaction; holds are kept as ledger cursors.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from sitemapd.core import w3c
 from sitemapd.errors import SitemapdError
@@ -65,8 +65,7 @@ class RemovalGuard:
         return {name for source in sources for name in self.sources.get(source, ())}
 
 
-@dataclass(frozen=True, slots=True)
-class Hold:
+class Hold(NamedTuple):
     """A removal held back: `removing` of the source's `live` URLs, held since `since`."""
 
     source: str
@@ -145,7 +144,7 @@ def decide(
     hold = Hold(source, len(removing), int(live), now, digest, recent)
     conn.execute(
         "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
-        (name, json.dumps(dataclasses.asdict(hold), sort_keys=True)),
+        (name, json.dumps(hold._asdict(), sort_keys=True)),
     )
     return hold
 

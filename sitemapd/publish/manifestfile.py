@@ -13,7 +13,6 @@ file of a later version is skipped: its lines may mean something else.
 
 from __future__ import annotations
 
-import gzip
 import logging
 import zlib
 from collections.abc import Iterator
@@ -28,7 +27,8 @@ log = logging.getLogger("sitemapd.manifestfile")
 PRIVATE = ".sitemapd/"
 VERSION = 1
 _HEADER = f"sitemapd-manifest {VERSION}"
-_HEADER_MEMBER = gzip.compress(f"{_HEADER}\n".encode(), 1, mtime=0)
+# The bytes of gzip.compress(..., 1, mtime=0), without loading gzip for a quiet build.
+_HEADER_MEMBER = zlib.compress(f"{_HEADER}\n".encode(), 1, 31)
 _PREFIX = "sitemapd-manifest "
 # Compressed bytes inflated at a time when a file is unpacked (a member of 64 KiB of rows
 # is 8-10 KiB).
@@ -135,6 +135,8 @@ def _member_end(view: memoryview, start: int, texts: list[bytes]) -> int | None:
 def decode(data: bytes, where: str) -> Iterator[Row]:
     """Yield the rows of the manifest file `data` (read from `where`, for messages);
     nothing for an empty, damaged or later-version file."""
+    import gzip  # for its reader of many members; loaded here, where a file is read whole
+
     try:
         lines = gzip.decompress(data).decode().splitlines() if data else []
     except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:

@@ -18,8 +18,8 @@ import sqlite3
 import stat
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from sitemapd.config import Config
 from sitemapd.errors import ConfigError, SitemapdError
@@ -38,8 +38,7 @@ _HEAD_BYTES = 8192
 Published = Callable[[str], Record | None]
 
 
-@dataclass(frozen=True, slots=True)
-class Foreign:
+class Foreign(NamedTuple):
     """A file in the output folder under a name sitemapd publishes, written by another."""
 
     path: Path

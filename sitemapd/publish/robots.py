@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 
 from sitemapd.ledger.model import RobotsRules
 
-_SITEMAP_LINE = re.compile(rb"^[ \t]*sitemap[ \t]*:[ \t]*(\S*)[ \t]*(?:#.*)?$", re.IGNORECASE)
+# Kept as text, compiled by `re` when first used: a site without robots.txt never does.
+_SITEMAP_LINE = rb"(?i)^[ \t]*sitemap[ \t]*:[ \t]*(\S*)[ \t]*(?:#.*)?$"
 _AGENTS = ("Googlebot", "*")
 
 
@@ -31,7 +32,7 @@ def rules(data: bytes) -> RobotsRules:
 
     parser = Protego.parse(data.decode("utf-8", "replace"))
     # Sitemap lines are not rules: editing ours must not trigger a re-check of every URL.
-    rule_lines = [line for line in _lines(data) if not _SITEMAP_LINE.match(line.rstrip(b"\r\n"))]
+    rule_lines = [line for line in _lines(data) if _names(line) is None]
     fingerprint = hashlib.sha256(b"".join(rule_lines)).hexdigest()
 
     def allows(url: str) -> bool:
@@ -41,7 +42,7 @@ def rules(data: bytes) -> RobotsRules:
 
 
 def _names(line: bytes) -> bytes | None:
-    match = _SITEMAP_LINE.match(line.rstrip(b"\r\n"))
+    match = re.match(_SITEMAP_LINE, line.rstrip(b"\r\n"))
     return match.group(1) if match else None
 
 

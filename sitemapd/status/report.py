@@ -13,7 +13,6 @@ from sitemapd.config import Config
 from sitemapd.config.sources import ChangelogSource, DirectorySource
 from sitemapd.core.words import count
 from sitemapd.errors import SitemapdError
-from sitemapd.ledger.journal import count_between
 from sitemapd.ledger.lock import StateLock
 from sitemapd.ledger.removals import holds
 from sitemapd.publish import robots
@@ -352,6 +351,9 @@ def _count(data: bytes, tag: str) -> int:
 def _indexnow_pending(conn: sqlite3.Connection, cursors: dict[str, str]) -> int | None:
     if "indexnow" not in cursors:
         return None
+    # Loaded for IndexNow sites alone: the journal's module brings the ledger's model.
+    from sitemapd.ledger.journal import count_between
+
     return count_between(conn, int(cursors["indexnow"]), int(cursors.get("published_seq") or 0))
 
 

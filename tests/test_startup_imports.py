@@ -1,0 +1,75 @@
+"""What whole `sitemapd` processes import: each command loads the modules it uses and
+not those it does not (read from `python -X importtime`, which names every module a
+process imports)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def imported(*args: str) -> set[str]:
+    """Run `sitemapd *args` (which must succeed); return the names of the modules it
+    imported."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "sitemapd", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert result.returncode == 0, result.stderr
+    return {
+        line.rpartition("|")[2].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+
+
+@pytest.fixture
+def listed(tmp_path: Path) -> tuple[Path, Path]:
+    """Return the configuration and the list of a built site of one URL list."""
+    listing = tmp_path / "urls.txt"
+    listing.write_text(
+        "".join(f"https://example.com/{n}.html\t2026-01-01T00:00:00+00:00\n" for n in range(500))
+    )
+    config = tmp_path / "sitemapd.toml"
+    config.write_text(
+        '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'
+        '[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"\n'
+    )
+    assert "sitemapd.engine.engine" in imported("build", "-c", str(config))
+    return config, listing
+
+
+def test_a_changed_line_loads_no_news_renderer_for_a_site_without_news(
+    listed: tuple[Path, Path],
+) -> None:
+    config, listing = listed
+    lines = listing.read_text().splitlines(keepends=True)
+    lines[250] = "https://example.com/250.html\t2026-02-01T00:00:00+00:00\n"
+    listing.write_text("".join(lines))
+    modules = imported("build", "-c", str(config))
+    assert {"sitemapd.engine.engine", "pyfastcdc"} <= modules
+    assert "sitemapd.render.news" not in modules
+
+
+def test_a_quiet_build_loads_no_engine_and_no_gzip(listed: tuple[Path, Path]) -> None:
+    config, _ = listed
+    modules = imported("build", "-c", str(config))
+    assert not {"sitemapd.engine.engine", "gzip"} & modules
+    assert "sitemapd.cli.unchanged" in modules
+
+
+def test_status_and_check_config_load_what_they_report(listed: tuple[Path, Path]) -> None:
+    config, _ = listed
+    status = imported("status", "-c", str(config))
+    # No thread pool, manifest reader or journal (the latter for IndexNow sites alone).
+    assert "sitemapd.status.report" in status
+    assert not {"concurrent.futures", "gzip", "sitemapd.ledger.journal"} & status
+    checked = imported("check-config", "-c", str(config))
+    assert not {"json", "concurrent.futures", "sitemapd.ledger.journal"} & checked
