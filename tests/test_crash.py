@@ -320,3 +320,25 @@ def test_kill_during_a_cold_build_converges(built: tuple[Path, Model], tmp_path:
             check_urls_between(site.out, model, model)
         check_converged(site, model)
     assert killed >= 1
+
+
+def test_a_first_build_killed_as_it_creates_the_ledger_leaves_none_or_a_whole_one(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "sitemapd.toml").write_text(CONFIG)
+    (tmp_path / "urls.txt").write_text("".join(f"{ORIGIN}p{n}\n" for n in range(3000)))
+    state = tmp_path / "state"
+    ledger = state / "ledger.sqlite3"
+    command = [sys.executable, "-m", "sitemapd", "build", "-c", str(tmp_path / "sitemapd.toml")]
+    for _ in range(15):
+        shutil.rmtree(state, ignore_errors=True)
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Killed as soon as the state folder holds a file: the ledger being made.
+        while proc.poll() is None and not any(state.glob("ledger.sqlite3*")):
+            time.sleep(0.0002)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        # An empty ledger would stand for a lost history: every later build refuses it.
+        assert not ledger.exists() or ledger.stat().st_size > 0
+        run_cli("build", "-c", str(tmp_path / "sitemapd.toml"))
+        assert len(published(tmp_path / "out")) == 3000

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sitemapd.core.durable import fsync_dir
 from sitemapd.errors import PublishError
 
 _TEMP_PREFIX = ".sitemapd-tmp-"
@@ -115,11 +116,3 @@ def remove_leftover_temps(folder: Path) -> None:
         if pid.isdigit() and int(pid) != os.getpid() and running(int(pid)):
             continue
         path.unlink(missing_ok=True)
-
-
-def fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -17,12 +17,12 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Protocol
 
+from sitemapd.core.durable import fsync_dir
 from sitemapd.errors import PublishError
 from sitemapd.publish.atomic import (
     Placing,
     Staged,
     atomic_write,
-    fsync_dir,
     remove_leftover_temps,
 )
 from sitemapd.publish.manifestfile import Row, decode, manifest_name
