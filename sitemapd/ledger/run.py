@@ -111,6 +111,7 @@ class Run:
         left the sitemaps in this run: their entries list it or leave it out."""
         if self.conn.execute("SELECT 1 FROM alternate_links LIMIT 1").fetchone() is None:
             return  # no page names alternates (URL lists, most sites)
+        # Rows alone: only a first load journals runs, and it does not come here.
         # CROSS JOIN fixes the order, from this run's journal rows out: without statistics
         # SQLite would start from every URL in a shard (0.15 s a run at a million URLs).
         for (shard_id,) in self.conn.execute(

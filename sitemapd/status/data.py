@@ -119,6 +119,8 @@ class ChangeChart:
             self._through, self._window = 0, (0, 0)
         if self._window[0] != first:  # a binary search, once an hour
             self._window = (first, first_seq_since(conn, w3c.format_epoch(first), last))
+        # From past the first build: its entries, the journal's runs among them, are the
+        # site's baseline, not changes (and the rows below are all there is after it).
         start = max(self._window[1], baseline + 1)
         if self._through + 1 < start:
             self._hours.clear()
