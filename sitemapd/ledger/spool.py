@@ -117,6 +117,14 @@ class _Files:
                 self.manifest.write(self.packer.flush())
             self.document.flush()
             os.fsync(self.document.fileno())
+            # On disk now, and moved into the output folder unread: its pages leave the
+            # page cache, and the load's next writes reuse them. A 10M load otherwise
+            # leaves 1.2 GB more there, and on a virtual machine each page of memory the
+            # guest has not written before costs a host fault inside the kernel's copy
+            # (10M cold builds: 23.4-24.8 s against 25.7-26.1 s, system time 7-9 s
+            # against 10.5-12 s).
+            if hasattr(os, "posix_fadvise"):  # not on macOS
+                os.posix_fadvise(self.document.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
             return self.hash.hexdigest()
         finally:
             self.document.close()
