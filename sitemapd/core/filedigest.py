@@ -32,12 +32,9 @@ def file_digest(handle: BinaryIO) -> str:
 
     hasher = xxhash.xxh3_128()
     size = os.fstat(handle.fileno()).st_size
-    read = FileBytes(handle.fileno(), size)
-    try:
+    with FileBytes(handle.fileno(), size) as read:
         for at in range(0, size, BLOCK):
             hasher.update(read.view(at, min(size, at + BLOCK)))
-    finally:
-        read.close()
     return hasher.hexdigest()
 
 
@@ -84,13 +81,10 @@ def _matching(handle: BinaryIO, known: Sequence[Place], size: int) -> int:
     """Return how many of `known` start the file of `size` bytes with the same bytes."""
     import xxhash
 
-    read = FileBytes(handle.fileno(), size)
-    try:
+    with FileBytes(handle.fileno(), size) as read:
         start = 0
         for index, place in enumerate(known):
             if xxhash.xxh3_128_digest(read.view(start, place.end)) != place.digest:
                 return index
             start = place.end
         return len(known)
-    finally:
-        read.close()

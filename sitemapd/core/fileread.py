@@ -58,6 +58,12 @@ class FileBytes:
         """Release the buffer."""
         self._view.release()
 
+    def __enter__(self) -> FileBytes:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def _fill(self, start: int, end: int) -> None:
         """Read a buffer's worth around bytes `start` to `end`: onwards from `start`,
         or back from `end` when reading backwards (a file's tail, chunk by chunk)."""

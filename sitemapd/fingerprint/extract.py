@@ -42,7 +42,7 @@ from sitemapd.fingerprint.score import (
     paragraphs_score,
     text_of,
 )
-from sitemapd.fingerprint.strays import outermost, paragraph_share, strays
+from sitemapd.fingerprint.strays import PARAGRAPHS, outermost, paragraph_share, strays
 
 # Never visible content, or not content at all: dropped before anything is measured.
 NEVER = (
@@ -63,7 +63,7 @@ NEVER = (
     "textarea",
     "dialog",
 )
-_PARAGRAPHS = {"p", "pre", "td", "blockquote", "dd"}
+_PARAGRAPHS = set(PARAGRAPHS)
 # Containers whose own loose text counts as a paragraph of theirs.
 _LOOSE = {"div", "article", "section", "main", "center"}
 # Main content with less text than this is not found: the page is fingerprinted whole.
@@ -150,8 +150,7 @@ def main_content(
     if found:
         for stray in found:
             extract.dropped.update(template_parts(stray, sizes, stray))
-        order = {element: n for n, element in enumerate(sizes.elements)}
-        extract.main = sorted([*extract.main, *found], key=order.__getitem__)
+        extract.main = _in_order([*extract.main, *found], sizes)
     if not article and kept < _LIST_PAGE_PROSE:
         _add_list(extract, body, sizes)
     return extract
@@ -169,10 +168,15 @@ def _add_list(extract: Extract, body: Element, sizes: Sizes) -> None:
     ):
         return
     if not _inside_any(listing, extract.main):
-        order = {element: n for n, element in enumerate(sizes.elements)}
-        extract.main = sorted([*extract.main, listing], key=order.__getitem__)
+        extract.main = _in_order([*extract.main, listing], sizes)
     extract.dropped = {e: w for e, w in extract.dropped.items() if not _inside_any(e, [listing])}
     extract.dropped.update(template_parts(listing, sizes, listing, lists=False))
+
+
+def _in_order(elements: list[Element], sizes: Sizes) -> list[Element]:
+    """Return `elements` in document order."""
+    order = {element: n for n, element in enumerate(sizes.elements)}
+    return sorted(elements, key=order.__getitem__)
 
 
 def _without_article(body: Element, sizes: Sizes) -> Extract:
@@ -243,12 +247,15 @@ def _voters(body: Element, sizes: Sizes) -> list[Element]:
     tag."""
     elements = sizes.elements
     most = sizes.text[body] * _LANDMARK_SHARE
-    # A landmark's subtree is a run of the pre-order list: cut out by slices.
-    runs = sorted(
-        (start, start + 1 + sum(1 for _ in e.iterdescendants(etree.Element)))
-        for e in body.iter(*_LANDMARKS)
-        if sizes.text.get(e, 0) < most and (start := elements.index(e)) >= 0
-    )
+    # A landmark's subtree is a run of the pre-order list: cut out by slices, in the
+    # order `iter` finds them.
+    runs = []
+    for landmark in body.iter(*_LANDMARKS):
+        if sizes.text.get(landmark, 0) < most:
+            start = elements.index(landmark)
+            runs.append(
+                (start, start + 1 + sum(1 for _ in landmark.iterdescendants(etree.Element)))
+            )
     if not runs:
         return elements
     kept: list[Element] = []

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from sitemapd.fingerprint.chrome import STRAY, STRAY_LINKS, Element, Sizes, template_reason
 
+# Paragraph-like blocks.
+PARAGRAPHS = ("p", "pre", "td", "blockquote", "dd")
 # What a block holds when it is more of an article: its paragraphs, prose list items,
 # and headings (a list article's items open with one).
-SHARED = ("p", "pre", "td", "blockquote", "dd", "li", "h2", "h3", "h4")
+SHARED = (*PARAGRAPHS, "li", "h2", "h3", "h4")
 # Paragraphs that run on from a stray one, one after another in its parent.
 _RUN = ("p", "blockquote")
 

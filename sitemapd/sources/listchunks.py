@@ -113,11 +113,8 @@ class _File(NamedTuple):
     @contextlib.contextmanager
     def of(cls, handle: BinaryIO, size: int, counts: Mapping[bytes, int] | None) -> Iterator[_File]:
         """Yield the first `size` bytes of the open file `handle` to be cut."""
-        read = FileBytes(handle.fileno(), size)
-        try:
+        with FileBytes(handle.fileno(), size) as read:
             yield cls(read, size, counts or {})
-        finally:
-            read.close()
 
     def chunk(self, pos: int, start: int, line: int, end: int, digest: bytes) -> Chunk:
         """Return the chunk of bytes `start` to `end`, its bytes copied out unless its
@@ -131,7 +128,7 @@ class _File(NamedTuple):
 
     def matches(self, start: int, end: int, digest: bytes) -> bool:
         """True when bytes `start` to `end` have `digest`."""
-        return end <= self.size and xxhash.xxh3_128_digest(self.read.view(start, end)) == digest
+        return end <= self.size and self.digest(start, end) == digest
 
     def digest(self, start: int, end: int) -> bytes:
         """Return the digest of bytes `start` to `end`."""
