@@ -30,6 +30,7 @@ from sitemapd.drill.text import (
     Element,
     is_prose,
     link_share,
+    out_of_sight,
     paragraph_text,
     teaser,
     text_of,
@@ -205,14 +206,17 @@ def append_correction(page: Page) -> bool:
 
 
 def headline(tree: Element, content: Iterable[Element]) -> Element | None:
-    """Return the page's headline element: of the `<h1>` a reader sees, not in a link
+    """Return the page's headline element: of the `<h1>` a reader sees (`out_of_sight`:
+    not a visually hidden label such as `<h1 class="sr-only">News</h1>`), not in a link
     (a logo), those that say what the document title says when any does (not a login
     box's "Log in"), the last before the first content paragraph, else the first."""
     first = next(iter(content), None)
     h1s = [
         h
         for h in tree.iter("h1")
-        if text_of(h) and not any(unseen(a) or a.tag == "a" for a in (h, *h.iterancestors()))
+        if text_of(h)
+        and not out_of_sight(h)
+        and not any(a.tag == "a" for a in (h, *h.iterancestors()))
     ]
     title = next((t for head in tree.iter("head") for t in head.iter("title")), None)
     said = tokens(text_of(title)) if title is not None else set()

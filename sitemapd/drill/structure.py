@@ -26,6 +26,7 @@ from sitemapd.drill.text import (
     Element,
     is_prose,
     link_share,
+    out_of_sight,
     paragraph_text,
     teaser,
     text_of,
@@ -206,7 +207,8 @@ def surroundings(tree: Element) -> set[Element]:
     id, a custom element's tag): a menu, the site's header or footer, a sidebar, a
     "related" box, a cookie banner. Never one whose name also says content ("content-
     with-sidebar", not "articleSidebarList"), nor one that holds the page's `main`,
-    `article` or `<h1>` or half its text: a wrapper named "has-sidebar" holds the page."""
+    `article` or an `<h1>` a reader sees, or half its text: a wrapper named "has-sidebar"
+    holds the page."""
     found = set()
     half = len(text_of(tree)) / 2
     for element in tree.iter(etree.Element):
@@ -219,7 +221,9 @@ def surroundings(tree: Element) -> set[Element]:
         if (
             (role in _AROUND_ROLES or words & _AROUND_WORDS)
             and not set(_WORDS.split(names.lower())) & _CONTENT_WORDS
-            and next(element.iter("main", "article", "h1"), None) is None
+            and not any(
+                h.tag != "h1" or not out_of_sight(h) for h in element.iter("main", "article", "h1")
+            )
             and len(text_of(element)) < half
         ):
             found.add(element)

@@ -1,9 +1,12 @@
 """What a reader reads of a page: the text a browser shows, what makes it prose, and
 which prose is another page's teaser.
 
-Text is what a reader sees: what a browser never renders (scripts, styles, `<noscript>`,
-templates, `hidden` or `display:none` elements, dialogs that open over the page) is no
-text. A paragraph is a block of prose, or the prose a container holds between its
+Text is what every reader gets, on screen and read aloud: what a browser never renders
+(scripts, styles, `<noscript>`, templates, dialogs that open over the page, elements
+`hidden`, styled `display:none` or `visibility:hidden`, or of a class that hides them),
+what is drawn for screen readers alone (`sr-only`) and what is kept from them
+(`aria-hidden`) is no text: an editor's headline and prose reach every reader.
+A paragraph is a block of prose, or the prose a container holds between its
 blocks (a story written straight into a `<div>`, its lines cut by `<br>`). A paragraph
 that shares a card with another page's linked headline, in a list of such cards, is
 that page's teaser, not prose of this one; under the page's own headline (its first
@@ -28,7 +31,71 @@ PROSE_CHARACTERS = 40
 # Elements whose text a browser never shows.
 _UNSEEN = {"script", "style", "noscript", "template", "dialog"}
 _DIALOGS = {"dialog", "alertdialog"}
-_DISPLAY_NONE = re.compile(r"display\s*:\s*none", re.I)
+_STYLED_AWAY = re.compile(r"display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)", re.I)
+# Classes by which CSS frameworks, CMSs and sites hide an element from every reader
+# (`display:none`, `visibility:hidden`) or draw it for screen readers alone (clipped to
+# a pixel, off-screen): a section's label ("News", "detail", "기사 상세") set as an
+# `<h1>` before the story's own. Stylesheets are not read, so the names are; compared
+# without case, `-` and `_` ("visuallyHidden", "visually_hidden"). Partial hiding
+# ("hidden-xs", "md:hidden", "hide-for-small") is not here: a reader sees those.
+HIDING_CLASSES = (
+    # Bootstrap 3-4, Tailwind, Semantic UI: screen readers alone; hidden; invisible.
+    "sr-only",
+    "sr-only-focusable",
+    "hidden",
+    "hide",
+    "invisible",
+    # Bootstrap 4-5, Drupal 8+, Joomla 4, HTML5 Boilerplate ("visuallyhidden").
+    "visually-hidden",
+    "visually-hidden-focusable",
+    "d-none",
+    "text-hide",
+    # WordPress and its themes and plugins (Twenty Eleven, Jetpack, Elementor).
+    "screen-reader-text",
+    "screen-reader-only",
+    "assistive-text",
+    "sharing-screen-reader-text",
+    "elementor-screen-only",
+    # Drupal 7, Joomla 3.
+    "element-invisible",
+    "element-hidden",
+    # Foundation 6, Bulma, UIkit.
+    "show-for-sr",
+    "show-on-focus",
+    "is-sr-only",
+    "is-hidden",
+    "is-invisible",
+    "uk-hidden",
+    "uk-invisible",
+    "uk-hidden-visually",
+    # Design systems: GOV.UK, USWDS, the EU's ECL, Angular CDK, utility prefixes.
+    "govuk-visually-hidden",
+    "govuk-visually-hidden-focusable",
+    "usa-sr-only",
+    "ecl-u-sr-only",
+    "cdk-visually-hidden",
+    "u-visually-hidden",
+    "u-sr-only",
+    "a11y-hidden",
+    "hide-accessible",
+    "offscreen",
+    # Korean portals and CMSs: Naver ("blind"), news sites, Kakao, GnuBoard.
+    "blind",
+    "is_blind",
+    "screen_out",
+    "sound_only",
+)
+_SQUASH = re.compile(r"[-_]")
+_HIDING = frozenset(_SQUASH.sub("", name.lower()) for name in HIDING_CLASSES)
+# Classes that show such an element again from a screen size up: Tailwind's
+# "hidden md:block", "sr-only lg:not-sr-only", Bootstrap's "d-none d-md-block".
+# (Shown on focus or hover, "focus:not-sr-only", it stays hidden from a reader.)
+_SHOWN_FROM = re.compile(
+    r"(?:(?:xs|sm|md|lg|xl|\dxl|min-[^:]+|max-[^:]+|@[^:]*):"
+    r"(?:block|inline|inline-block|flex|inline-flex|grid|inline-grid|table[\w-]*|contents"
+    r"|flow-root|list-item|visible|not-sr-only)"
+    r"|d-(?:sm|md|lg|xl|xxl)-(?!none)[\w-]+)$"
+)
 _SPACES = re.compile(r"\s+")
 # Text written without spaces between words: Chinese, Japanese, Thai.
 _UNSPACED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
@@ -52,17 +119,38 @@ def text_of(element: Element) -> str:
 
 
 def unseen(element: Element) -> bool:
-    """True when a browser does not show `element` with the page: a script, style,
-    template, dialog, an element `hidden` or styled `display:none`, or a comment or
-    processing instruction."""
+    """True when `element` does not reach every reader with the page: a script, style,
+    template, dialog, comment or processing instruction; an element `hidden`,
+    `aria-hidden`, styled `display:none` or `visibility:hidden`, or of a hiding class
+    (`HIDING_CLASSES`). Never the page's `html` or `body`, which a script reveals."""
     if not isinstance(element.tag, str) or element.tag in _UNSEEN:
         return True
     if (element.get("role") or "").strip().lower() in _DIALOGS or element.get(
         "aria-modal"
     ) == "true":
         return True
-    return element.get("hidden") is not None or bool(
-        _DISPLAY_NONE.search(element.get("style") or "")
+    if element.tag in ("html", "body"):
+        return False
+    return (
+        element.get("hidden") is not None
+        or (element.get("aria-hidden") or "").strip().lower() == "true"
+        or bool(_STYLED_AWAY.search(element.get("style") or ""))
+        or _hiding_class(element.get("class"))
+    )
+
+
+def out_of_sight(element: Element) -> bool:
+    """True when `element` or a block holding it does not reach every reader (`unseen`)."""
+    return any(unseen(a) for a in (element, *element.iterancestors()))
+
+
+def _hiding_class(names: str | None) -> bool:
+    """True when the class list `names` hides its element on every screen."""
+    if not names:
+        return False
+    classes = names.split()
+    return any(_SQUASH.sub("", c.lower()) in _HIDING for c in classes) and not any(
+        _SHOWN_FROM.match(c) for c in classes
     )
 
 
@@ -142,9 +230,10 @@ def teaser(paragraph: Element) -> bool:
 
 def _own_headline(heading: Element) -> bool:
     """True when `heading` is the page's own headline (a post under its permalink, not
-    another page's): the page's first `<h1>`, or the words of its `<title>`."""
+    another page's): the page's first `<h1>` a reader sees, or the words of its
+    `<title>`."""
     tree = heading.getroottree()
-    if next(tree.iter("h1"), None) is heading:
+    if next((h for h in tree.iter("h1") if not out_of_sight(h)), None) is heading:
         return True
     words = text_of(heading).casefold()
     title = next(tree.iter("title"), None)
