@@ -146,3 +146,18 @@ def test_drill_over_a_site_with_hidden_labels_reports_no_miss(site: Site) -> Non
     table = site.cli("drill").stdout
     assert "missed on" not in table
     assert "FAIL" not in table
+
+
+def test_a_page_whose_scripts_reveal_it_is_drilled() -> None:
+    # Pages hide their whole `html` or `body` until their scripts run (anti-flicker
+    # snippets, a modal's `aria-hidden` on the body): a reader sees them all the same.
+    tree = lxml.html.document_fromstring(
+        "<html class='hidden'><head><title>Bridge vote | Gazette</title></head>"
+        "<body aria-hidden='true' style='visibility: hidden'><h1 class='sr-only'>News</h1>"
+        f"<article><h1>Bridge vote</h1>{story(4)}</article></body></html>"
+    )
+    page = Page(tree, page_content(tree))
+    assert len(page.content) == 4
+    chosen = headline(tree, page.content)
+    assert chosen is not None
+    assert chosen.text == "Bridge vote"
