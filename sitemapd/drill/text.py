@@ -122,7 +122,8 @@ def unseen(element: Element) -> bool:
     """True when `element` does not reach every reader with the page: a script, style,
     template, dialog, comment or processing instruction; an element `hidden`,
     `aria-hidden`, styled `display:none` or `visibility:hidden`, or of a hiding class
-    (`HIDING_CLASSES`). Never the page's `html` or `body`, which a script reveals."""
+    (`HIDING_CLASSES`). Never the page's `html` or `body`, nor a block holding its
+    `main`."""
     if not isinstance(element.tag, str) or element.tag in _UNSEEN:
         return True
     if (element.get("role") or "").strip().lower() in _DIALOGS or element.get(
@@ -131,12 +132,15 @@ def unseen(element: Element) -> bool:
         return True
     if element.tag in ("html", "body"):
         return False
-    return (
+    hidden = (
         element.get("hidden") is not None
         or (element.get("aria-hidden") or "").strip().lower() == "true"
         or bool(_STYLED_AWAY.search(element.get("style") or ""))
         or _hiding_class(element.get("class"))
     )
+    # A block holding the page's `main` is shown: a script reveals it, or a hidden
+    # menu's unclosed tags nested the page in it (a browser closes them; lxml does not).
+    return hidden and next(element.iter("main"), None) is None
 
 
 def out_of_sight(element: Element) -> bool:
