@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from itertools import islice
 
 from lxml import etree
@@ -148,8 +149,10 @@ def out_of_sight(element: Element) -> bool:
     return any(unseen(a) for a in (element, *element.iterancestors()))
 
 
+@lru_cache(maxsize=4096)
 def _hiding_class(names: str | None) -> bool:
     """True when the class list `names` hides its element on every screen."""
+    # Cached: a page repeats its class lists, and every text walk asks of each element.
     if not names:
         return False
     classes = names.split()
