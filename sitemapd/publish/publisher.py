@@ -16,7 +16,6 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -28,6 +27,7 @@ from sitemapd.ledger.spool import SpooledShard
 from sitemapd.publish import manifest, robots
 from sitemapd.publish.manifestfile import VERSION
 from sitemapd.publish.names import OutputNames, partition_index_urls
+from sitemapd.publish.report import PublishReport as PublishReport
 from sitemapd.publish.shardtext import shard_document, spliced_shard
 from sitemapd.publish.store import Fence, LocalStore, Record, Store
 from sitemapd.render.keyfile import key_file
@@ -38,15 +38,6 @@ if TYPE_CHECKING:
     from sitemapd.render.feedpage import FeedPage
 
 log = logging.getLogger("sitemapd.publish")
-
-
-@dataclass
-class PublishReport:
-    """What one publish wrote and removed."""
-
-    written: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    bytes_written: int = 0
 
 
 class _Stored(NamedTuple):
