@@ -10,7 +10,6 @@ renews it first.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import logging
 from collections import deque
@@ -335,6 +334,8 @@ class Publisher:
             return None
         data = text
         if name.endswith(".gz"):
+            import gzip  # here: a site of plain sitemaps does not load it
+
             # mtime=0 and no file name in the header: the same sitemap gives the same bytes.
             data = gzip.compress(text, compresslevel=self.sitemap.gzip_level, mtime=0)
         if manifest_of is not None:
