@@ -70,15 +70,23 @@ lineSeparatedURLsToSitemapOptions(createReadStream(list))
 """
 
 
+# A generated list's datetimes: from September 2020, over 5.7 years (`write_list`).
+_DATED_FROM, _DATED_OVER = 1_600_000_000, 180_000_000
+
+
 def write_list(path: Path, count: int) -> None:
-    """Write `count` URLs with datetimes, as a CMS export would."""
+    """Write `count` URLs with datetimes, as a CMS export would: all in the past (from
+    September 2020 over 5.7 years, again from the start after the first 1,855,670 lines), so
+    that a list of 10M lines is read as a list of 1M is, none capped at the build's time."""
     sections = ("news", "sport", "culture", "tech", "business", "opinion", "world")
     with path.open("w") as handle:
         for start in range(0, count, 10_000):
             handle.write(
                 "".join(
                     f"https://news.example.com/{sections[n % 7]}/{n // 5000}/story-{n}.html\t"
-                    + time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(1_600_000_000 + n * 97))
+                    + time.strftime(
+                        "%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(_DATED_FROM + n * 97 % _DATED_OVER)
+                    )
                     + "\n"
                     for n in range(start, min(start + 10_000, count))
                 )
