@@ -3,6 +3,8 @@ is decides whether an edit moves its fingerprint and a rotated box does not."""
 
 from __future__ import annotations
 
+import json
+
 from sitemapd.fingerprint import Settings, TemplateMemory
 from sitemapd.sources.pages import read_file
 
@@ -542,3 +544,45 @@ def test_a_template_word_run_together_with_pane_or_shell_names_a_template_part()
     before = digest(related_pane_page(related))
     assert digest(related_pane_page(["Partners sign up", *related[:-1]])) == before
     assert digest(related_pane_page(related, word="close")) != before
+
+
+def _news_article(headline: str, modified: str) -> str:
+    """Return a JSON-LD `NewsArticle` block of `headline`, last modified `modified`."""
+    data = json.dumps(
+        {
+            "@context": "https://schema.org",
+            "@type": "NewsArticle",
+            "headline": headline,
+            "dateModified": modified,
+        }
+    )
+    return f"<script type='application/ld+json'>{data}</script>"
+
+
+def described_teasers_page(teasers: list[str], modified: str = "2024-05-02") -> str:
+    """Return a story whose box of other stories carries, with each teaser, the JSON-LD
+    article object of that story (as some CMS templates render them)."""
+    story = "".join(
+        f"<p>Drinks for the games will reach the city centre by boat, barge {n} of the "
+        "fleet carrying crates along the river at night, the organisers said.</p>"
+        for n in range(4)
+    )
+    box = "".join(
+        f"<div class='teaser'>{_news_article(t, '2024-05-01')}<a href='/n/{n}'>{t}</a></div>"
+        for n, t in enumerate(teasers)
+    )
+    own = _news_article("Drinks by boat to the city centre", modified)
+    return (
+        "<html><head><title>Drinks by boat to the city centre | Trade</title></head><body>"
+        f"<main><div class='item-page'>{own}"
+        f"<h1>Drinks by boat to the city centre</h1>{story}</div>"
+        f"<div class='topics'>{box}</div></main></body></html>"
+    )
+
+
+def test_the_structured_data_of_other_stories_teasers_is_not_the_page_s() -> None:
+    teasers = ["Vegan fish on the shelves", "A new warehouse opens", "Chef leaves the chain"]
+    before = digest(described_teasers_page(teasers))
+    assert digest(described_teasers_page(["Sales rise again", *teasers[:-1]])) == before
+    # The page's own article object is still what the page says.
+    assert digest(described_teasers_page(teasers, modified="2024-05-03")) != before
