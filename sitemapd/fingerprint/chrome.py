@@ -348,17 +348,22 @@ def template_reason(
             ):
                 return f"row of links ({round(100 * links / text)}% link text)"
         # However short its links: a pager's numbers, an alphabet's letters.
-        if links and text - links < _ROW_OWN * _ROW_COUNT and _index(element):
+        if (
+            links
+            and text - links < _ROW_OWN * _ROW_COUNT
+            and _link_count(element, _INDEX_LINKS) >= _INDEX_LINKS
+            and _index(element)
+        ):
             return "index of links"
     return None
 
 
 def _index(element: Element) -> bool:
-    """True when `element` holds five links or more and fewer words outside them, and no
-    heading: a pager or an index under its label."""
-    links = list(element.iter("a"))
-    if len(links) < _INDEX_LINKS or next(element.iter(*_HEADINGS), None) is not None:
+    """True when `element`, holding five links or more, holds fewer words outside them
+    than links, and no heading: a pager or an index under its label."""
+    if next(element.iter(*_HEADINGS), None) is not None:
         return False
+    links = list(element.iter("a"))
     said = " ".join(t for t in element.itertext() if isinstance(t, str))
     linked = " ".join(t for a in links for t in a.itertext() if isinstance(t, str))
     return len(_WORD.findall(said)) - len(_WORD.findall(linked)) < len(links)
