@@ -23,7 +23,7 @@ from lxml import etree
 from sitemapd.fingerprint.chrome import Element
 from sitemapd.fingerprint.decode import decoded
 from sitemapd.fingerprint.extract import NEVER, describe, drop, fragments, main_content, outside
-from sitemapd.fingerprint.headline import headline, title_text, tokens
+from sitemapd.fingerprint.headline import headline, own_articles, title_text
 from sitemapd.fingerprint.material import Material, kept, material
 from sitemapd.fingerprint.score import text_nodes, text_of
 from sitemapd.fingerprint.template import TemplateMemory, shape
@@ -239,7 +239,7 @@ def read_html(
     (scripts, styles, hidden elements go); read its facts first.
     """
     parts = _head_parts(tree, _navigation_labels(tree))
-    for node in _own_articles(articles, parts, tree):
+    for node in own_articles(articles, parts, tree):
         for name in _LD_FIELDS:
             for value in _ld_values(node.get(name), name):
                 parts.append((f"ld:{name}", value))
@@ -280,25 +280,6 @@ def read_html(
         reading.dropped = [(describe(e), why) for e, why in extract.dropped.items()]
         reading.around = [describe(e) for e in outside(extract, body)]
     return reading
-
-
-def _own_articles(
-    articles: list[dict[str, object]], parts: list[tuple[str, str]], tree: Element
-) -> list[dict[str, object]]:
-    """Return the page's own among its JSON-LD `articles`: when it holds several (a box
-    of other stories may describe each teaser), those whose headline its title or
-    `og:title` says, or one of its `<h1>`; all of them when none does."""
-    if len(articles) < 2:
-        return articles
-    said = [tokens(text) for label, text in parts if label in ("title", "og:title")]
-    h1s = [tokens(" ".join(text_nodes(h))) for h in tree.iter("h1")]
-    own = []
-    for node in articles:
-        stated = node.get("headline") or node.get("name")
-        words = tokens(stated) if isinstance(stated, str) else set()
-        if words and (any(words <= title for title in said) or words in h1s):
-            own.append(node)
-    return own or articles
 
 
 def _head_parts(tree: Element, labels: set[str]) -> list[tuple[str, str]]:

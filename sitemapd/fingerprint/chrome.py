@@ -20,6 +20,8 @@ from functools import lru_cache
 
 from lxml import etree
 
+from sitemapd.fingerprint.shapes import CALENDAR_TEXT, INDEX_LINKS, calendar, index
+
 Element = etree._Element
 
 _STRUCTURAL = {"nav": "navigation", "aside": "aside", "form": "form", "footer": "footer"}
@@ -112,16 +114,6 @@ MIN_PARAGRAPH = 25
 # the link text share it stays under.
 STRAY = 150
 STRAY_LINKS = 0.2
-# A month's calendar: at most this much text, this many cells saying a day of the month
-# alone, and the share of the cells with text that they are.
-_CALENDAR_TEXT = 400
-_CALENDAR_DAYS = 20
-_CALENDAR_SHARE = 0.6
-_DAY = re.compile(r"\s*(?:0?[1-9]|[12]\d|3[01])\s*")
-# A pager or an index under its label ("Episodes: 1 • 2 • 3 • 4 • 5"): so many links at
-# least, and fewer words than links outside them.
-_INDEX_LINKS = 5
-_WORD = re.compile(r"\w+")
 # Link text share above which a block of a weak template name is template.
 _WEAK_LINKS = 0.3
 # Template words never drop a block holding this share of the main text: a wrapper
@@ -324,7 +316,7 @@ def template_reason(
                 return "template class or id, mostly links"
     # A blog's calendar links the days that have posts: the links come and go with the
     # archive, and a row of it reads as a link list or not as they do.
-    if tag == "table" and text < _CALENDAR_TEXT and _calendar(element):
+    if tag == "table" and text < CALENDAR_TEXT and calendar(element):
         return "calendar"
     if lists and text and tag not in _NOT_LISTS:
         links = sizes.links[element]
@@ -351,40 +343,11 @@ def template_reason(
         if (
             links
             and text - links < _ROW_OWN * _ROW_COUNT
-            and _link_count(element, _INDEX_LINKS) >= _INDEX_LINKS
-            and _index(element)
+            and _link_count(element, INDEX_LINKS) >= INDEX_LINKS
+            and index(element)
         ):
             return "index of links"
     return None
-
-
-def _index(element: Element) -> bool:
-    """True when `element`, holding five links or more, holds fewer words outside them
-    than links, and no heading: a pager or an index under its label."""
-    if next(element.iter(*_HEADINGS), None) is not None:
-        return False
-    links = list(element.iter("a"))
-    said = " ".join(t for t in element.itertext() if isinstance(t, str))
-    linked = " ".join(t for a in links for t in a.itertext() if isinstance(t, str))
-    return len(_WORD.findall(said)) - len(_WORD.findall(linked)) < len(links)
-
-
-def _calendar(table: Element) -> bool:
-    """True when `table` is a month's calendar: most of its cells with text say a day
-    of the month alone, twenty or more, in the order of the days."""
-    days: list[int] = []
-    cells = 0
-    for cell in table.iter("td", "th"):
-        said = "".join(t for t in cell.itertext() if isinstance(t, str))
-        if not said.strip():
-            continue
-        cells += 1
-        if _DAY.fullmatch(said):
-            day = int(said)
-            if days and day <= days[-1]:
-                return False
-            days.append(day)
-    return len(days) >= _CALENDAR_DAYS and len(days) >= _CALENDAR_SHARE * cells
 
 
 def _linked(text: int, links: int) -> bool:
