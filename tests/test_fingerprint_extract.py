@@ -3,6 +3,8 @@ is decides whether an edit moves its fingerprint and a rotated box does not."""
 
 from __future__ import annotations
 
+import json
+
 from sitemapd.fingerprint import Settings, TemplateMemory
 from sitemapd.sources.pages import read_file
 
@@ -457,3 +459,130 @@ def blog_post_page(post_h1: str) -> str:
 def test_an_h1_saying_the_open_graph_title_is_the_headline_not_the_blog_s_name() -> None:
     before = digest(blog_post_page("Fog soup."))
     assert digest(blog_post_page("Fog soup again.")) != before
+
+
+def calendar_blog_page(linked: set[int], word: str = "long") -> str:
+    """Return a blog's page laid out in one table: the post, and under it in the same
+    cell the month's calendar, whose days with a post are links to that day."""
+    cells = ["<td></td>"] * 5
+    for day in range(1, 32):
+        cells.append(
+            f"<td><a href='/2005/01/{day:02}.html'>{day}</a></td>"
+            if day in linked
+            else f"<td>{day}</td>"
+        )
+    rows = "".join(f"<tr>{''.join(cells[n : n + 7])}</tr>" for n in range(0, len(cells), 7))
+    post = "".join(
+        f"<p>The press freedom group counted, in its {word} yearly report, the reporters "
+        f"killed at work, {n} of them in one country, and asked governments to act.</p>"
+        for n in range(4)
+    )
+    return (
+        "<html><head><title>Journalism weblog</title></head><body><table><tr><td>"
+        f"<div>Group calls 2004 most deadly year</div>{post}"
+        "<table><tr><td colspan='7'>January 2005</td></tr><tr><td>Sun</td><td>Mon</td>"
+        "<td>Tue</td><td>Wed</td><td>Thu</td><td>Fri</td><td>Sat</td></tr>"
+        f"{rows}</table></td></tr></table></body></html>"
+    )
+
+
+def test_a_blog_s_calendar_is_not_content() -> None:
+    before = digest(calendar_blog_page({2, 5, 6, 8, 9, 11, 13, 17}))
+    # A new post links its day: the calendar changed, not what this page says.
+    assert digest(calendar_blog_page({2, 5, 6, 8, 9, 11, 13, 17, 20})) == before
+    assert digest(calendar_blog_page({2, 5, 6, 8, 9, 11, 13, 17}, word="last")) != before
+
+
+def _post(word: str) -> str:
+    return "".join(
+        f"<p>Our guest this week, a {word} friend of the blog, wrote about the city's "
+        f"markets, day {n} of her visit, the stalls, the food and the people she met.</p>"
+        for n in range(4)
+    )
+
+
+def episodes_page(episodes: int, word: str = "old") -> str:
+    """Return a blog post whose cell also holds the index of a series' episodes under
+    its label, each a link of one digit."""
+    index = " • ".join(f"<a href='/week/{n}'>{n}</a>" for n in range(1, episodes + 1))
+    return (
+        "<html><head><title>Guest week, day 5</title></head><body><table><tr><td>"
+        f"<h2>Guest week, day 5</h2>{_post(word)}<div class='links'><b>audio olympics guest "
+        f"week</b><br>{index}</div></td></tr></table></body></html>"
+    )
+
+
+def test_a_labelled_index_of_short_links_is_not_content() -> None:
+    before = digest(episodes_page(5))
+    # Another episode joins the index: the post says nothing new.
+    assert digest(episodes_page(6)) == before
+    assert digest(episodes_page(5, word="dear")) != before
+
+
+def related_pane_page(related: list[str], word: str = "open") -> str:
+    """Return a story whose block also holds a box named `relatedPane` of other
+    stories' teasers."""
+    story = "".join(
+        f"<p>The company said it would {word} the source of its operating system, part "
+        f"{n} of a plan to win back developers, under a licence of its own.</p>"
+        for n in range(4)
+    )
+    teasers = "".join(
+        f"<div><a href='/news/{n}'>Story {n}</a><p>{text}, the company's rivals said on "
+        "the day, though analysts doubt it.</p></div>"
+        for n, text in enumerate(related)
+    )
+    return (
+        "<html><head><title>Source opened</title></head><body><div class='body'>"
+        f"<h2>Source opened</h2>{story}<div id='relatedPane'>{teasers}</div></div>"
+        "</body></html>"
+    )
+
+
+def test_a_template_word_run_together_with_pane_or_shell_names_a_template_part() -> None:
+    related = ["Patent protection planned", "A new licence drafted", "Developers wait"]
+    before = digest(related_pane_page(related))
+    assert digest(related_pane_page(["Partners sign up", *related[:-1]])) == before
+    assert digest(related_pane_page(related, word="close")) != before
+
+
+def _news_article(headline: str, modified: str) -> str:
+    """Return a JSON-LD `NewsArticle` block of `headline`, last modified `modified`."""
+    data = json.dumps(
+        {
+            "@context": "https://schema.org",
+            "@type": "NewsArticle",
+            "headline": headline,
+            "dateModified": modified,
+        }
+    )
+    return f"<script type='application/ld+json'>{data}</script>"
+
+
+def described_teasers_page(teasers: list[str], modified: str = "2024-05-02") -> str:
+    """Return a story whose box of other stories carries, with each teaser, the JSON-LD
+    article object of that story (as some CMS templates render them)."""
+    story = "".join(
+        f"<p>Drinks for the games will reach the city centre by boat, barge {n} of the "
+        "fleet carrying crates along the river at night, the organisers said.</p>"
+        for n in range(4)
+    )
+    box = "".join(
+        f"<div class='teaser'>{_news_article(t, '2024-05-01')}<a href='/n/{n}'>{t}</a></div>"
+        for n, t in enumerate(teasers)
+    )
+    own = _news_article("Drinks by boat to the city centre", modified)
+    return (
+        "<html><head><title>Drinks by boat to the city centre | Trade</title></head><body>"
+        f"<main><div class='item-page'>{own}"
+        f"<h1>Drinks by boat to the city centre</h1>{story}</div>"
+        f"<div class='topics'>{box}</div></main></body></html>"
+    )
+
+
+def test_the_structured_data_of_other_stories_teasers_is_not_the_page_s() -> None:
+    teasers = ["Vegan fish on the shelves", "A new warehouse opens", "Chef leaves the chain"]
+    before = digest(described_teasers_page(teasers))
+    assert digest(described_teasers_page(["Sales rise again", *teasers[:-1]])) == before
+    # The page's own article object is still what the page says.
+    assert digest(described_teasers_page(teasers, modified="2024-05-03")) != before

@@ -23,7 +23,7 @@ from lxml import etree
 from sitemapd.fingerprint.chrome import Element
 from sitemapd.fingerprint.decode import decoded
 from sitemapd.fingerprint.extract import NEVER, describe, drop, fragments, main_content, outside
-from sitemapd.fingerprint.headline import headline, title_text
+from sitemapd.fingerprint.headline import headline, own_articles, title_text
 from sitemapd.fingerprint.material import Material, kept, material
 from sitemapd.fingerprint.score import text_nodes, text_of
 from sitemapd.fingerprint.template import TemplateMemory, shape
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 # Bumped whenever a change to this package can give an unchanged page another digest.
-FINGERPRINT_VERSION = 6
+FINGERPRINT_VERSION = 7
 # Characters of main text below which the site's template is not left out.
 MIN_KEPT = 140
 # Plain elements: lxml.html's element classes cost a Python lookup per element.
@@ -239,7 +239,7 @@ def read_html(
     (scripts, styles, hidden elements go); read its facts first.
     """
     parts = _head_parts(tree, _navigation_labels(tree))
-    for node in articles:
+    for node in own_articles(articles, parts, tree):
         for name in _LD_FIELDS:
             for value in _ld_values(node.get(name), name):
                 parts.append((f"ld:{name}", value))

@@ -20,6 +20,8 @@ from functools import lru_cache
 
 from lxml import etree
 
+from sitemapd.fingerprint.shapes import CALENDAR_TEXT, INDEX_LINKS, calendar, index
+
 Element = etree._Element
 
 _STRUCTURAL = {"nav": "navigation", "aside": "aside", "form": "form", "footer": "footer"}
@@ -49,7 +51,7 @@ _TEMPLATE_WORDS = re.compile(
 _TEMPLATE_COMPOUND = re.compile(
     rf"(?:{_TEMPLATE_WORDS.pattern})"
     r"(?:articles?|posts?|links?|stories|story|items?|news|box|bar|list|block|area|"
-    r"container|wrapper|section|widget|module|panel|content)"
+    r"container|wrapper|section|widget|module|panel|pane|shell|column|content)"
 )
 # Words that name template parts on some sites and content on others (page builders
 # wrap articles in "widgets"): such a block is template only when it is mostly links
@@ -312,6 +314,10 @@ def template_reason(
                 return "template class or id"
             if weak and (text < MIN_PARAGRAPH or sizes.links[element] > _WEAK_LINKS * text):
                 return "template class or id, mostly links"
+    # A blog's calendar links the days that have posts: the links come and go with the
+    # archive, and a row of it reads as a link list or not as they do.
+    if tag == "table" and text < CALENDAR_TEXT and calendar(element):
+        return "calendar"
     if lists and text and tag not in _NOT_LISTS:
         links = sizes.links[element]
         if (
@@ -333,6 +339,14 @@ def template_reason(
                 and next(element.iter(*_HEADINGS), None) is None
             ):
                 return f"row of links ({round(100 * links / text)}% link text)"
+        # However short its links: a pager's numbers, an alphabet's letters.
+        if (
+            links
+            and text - links < _ROW_OWN * _ROW_COUNT
+            and _link_count(element, INDEX_LINKS) >= INDEX_LINKS
+            and index(element)
+        ):
+            return "index of links"
     return None
 
 

@@ -3,7 +3,9 @@
 Pages carry other stories' headlines as `<h1>` in "latest" lists, a logo or blog name
 as `<h1>`, and `<title>` inside inline SVG icons. The title is the document's own; the
 headline is the `<h1>` that says what the title, `og:title` or the structured data's
-headline say, else the one that opens or precedes the main content.
+headline say, else the one that opens or precedes the main content. Of several JSON-LD
+articles (a box of teasers may carry one for each story), the page's own are those
+whose headline the page says.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import re
 from collections.abc import Iterable
 
 from sitemapd.fingerprint.chrome import Element
+from sitemapd.fingerprint.score import text_nodes
 
 # Elements whose `<title>` is not the document's: icons, formulas, embedded documents.
 _FOREIGN = {"svg", "math", "object", "iframe", "template"}
@@ -99,3 +102,22 @@ def _nearest(h1s: list[tuple[Element, str]], first_main: Element | None) -> str:
             return text
     before = [text for element, text in h1s if order.get(element, 0) < start]
     return before[-1] if before else h1s[0][1]
+
+
+def own_articles(
+    articles: list[dict[str, object]], parts: list[tuple[str, str]], tree: Element
+) -> list[dict[str, object]]:
+    """Return the page's own among its JSON-LD `articles`: when it holds several (a box
+    of other stories may describe each teaser), those whose headline its title or
+    `og:title` says, or one of its `<h1>`; all of them when none does."""
+    if len(articles) < 2:
+        return articles
+    said = [tokens(text) for label, text in parts if label in ("title", "og:title")]
+    h1s = [tokens(" ".join(text_nodes(h))) for h in tree.iter("h1")]
+    own = []
+    for node in articles:
+        stated = node.get("headline") or node.get("name")
+        words = tokens(stated) if isinstance(stated, str) else set()
+        if words and (any(words <= title for title in said) or words in h1s):
+            own.append(node)
+    return own or articles
