@@ -4,13 +4,12 @@ lastmods and shards worked out a chunk at a time, and the shards rendered as the
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Sequence
 from typing import NamedTuple, cast
 
 from sitemapd.core.listlines import ListLines, Rendered
 from sitemapd.ledger.bulk import insert_values
-from sitemapd.ledger.model import ROBOTS_REASON
+from sitemapd.ledger.model import FIRST_LOAD_SEEN, ROBOTS_REASON
 from sitemapd.ledger.run import Run
 from sitemapd.ledger.schema import EXCLUDED, LIVE
 from sitemapd.render.sitemap import entry_sizes
@@ -75,11 +74,13 @@ class FirstLoad:
                 self._insert(source_id, None, ROBOTS_REASON, _Rows.of(excluded, self.run.now))
         if columns:
             self._insert_live(source_id, _Rows.of(columns, self.run.now))
-        # Written now, not held: ten million URLs take 80 MB of ids. Each line's row took
-        # the next id (the bulk load leaves the uniqueness of URLs to the end).
+        # Each line's row took the next id (the bulk load leaves the uniqueness of URLs to
+        # the end): the chunk's ids are a range, a few bytes where an array of them took 8
+        # an id (and an overflow page a chunk, half of it empty).
         self.conn.execute(
-            "INSERT OR REPLACE INTO list_chunk_urls (source_id, digest, ids) VALUES (?, ?, ?)",
-            (source_id, digest, array("q", range(before + 1, before + 1 + len(lines))).tobytes()),
+            "INSERT OR REPLACE INTO list_chunk_urls (source_id, digest, ids, first_id, id_count) "
+            "VALUES (?, ?, x'', ?, ?)",
+            (source_id, digest, before + 1, len(lines)),
         )
 
     def _insert_live(self, source_id: int, rows: _Rows) -> None:
@@ -110,14 +111,13 @@ class FirstLoad:
 
     def _insert(self, source_id: int, shard: int | None, reason: str | None, rows: _Rows) -> None:
         """Insert `rows` into shard `shard` (NULL and excluded for `reason`)."""
-        now = self.run.now  # canonical: digits, "-", ":", "T", "+"
         status = EXCLUDED if reason else LIVE
         reason_sql = f"'{reason}'" if reason else "NULL"
         insert_values(
             self.conn,
             "INSERT OR FAIL INTO urls (loc, source_time, lastmod, entry_bytes, source_id, status, "
             "reason, first_seen, change_count, shard)",
-            f"(?, ?, ?, ?, {source_id}, '{status}', {reason_sql}, '{now}', 0, "
+            f"(?, ?, ?, ?, {source_id}, '{status}', {reason_sql}, '{FIRST_LOAD_SEEN}', 0, "
             f"{'NULL' if shard is None else shard})",
             (rows.locs, rows.times, rows.lastmods, rows.sizes),
         )

@@ -49,13 +49,16 @@ def _listed_ids(conn: sqlite3.Connection, source_id: int, digests: Iterable[byte
     ids: set[int] = set()
     for digest in digests:
         row = conn.execute(
-            "SELECT ids FROM list_chunk_urls WHERE source_id = ? AND digest = ?",
+            "SELECT ids, first_id, id_count FROM list_chunk_urls "
+            "WHERE source_id = ? AND digest = ?",
             (source_id, digest),
         ).fetchone()
         if row is not None:
             listed = array("q")
             listed.frombytes(row[0])
             ids.update(listed)
+            if row[1] is not None:  # a first load's range (schema.py's version 10)
+                ids.update(range(row[1], row[1] + row[2]))
     return ids
 
 

@@ -295,6 +295,13 @@ def _migrate_v9(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_v10(conn: sqlite3.Connection) -> None:
+    # A first load's chunk lists consecutive ids: stored as the range `first_id` and
+    # `id_count` (`ids` then empty), not 8 bytes an id. Its rows' `first_seen` is '' (see
+    # FIRST_LOAD_SEEN): nothing to change in rows written before.
+    _add_columns(conn, "list_chunk_urls", first_id="INTEGER", id_count="INTEGER")
+
+
 # Append only: a released migration never changes; the list index + 1 is the version.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_v1,
@@ -306,6 +313,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_v7,
     _migrate_v8,
     _migrate_v9,
+    _migrate_v10,
 ]
 
 
