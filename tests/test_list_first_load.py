@@ -1,7 +1,8 @@
 """What a list's first load stores in fewer bytes, read back: each chunk's URL ids as a
-range, and each row's `first_seen` as the load's time kept once (schema version 10).
-The answers are those of a ledger an earlier release loaded (an id array a chunk, the
-time in every row), which the same tests check after rewriting the ledger so."""
+range, each row's `first_seen` as the load's time kept once, and its `source_time` as
+'' where it is the lastmod (schema version 10). The answers are those of a ledger an
+earlier release loaded (an id array a chunk, the times in every row), which the same
+tests check after rewriting the ledger so."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from sitemapd.core import w3c
 from sitemapd.ledger import history
 
 T = "2026-03-10T12:00:00+00:00"
+FUTURE = "2027-01-01T00:00:00+00:00"
 LATER = "2026-03-10T13:00:00+00:00"
 ORIGIN = "https://example.com/"
 FIRST = "first seen in its source"
@@ -27,7 +29,9 @@ def loc(n: int) -> str:
 
 
 def write_list(path: Path, lines: dict[int, str]) -> None:
-    path.write_text("".join(f"{loc(n)}\t{stamp}\n" for n, stamp in lines.items()))
+    path.write_text(
+        "".join(f"{loc(n)}\t{stamp}\n" if stamp else f"{loc(n)}\n" for n, stamp in lines.items())
+    )
 
 
 def stamp(n: int) -> str:
@@ -49,6 +53,7 @@ def as_an_earlier_release(path: Path) -> None:
     with sqlite3.connect(path) as conn:
         ((at,),) = conn.execute("SELECT value FROM cursors WHERE name = 'first_load'")
         conn.execute("UPDATE urls SET first_seen = ? WHERE first_seen = ''", (at,))
+        conn.execute("UPDATE urls SET source_time = lastmod WHERE source_time = ''")
         conn.execute("DELETE FROM cursors WHERE name = 'first_load'")
         for digest, first, count in conn.execute(
             "SELECT digest, first_id, id_count FROM list_chunk_urls"
@@ -81,6 +86,9 @@ def test_a_first_loads_ranges_and_first_seen_read_back(
 ) -> None:
     listing = list_site(site)
     lines = {n: stamp(n) for n in range(COUNT)}
+    # In the first chunk, a line without a datetime and one dated after the build: their
+    # source_time is not their lastmod, and stays written out.
+    lines[3], lines[5] = "", FUTURE
     write_list(listing, lines)
     monkeypatch.setenv("SITEMAPD_TEST_NOW", T)
     site.build()
@@ -96,7 +104,19 @@ def test_a_first_loads_ranges_and_first_seen_read_back(
     assert starts == [1] + [first + count for _, first, count in chunks[:-1]]
     assert sum(count for _, _, count in chunks) == COUNT
     assert conn.execute("SELECT DISTINCT first_seen FROM urls").fetchall() == [("",)]
-    assert conn.execute("SELECT value FROM cursors WHERE name = 'first_load'").fetchall() == [(T,)]
+    # The rows of the first chunk's statements are written out (a line there is not its
+    # lastmod); every other row's source_time is its lastmod, stored once.
+    _, first, count = chunks[0]
+    written = {
+        url_id: (source_time, lastmod)
+        for url_id, source_time, lastmod in conn.execute(
+            "SELECT id, source_time, lastmod FROM urls WHERE source_time IS NOT ''"
+        )
+    }
+    assert set(written) <= set(range(first, first + count))
+    assert written.pop(4) == (None, T)
+    assert written.pop(6) == (FUTURE, T)
+    assert all(time == lastmod for time, lastmod in written.values())
     conn.close()
     if earlier:
         as_an_earlier_release(ledger)
@@ -110,7 +130,8 @@ def test_a_first_loads_ranges_and_first_seen_read_back(
     lines[COUNT] = stamp(COUNT)
     write_list(listing, lines)
     monkeypatch.setenv("SITEMAPD_TEST_NOW", LATER)
-    site.build()
+    # The chunks re-read find their other lines as listed (their stand-ins read through).
+    assert site.build().stdout.startswith("1 new, 1 updated, 1 gone, 0 invalid")
     with sqlite3.connect(ledger) as conn:
         ((arrays,),) = conn.execute("SELECT count(*) FROM list_chunk_urls WHERE first_id IS NULL")
     conn.close()
@@ -120,6 +141,17 @@ def test_a_first_loads_ranges_and_first_seen_read_back(
     urls = published(site.out)
     assert len(urls) == COUNT
     assert urls[loc(middle - 1)] == LATER
+    assert urls[loc(3)] == T  # its datetime-less line and the future one kept their rows
+    assert urls[loc(5)] == T
+    with sqlite3.connect(ledger) as conn:
+        changed = conn.execute(
+            "SELECT source_time FROM urls WHERE loc = ?", (loc(middle - 1),)
+        ).fetchall()
+        untouched = history.url_state(conn, loc(10))
+    conn.close()
+    assert changed == [(LATER,)]  # written out by the update
+    assert untouched is not None
+    assert untouched.source_time == stamp(10)  # read through its stand-in
     assert loc(middle) not in urls
     assert urls[loc(COUNT)] == stamp(COUNT)
     assert remembered(site, loc(middle - 1)) == (

@@ -21,7 +21,7 @@ from sitemapd.ledger.model import (
     ROBOTS_REASON,
     UPDATED,
 )
-from sitemapd.ledger.schema import EXCLUDED, GONE
+from sitemapd.ledger.schema import EXCLUDED, GONE, source_time
 
 # The columns of `urls` a `UrlState` holds, in its field order.
 _COLUMNS = (
@@ -51,10 +51,11 @@ _FIRST_SEEN = (
 
 def state_columns(table: str = "urls") -> str:
     """Return the select list of a `UrlState`, each column qualified by `table`."""
-    return ", ".join(
-        _FIRST_SEEN.format(table=table) if column == "first_seen" else f"{table}.{column}"
-        for column in _COLUMNS
-    )
+    read = {
+        "first_seen": _FIRST_SEEN.format(table=table),
+        "source_time": f"{source_time(table)} AS source_time",
+    }
+    return ", ".join(read.get(column, f"{table}.{column}") for column in _COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)

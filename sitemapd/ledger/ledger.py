@@ -32,7 +32,7 @@ from sitemapd.ledger.model import (
 )
 from sitemapd.ledger.removals import Hold, RemovalGuard, holds
 from sitemapd.ledger.rendering import RenderQueries
-from sitemapd.ledger.schema import EXCLUDED, LIVE, SEEDED, URL_COLUMNS, migrate
+from sitemapd.ledger.schema import EXCLUDED, LIVE, SEEDED, URL_SELECT, migrate
 from sitemapd.ledger.shards import Limits
 from sitemapd.ledger.spool import SpooledShard
 from sitemapd.ledger.transaction import Transaction
@@ -205,7 +205,7 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
 
     def url(self, loc: str) -> dict[str, Any] | None:
         """Return the ledger row of `loc` as a dict, or None."""
-        cursor = self.conn.execute(f"SELECT {URL_COLUMNS} FROM urls WHERE loc = ?", (loc,))
+        cursor = self.conn.execute(f"SELECT {URL_SELECT} FROM urls WHERE loc = ?", (loc,))
         row = cursor.fetchone()
         if row is None:
             return None

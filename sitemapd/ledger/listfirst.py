@@ -113,13 +113,19 @@ class FirstLoad:
         """Insert `rows` into shard `shard` (NULL and excluded for `reason`)."""
         status = EXCLUDED if reason else LIVE
         reason_sql = f"'{reason}'" if reason else "NULL"
+        # Each line's datetime is its lastmod (almost always): stored once, `source_time`
+        # '' (schema.source_time).
+        same = rows.times is rows.lastmods
+        time_sql = "''" if same else "?"
         insert_values(
             self.conn,
             "INSERT OR FAIL INTO urls (loc, source_time, lastmod, entry_bytes, source_id, status, "
             "reason, first_seen, change_count, shard)",
-            f"(?, ?, ?, ?, {source_id}, '{status}', {reason_sql}, '{FIRST_LOAD_SEEN}', 0, "
-            f"{'NULL' if shard is None else shard})",
-            (rows.locs, rows.times, rows.lastmods, rows.sizes),
+            f"(?, {time_sql}, ?, ?, {source_id}, '{status}', {reason_sql}, "
+            f"'{FIRST_LOAD_SEEN}', 0, {'NULL' if shard is None else shard})",
+            (rows.locs, rows.lastmods, rows.sizes)
+            if same
+            else (rows.locs, rows.times, rows.lastmods, rows.sizes),
         )
 
 

@@ -27,7 +27,7 @@ from typing import NamedTuple, TypeVar
 from sitemapd.core.observation import Gone, ListChunk, Observation, Seen
 from sitemapd.ledger.listfirst import FirstLoad
 from sitemapd.ledger.run import Run
-from sitemapd.ledger.schema import EXCLUDED, LIVE
+from sitemapd.ledger.schema import EXCLUDED, LIVE, source_time
 from sitemapd.ledger.spool import ShardSpool, SpooledShard
 from sitemapd.ledger.transaction import Transactions
 
@@ -40,7 +40,7 @@ _AS_LISTED = (
     "u.source_id = ? AND u.status IN ('live', 'excluded') AND u.page_reason IS NULL "
     "AND u.title IS NULL AND u.file_key IS NULL AND u.language IS NULL "
     "AND u.news_title IS NULL AND u.article IS NULL AND u.alternates IS NULL "
-    "AND u.extra IS NULL AND (w.stamp = '' OR w.stamp = u.source_time)"
+    f"AND u.extra IS NULL AND (w.stamp = '' OR w.stamp = {source_time('u')})"
 )
 
 
