@@ -6,6 +6,7 @@ tests check after rewriting the ledger so."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from array import array
 from pathlib import Path
@@ -18,6 +19,7 @@ from sitemapd.ledger import history
 
 T = "2026-03-10T12:00:00+00:00"
 FUTURE = "2027-01-01T00:00:00+00:00"
+NEXT_DAY = "2026-03-11T12:00:00+00:00"
 LATER = "2026-03-10T13:00:00+00:00"
 ORIGIN = "https://example.com/"
 FIRST = "first seen in its source"
@@ -160,3 +162,32 @@ def test_a_first_loads_ranges_and_first_seen_read_back(
     )
     assert remembered(site, loc(COUNT)) == (LATER, [(LATER, "new", FIRST)])
     assert remembered(site, loc(COUNT - 1)) == (T, [(T, "new", FIRST)])
+
+
+def test_a_lastmod_adopted_after_a_lost_state_keeps_the_line_s_time(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listing = list_site(site)
+    lines = {n: stamp(n) for n in range(COUNT)}
+    lines[5] = LATER  # after the first build: published with the build's time
+    write_list(listing, lines)
+    monkeypatch.setenv("SITEMAPD_TEST_NOW", T)
+    site.build()
+    assert published(site.out)[loc(5)] == T
+    # The state folder lost; a day later the line's time is past, and its row stores it
+    # as its lastmod (source_time ''), until the published lastmod is adopted.
+    shutil.rmtree(site.state)
+    monkeypatch.setenv("SITEMAPD_TEST_NOW", NEXT_DAY)
+    site.build()
+    assert published(site.out)[loc(5)] == T
+    ledger = site.state / "ledger.sqlite3"
+    with sqlite3.connect(ledger) as conn:
+        row = conn.execute("SELECT source_time, lastmod FROM urls WHERE loc = ?", (loc(5),))
+        assert row.fetchall() == [(LATER, T)]
+    conn.close()
+    # A later read of its chunk finds it as listed: no lastmod moves.
+    lines[7] = NEXT_DAY
+    write_list(listing, lines)
+    assert site.build().stdout.startswith("0 new, 1 updated, 0 gone")
+    urls = published(site.out)
+    assert (urls[loc(5)], urls[loc(7)]) == (T, NEXT_DAY)
