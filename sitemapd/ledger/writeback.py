@@ -1,6 +1,6 @@
 """Disk writes started early, while a first load still fills the ledger.
 
-A first load writes the whole ledger (about 220 MB for a million URLs) into the page
+A first load writes the whole ledger (about 190 MB for a million URLs) into the page
 cache, where it waits for the commit's fsync: a third of a second of waiting at the end
 of a five-second build. Flushing the ledger file every quarter second on a thread of its
 own puts most of it on disk while the load goes on.
