@@ -191,3 +191,38 @@ def test_a_lastmod_adopted_after_a_lost_state_keeps_the_line_s_time(
     assert site.build().stdout.startswith("0 new, 1 updated, 0 gone")
     urls = published(site.out)
     assert (urls[loc(5)], urls[loc(7)]) == (T, NEXT_DAY)
+
+
+def test_a_big_list_dated_past_the_build_s_time_spools_what_the_ledger_renders(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past 16 MB the parse worker formats the entries and manifest lines; where a chunk
+    is dated after the build's time throughout, with that time as each lastmod."""
+    listing = list_site(site)
+    count = 300_000
+    lines = {n: stamp(n) for n in range(count)}
+    write_list(listing, lines)
+    assert listing.stat().st_size >= 16 << 20
+    monkeypatch.setenv("SITEMAPD_TEST_NOW", stamp(count // 2))
+    log = site.cli("--log-level", "debug", "build").stderr
+    assert log.count("entries as the first load rendered them") == 6  # every shard
+    # The same ledger published again into an empty folder: every shard rendered from
+    # the ledger, manifests included, byte for byte.
+    (site.base / "again").mkdir()
+    again = Site(site.base / "again")
+    shutil.copytree(site.state, again.state, ignore=shutil.ignore_patterns("*.lock"))
+    again.config.write_text(site.config.read_text())
+    again.build()
+    assert output(again.out) == output(site.out)
+    urls = published(site.out)
+    assert urls[loc(count - 1)] == stamp(count // 2)
+    assert urls[loc(10)] == stamp(10)
+
+
+def output(folder: Path) -> dict[str, bytes]:
+    """Return the bytes of every file under `folder` (manifests included) by path."""
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }

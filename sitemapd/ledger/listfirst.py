@@ -23,7 +23,8 @@ class _Rows(NamedTuple):
     lastmods: Sequence[str]
     sizes: Sequence[int]  # entry bytes
     # The rows' entries and manifest lines as the parse worker formatted them, when
-    # those are the spool's (each row's lastmod is its datetime).
+    # those are the spool's (each row's lastmod its datetime, or the build's time where
+    # the worker capped them all).
     rendered: Rendered | None = None
 
     @classmethod
@@ -41,7 +42,10 @@ class _Rows(NamedTuple):
             rendered = None
         if "" in stamps or (rendered.latest if rendered else max(stamps, default="")) > now:
             lastmods = [now if s == "" or s > now else s for s in stamps]
-            rendered = None
+            # Kept where the worker formatted every lastmod as this very time (a chunk
+            # dated after it throughout: `listworker._rendered`).
+            if rendered is None or rendered.capped != now:
+                rendered = None
         return cls(lines.locs, times, lastmods, sizes, rendered)
 
     def part(self, start: int, end: int) -> _Rows:
@@ -98,7 +102,7 @@ class FirstLoad:
                 # A list's URL has no content hash: its fingerprint is its datetime.
                 spool.add(shard, part.locs, part.times, part.lastmods)
             elif spool is not None and rows.rendered is not None:
-                entries, lines, _, _ = rows.rendered
+                entries, lines = rows.rendered.entries, rows.rendered.manifest
                 entries_to, lines_to = len(entries), len(lines)
                 if end < len(rows.locs):  # a shard ends within the chunk
                     entries_to = entries_at + sum(part.sizes)  # entry bytes are their sizes
