@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import Site
 
+from sitemapd.core import w3c
 from sitemapd.core.listlines import ListLines, Rendered
 from sitemapd.core.urls import Origin, URLPolicy
 from sitemapd.render.sitemap import entry_sizes, manifest_lines, plain_entries
@@ -116,12 +117,44 @@ def test_a_worker_parses_as_this_process_does(
             continue
         formatted += 1
         locs, stamps = lines.locs, lines.stamps
-        entries, manifest, latest, sizes = lines.rendered
+        entries, manifest, latest, sizes, capped = lines.rendered
+        assert capped == ""
         assert entries == plain_entries(zip(locs, stamps, strict=True)).encode()
         assert manifest == manifest_lines(locs, stamps, stamps).encode()
         assert latest == max(stamps)
         assert list(sizes) == entry_sizes(locs)
     assert formatted > 0
+
+
+def test_a_list_dated_past_the_build_s_time_comes_formatted_with_it(
+    tmp_path: Path, started: list[subprocess.Popen[bytes]]
+) -> None:
+    path = tmp_path / "urls.txt"
+    stamps = [w3c.format_epoch(1_600_000_000 + n * 97) for n in range(300_000)]
+    path.write_text("".join(f"{ROOT}s/story-{n}.html\t{t}\n" for n, t in enumerate(stamps)))
+    now = stamps[200_000]
+    parser = LineParser("list", URLPolicy(Origin.from_base_url(ROOT)), now)
+    with path.open("rb") as handle:
+        chunks = list(parsed_chunks(parser, handle))
+    assert len(started) == 1
+    kinds = {"past": 0, "late": 0, "both": 0}
+    for chunk in chunks:
+        lines = chunk.parsed.lines
+        assert isinstance(lines, ListLines)
+        if lines.rendered is None:  # the head the building process parses, or both
+            kinds["both"] += min(lines.stamps) <= now < max(lines.stamps)
+            continue
+        locs, stamps_of = lines.locs, lines.stamps
+        late = min(stamps_of) > now
+        kinds["late" if late else "past"] += 1
+        lastmods = [now] * len(locs) if late else stamps_of
+        assert lines.rendered.capped == (now if late else "")
+        assert lines.rendered.latest == max(stamps_of)
+        assert lines.rendered.entries == plain_entries(zip(locs, lastmods, strict=True)).encode()
+        assert lines.rendered.manifest == manifest_lines(locs, stamps_of, lastmods).encode()
+    assert kinds["both"] == 1
+    assert kinds["past"] > 10
+    assert kinds["late"] > 10
 
 
 def test_a_worker_stopped_and_continued_sends_every_chunk_whole(

@@ -24,6 +24,8 @@ class Rendered(NamedTuple):
     manifest: bytes
     latest: str
     sizes: Sequence[int]  # each entry's bytes (render/sitemap.py's `entry_sizes`)
+    # Not "": every line is dated after this build's time, formatted as each lastmod.
+    capped: str = ""
 
 
 class ListLines(Sequence[tuple[str, str]]):

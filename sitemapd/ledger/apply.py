@@ -27,6 +27,7 @@ from sitemapd.ledger.journal import MAX_RUNS, journal_first_load
 from sitemapd.ledger.lists import ListLoad
 from sitemapd.ledger.model import (
     BASELINE_CURSOR,
+    FIRST_LOAD_CURSOR,
     NEW,
     RobotsRules,
 )
@@ -251,6 +252,11 @@ class Apply(Decisions):
             "INSERT OR REPLACE INTO cursors (name, value) "
             "SELECT ?, coalesce(max(seq), 0) FROM journal",
             (BASELINE_CURSOR,),
+        )
+        # What the rows a list's first load wrote hold as `first_seen` stands for.
+        self.conn.execute(
+            "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
+            (FIRST_LOAD_CURSOR, self.now),
         )
         if self.bulk_alternates:
             self.links = dict(

@@ -23,7 +23,7 @@ from sitemapd.ledger.schema import (
     LIVE,
     SEEDED,
     UPDATE_URL,
-    URL_COLUMNS,
+    URL_SELECT,
     UrlRow,
     insert_rows,
 )
@@ -245,7 +245,7 @@ class Decisions(Run):
             for row in (
                 UrlRow(*values)
                 for values in self.conn.execute(
-                    f"SELECT {URL_COLUMNS} FROM urls WHERE loc IN ({marks})", list(latest)
+                    f"SELECT {URL_SELECT} FROM urls WHERE loc IN ({marks})", list(latest)
                 )
             )
         }
@@ -308,7 +308,7 @@ class Decisions(Run):
         last_id, removed = 0, 0
         # In batches: a source that lost a million URLs must not need them all in memory.
         while batch := self.conn.execute(
-            f"SELECT {URL_COLUMNS} FROM urls WHERE id > ? AND source_id = ? "
+            f"SELECT {URL_SELECT} FROM urls WHERE id > ? AND source_id = ? "
             f"AND status IN (?, ?) AND {which} ORDER BY id LIMIT ?",
             (last_id, source_id, LIVE, EXCLUDED, CHUNK),
         ).fetchall():
@@ -324,7 +324,7 @@ class Decisions(Run):
         """Re-apply changed robots.txt rules to every present URL."""
         last_id, changed = 0, 0
         while batch := self.conn.execute(
-            f"SELECT {URL_COLUMNS} FROM urls WHERE id > ? AND status IN (?, ?) ORDER BY id LIMIT ?",
+            f"SELECT {URL_SELECT} FROM urls WHERE id > ? AND status IN (?, ?) ORDER BY id LIMIT ?",
             (last_id, LIVE, EXCLUDED, CHUNK),
         ).fetchall():
             updates = []

@@ -20,8 +20,10 @@ from __future__ import annotations
 import sqlite3
 from typing import NamedTuple
 
+from sitemapd.ledger.schema import source_time
+
 # What a member's manifest line holds besides its loc and lastmod (publish/manifest.py).
-_FP = "coalesce({row}.content_hash, {row}.source_time, '')"
+_FP = f"coalesce({{row}}.content_hash, {source_time('{row}')}, '')"
 _RAW = "coalesce({row}.bytes_hash, '')"
 _MOVED = (
     "OLD.shard IS NOT NEW.shard OR OLD.status IS NOT NEW.status OR OLD.loc IS NOT NEW.loc "

@@ -14,8 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from sitemapd.ledger.journal import run_of, runs
-from sitemapd.ledger.model import NEW, ROBOTS_REASON, UPDATED
-from sitemapd.ledger.schema import EXCLUDED, GONE
+from sitemapd.ledger.model import (
+    FIRST_LOAD_CURSOR,
+    FIRST_LOAD_SEEN,
+    NEW,
+    ROBOTS_REASON,
+    UPDATED,
+)
+from sitemapd.ledger.schema import EXCLUDED, GONE, source_time
 
 # The columns of `urls` a `UrlState` holds, in its field order.
 _COLUMNS = (
@@ -36,11 +42,20 @@ _COLUMNS = (
 
 # The columns unqualified, for selecting from a subquery of `state_columns()`.
 STATE = ", ".join(_COLUMNS)
+# A first load's rows hold FIRST_LOAD_SEEN: they were first seen when it ran.
+_FIRST_SEEN = (
+    f"coalesce(nullif({{table}}.first_seen, '{FIRST_LOAD_SEEN}'), (SELECT value FROM cursors "
+    f"WHERE name = '{FIRST_LOAD_CURSOR}'), {{table}}.first_seen) AS first_seen"
+)
 
 
 def state_columns(table: str = "urls") -> str:
     """Return the select list of a `UrlState`, each column qualified by `table`."""
-    return ", ".join(f"{table}.{column}" for column in _COLUMNS)
+    read = {
+        "first_seen": _FIRST_SEEN.format(table=table),
+        "source_time": f"{source_time(table)} AS source_time",
+    }
+    return ", ".join(read.get(column, f"{table}.{column}") for column in _COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +145,8 @@ def first_load_changes(conn: sqlite3.Connection, limit: int) -> list[list[Any]]:
             break
         (rows,) = conn.execute(
             f"SELECT json_group_array(json_array(? + id, ?, ?, {STATE})) FROM ("
-            f"SELECT {STATE} FROM urls WHERE id BETWEEN ? AND ? ORDER BY id DESC LIMIT ?)",
+            f"SELECT {state_columns()} FROM urls WHERE id BETWEEN ? AND ? "
+            "ORDER BY id DESC LIMIT ?)",
             (run.seq - run.first_id, NEW, run.at, run.first_id, run.last_id, limit - len(found)),
         ).fetchone()
         found += json.loads(rows)

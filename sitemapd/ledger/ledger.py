@@ -32,11 +32,11 @@ from sitemapd.ledger.model import (
 )
 from sitemapd.ledger.removals import Hold, RemovalGuard, holds
 from sitemapd.ledger.rendering import RenderQueries
-from sitemapd.ledger.schema import EXCLUDED, LIVE, SEEDED, URL_COLUMNS, migrate
+from sitemapd.ledger.schema import EXCLUDED, LIVE, SEEDED, URL_SELECT, migrate
 from sitemapd.ledger.shards import Limits
 from sitemapd.ledger.spool import SpooledShard
 from sitemapd.ledger.transaction import Transaction
-from sitemapd.ledger.writeback import early_writeback
+from sitemapd.ledger.writeback import EarlyWriteback
 from sitemapd.render.sitemap import entry_size
 
 log = logging.getLogger("sitemapd.ledger")
@@ -93,6 +93,7 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         # Shards a first load rendered as it filled them (spool.py), until the next write.
         self.spool_folder = path.with_name(path.name + ".spool")
         self._spooled: dict[int, SpooledShard] = {}
+        self._writeback = EarlyWriteback(path)
         if path.is_file() and path.stat().st_size == 0:
             # SQLite would take it for a new database: every lastmod would start over.
             raise LedgerError(
@@ -121,6 +122,7 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         if self._reader is not None:
             self._reader.close()
         self.conn.close()
+        self._writeback.close()  # after SQLite's descriptors: see writeback.py
         self._forget_spooled()
 
     def transaction(self) -> Transaction:
@@ -203,7 +205,7 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
 
     def url(self, loc: str) -> dict[str, Any] | None:
         """Return the ledger row of `loc` as a dict, or None."""
-        cursor = self.conn.execute(f"SELECT {URL_COLUMNS} FROM urls WHERE loc = ?", (loc,))
+        cursor = self.conn.execute(f"SELECT {URL_SELECT} FROM urls WHERE loc = ?", (loc,))
         row = cursor.fetchone()
         if row is None:
             return None
@@ -327,7 +329,7 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         try:
             self.conn.backup(snapshot)
             self._reader = snapshot
-            with early_writeback(self.path.parent):
+            with self._writeback.running():
                 yield False
         finally:
             self._reader = None

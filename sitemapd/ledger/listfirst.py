@@ -4,13 +4,12 @@ lastmods and shards worked out a chunk at a time, and the shards rendered as the
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Sequence
 from typing import NamedTuple, cast
 
 from sitemapd.core.listlines import ListLines, Rendered
 from sitemapd.ledger.bulk import insert_values
-from sitemapd.ledger.model import ROBOTS_REASON
+from sitemapd.ledger.model import FIRST_LOAD_SEEN, ROBOTS_REASON
 from sitemapd.ledger.run import Run
 from sitemapd.ledger.schema import EXCLUDED, LIVE
 from sitemapd.render.sitemap import entry_sizes
@@ -24,7 +23,8 @@ class _Rows(NamedTuple):
     lastmods: Sequence[str]
     sizes: Sequence[int]  # entry bytes
     # The rows' entries and manifest lines as the parse worker formatted them, when
-    # those are the spool's (each row's lastmod is its datetime).
+    # those are the spool's (each row's lastmod its datetime, or the build's time where
+    # the worker capped them all).
     rendered: Rendered | None = None
 
     @classmethod
@@ -42,7 +42,10 @@ class _Rows(NamedTuple):
             rendered = None
         if "" in stamps or (rendered.latest if rendered else max(stamps, default="")) > now:
             lastmods = [now if s == "" or s > now else s for s in stamps]
-            rendered = None
+            # Kept where the worker formatted every lastmod as this very time (a chunk
+            # dated after it throughout: `listworker._rendered`).
+            if rendered is None or rendered.capped != now:
+                rendered = None
         return cls(lines.locs, times, lastmods, sizes, rendered)
 
     def part(self, start: int, end: int) -> _Rows:
@@ -75,11 +78,13 @@ class FirstLoad:
                 self._insert(source_id, None, ROBOTS_REASON, _Rows.of(excluded, self.run.now))
         if columns:
             self._insert_live(source_id, _Rows.of(columns, self.run.now))
-        # Written now, not held: ten million URLs take 80 MB of ids. Each line's row took
-        # the next id (the bulk load leaves the uniqueness of URLs to the end).
+        # Each line's row took the next id (the bulk load leaves the uniqueness of URLs to
+        # the end): the chunk's ids are a range, a few bytes where an array of them took 8
+        # an id (and an overflow page a chunk, half of it empty).
         self.conn.execute(
-            "INSERT OR REPLACE INTO list_chunk_urls (source_id, digest, ids) VALUES (?, ?, ?)",
-            (source_id, digest, array("q", range(before + 1, before + 1 + len(lines))).tobytes()),
+            "INSERT OR REPLACE INTO list_chunk_urls (source_id, digest, ids, first_id, id_count) "
+            "VALUES (?, ?, x'', ?, ?)",
+            (source_id, digest, before + 1, len(lines)),
         )
 
     def _insert_live(self, source_id: int, rows: _Rows) -> None:
@@ -97,7 +102,7 @@ class FirstLoad:
                 # A list's URL has no content hash: its fingerprint is its datetime.
                 spool.add(shard, part.locs, part.times, part.lastmods)
             elif spool is not None and rows.rendered is not None:
-                entries, lines, _, _ = rows.rendered
+                entries, lines = rows.rendered.entries, rows.rendered.manifest
                 entries_to, lines_to = len(entries), len(lines)
                 if end < len(rows.locs):  # a shard ends within the chunk
                     entries_to = entries_at + sum(part.sizes)  # entry bytes are their sizes
@@ -110,16 +115,21 @@ class FirstLoad:
 
     def _insert(self, source_id: int, shard: int | None, reason: str | None, rows: _Rows) -> None:
         """Insert `rows` into shard `shard` (NULL and excluded for `reason`)."""
-        now = self.run.now  # canonical: digits, "-", ":", "T", "+"
         status = EXCLUDED if reason else LIVE
         reason_sql = f"'{reason}'" if reason else "NULL"
+        # Each line's datetime is its lastmod (almost always): stored once, `source_time`
+        # '' (schema.source_time).
+        same = rows.times is rows.lastmods
+        time_sql = "''" if same else "?"
         insert_values(
             self.conn,
             "INSERT OR FAIL INTO urls (loc, source_time, lastmod, entry_bytes, source_id, status, "
             "reason, first_seen, change_count, shard)",
-            f"(?, ?, ?, ?, {source_id}, '{status}', {reason_sql}, '{now}', 0, "
-            f"{'NULL' if shard is None else shard})",
-            (rows.locs, rows.times, rows.lastmods, rows.sizes),
+            f"(?, {time_sql}, ?, ?, {source_id}, '{status}', {reason_sql}, "
+            f"'{FIRST_LOAD_SEEN}', 0, {'NULL' if shard is None else shard})",
+            (rows.locs, rows.lastmods, rows.sizes)
+            if same
+            else (rows.locs, rows.times, rows.lastmods, rows.sizes),
         )
 
 

@@ -27,7 +27,7 @@ from typing import NamedTuple, TypeVar
 from sitemapd.core.observation import Gone, ListChunk, Observation, Seen
 from sitemapd.ledger.listfirst import FirstLoad
 from sitemapd.ledger.run import Run
-from sitemapd.ledger.schema import EXCLUDED, LIVE
+from sitemapd.ledger.schema import EXCLUDED, LIVE, source_time
 from sitemapd.ledger.spool import ShardSpool, SpooledShard
 from sitemapd.ledger.transaction import Transactions
 
@@ -40,7 +40,7 @@ _AS_LISTED = (
     "u.source_id = ? AND u.status IN ('live', 'excluded') AND u.page_reason IS NULL "
     "AND u.title IS NULL AND u.file_key IS NULL AND u.language IS NULL "
     "AND u.news_title IS NULL AND u.article IS NULL AND u.alternates IS NULL "
-    "AND u.extra IS NULL AND (w.stamp = '' OR w.stamp = u.source_time)"
+    f"AND u.extra IS NULL AND (w.stamp = '' OR w.stamp = {source_time('u')})"
 )
 
 
@@ -49,13 +49,16 @@ def _listed_ids(conn: sqlite3.Connection, source_id: int, digests: Iterable[byte
     ids: set[int] = set()
     for digest in digests:
         row = conn.execute(
-            "SELECT ids FROM list_chunk_urls WHERE source_id = ? AND digest = ?",
+            "SELECT ids, first_id, id_count FROM list_chunk_urls "
+            "WHERE source_id = ? AND digest = ?",
             (source_id, digest),
         ).fetchone()
         if row is not None:
             listed = array("q")
             listed.frombytes(row[0])
             ids.update(listed)
+            if row[1] is not None:  # a first load's range (schema.py's version 10)
+                ids.update(range(row[1], row[1] + row[2]))
     return ids
 
 

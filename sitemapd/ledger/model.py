@@ -14,6 +14,10 @@ NEW, UPDATED = "new", "updated"
 ROBOTS_REASON = "robots.txt"
 # The journal rows the first (bulk) build wrote: the site as it was, not updates.
 BASELINE_CURSOR = "journal_baseline"
+# When the first (bulk) load of a list ran: the `first_seen` of the rows it wrote, which
+# hold FIRST_LOAD_SEEN instead (25 bytes less a row; schema.py's version 10).
+FIRST_LOAD_CURSOR = "first_load"
+FIRST_LOAD_SEEN = ""
 # Journal position of the last successful publish: nothing newer is announced.
 PUBLISHED_CURSOR = "published_seq"
 

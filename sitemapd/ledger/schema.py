@@ -84,8 +84,21 @@ def _bare(row: UrlRow) -> tuple[Any, ...]:
     return _LISTED(row) + _NO_FACTS
 
 
+def source_time(row: str = "urls") -> str:
+    """Return SQL reading `{row}.source_time` (`row` "": unqualified): a first load's
+    listed rows hold '' there where it is their lastmod (25 bytes less a row, version
+    10), and every read of the column reads through this."""
+    at = f"{row}." if row else ""
+    return f"(CASE {at}source_time WHEN '' THEN {at}lastmod ELSE {at}source_time END)"
+
+
 # The statements of whole rows, from the one list of columns above.
 URL_COLUMNS = ", ".join(_COLUMNS)
+# Whole rows as read: a first load's stand-in for `source_time` read through.
+URL_SELECT = ", ".join(
+    f"{source_time()} AS source_time" if name == "source_time" else f"urls.{name}"
+    for name in _COLUMNS
+)
 INSERT_URL = f"INSERT INTO urls ({URL_COLUMNS}) VALUES (NULL{', ?' * (len(_COLUMNS) - 1)})"
 UPDATE_URL = f"UPDATE urls SET {', '.join(f'{name} = ?' for name in _COLUMNS[2:])} WHERE id = ?"
 # Fewer rows than this are inserted with every value bound.
@@ -295,6 +308,14 @@ def _migrate_v9(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_v10(conn: sqlite3.Connection) -> None:
+    # A first load's chunk lists consecutive ids: stored as the range `first_id` and
+    # `id_count` (`ids` then empty), not 8 bytes an id. Its rows' `first_seen` is '' (see
+    # FIRST_LOAD_SEEN), and so is `source_time` where it is the lastmod (`source_time()`):
+    # nothing to change in rows written before.
+    _add_columns(conn, "list_chunk_urls", first_id="INTEGER", id_count="INTEGER")
+
+
 # Append only: a released migration never changes; the list index + 1 is the version.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_v1,
@@ -306,6 +327,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_v7,
     _migrate_v8,
     _migrate_v9,
+    _migrate_v10,
 ]
 
 

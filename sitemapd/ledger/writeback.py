@@ -1,13 +1,16 @@
 """Disk writes started early, while a first load still fills the ledger.
 
-A first load writes the whole ledger (about 270 MB for a million URLs) into the page
+A first load writes the whole ledger (about 190 MB for a million URLs) into the page
 cache, where it waits for the commit's fsync: a third of a second of waiting at the end
-of a five-second build. Flushing the file system every quarter second on a thread of
-its own puts most of it on disk while the load goes on.
+of a five-second build. Flushing the ledger file every quarter second on a thread of its
+own puts most of it on disk while the load goes on.
 
-The file system is flushed (`syncfs` of the ledger's folder), not the ledger file:
-closing a descriptor of the ledger that SQLite did not open would release SQLite's
-POSIX locks on it. Linux only; elsewhere, and on any error, the commit does it all.
+The ledger file alone is flushed, not its file system (`syncfs`, before): that also
+wrote the index build's temporary sort files (as large as the URL index, deleted a
+moment later) and whatever else the machine had written meanwhile. It is flushed
+through a descriptor of its own, kept open until the ledger closes: closing a descriptor
+of the ledger that SQLite did not open releases SQLite's POSIX locks on it. Where there
+is no `fdatasync` (macOS), and on any error, the commit does it all.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -24,42 +27,49 @@ log = logging.getLogger(__name__)
 _INTERVAL = 0.25
 
 
-def _syncfs() -> Callable[[int], int] | None:
-    """Return libc's `syncfs`, or None where there is none."""
-    import ctypes  # here: only a first load needs it
+class EarlyWriteback:
+    """Flushes a ledger file every quarter second while `running`; `close` once the
+    ledger's connections are closed."""
 
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-    call: Callable[[int], int] | None = getattr(libc, "syncfs", None)
-    return call
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
 
-
-@contextlib.contextmanager
-def early_writeback(folder: Path) -> Iterator[None]:
-    """Flush the file system holding `folder` every quarter second while the block runs."""
-    syncfs = _syncfs()
-    if syncfs is None:
-        yield
-        return
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    stop = threading.Event()
-
-    def flush() -> None:
-        while not stop.wait(_INTERVAL):
-            if syncfs(fd) != 0:
-                # The commit's own fsync reports what matters.
-                from ctypes import get_errno
-
-                log.debug("%s: syncfs failed (%s)", folder, os.strerror(get_errno()))
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Flush the file every quarter second while the block runs."""
+        sync = getattr(os, "fdatasync", None)
+        if sync is None:
+            yield
+            return
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            except OSError as exc:  # the commit's own fsync reports what matters
+                log.debug("%s: no early write-back (%s)", self.path, exc)
+                yield
                 return
+        fd = self._fd
+        stop = threading.Event()
 
-    thread = threading.Thread(target=flush, name="ledger-writeback", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-        os.close(fd)
+        def flush() -> None:
+            while not stop.wait(_INTERVAL):
+                try:
+                    sync(fd)
+                except OSError as exc:
+                    log.debug("%s: fdatasync failed (%s)", self.path, exc)
+                    return
+
+        thread = threading.Thread(target=flush, name="ledger-writeback", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+
+    def close(self) -> None:
+        """Close the descriptor: call only once SQLite's own are closed."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sitemapd.errors import LedgerError
-from sitemapd.ledger.schema import LIVE
+from sitemapd.ledger.schema import LIVE, source_time
 from sitemapd.publish.manifestfile import Row, encode, with_header
 
 if TYPE_CHECKING:
@@ -34,12 +34,12 @@ ADOPTED = "adopted_lastmods"
 
 # What identifies a URL's content across machines: its fingerprint, or for a source that
 # gives no content, its own timestamp.
-_FINGERPRINT = "coalesce(content_hash, source_time, '')"
+_FINGERPRINT = f"coalesce(content_hash, {source_time('')}, '')"
 # A URL of the ledger (`{u}`) whose content is as the manifest row `a` says it was
 # published: the same fingerprint, or the same file bytes (the fingerprint settings may
 # have changed since: they change no lastmod).
 _SAME = (
-    "(a.fp = coalesce({u}.content_hash, {u}.source_time, '') "
+    f"(a.fp = coalesce({{u}}.content_hash, {source_time('{u}')}, '') "
     "OR (a.raw != '' AND a.raw = {u}.bytes_hash))"
 )
 
@@ -174,7 +174,8 @@ def adopt(ledger: Ledger, rows: Iterable[Row]) -> int:
             )
         ]
         moved = conn.execute(
-            f"UPDATE urls SET lastmod = a.lastmod FROM temp.adopted a WHERE a.loc = urls.loc "
+            f"UPDATE urls SET lastmod = a.lastmod, source_time = {source_time()} "
+            "FROM temp.adopted a WHERE a.loc = urls.loc "
             f"AND urls.status = ? AND {_SAME.format(u='urls')} AND a.lastmod != urls.lastmod",
             (LIVE,),
         ).rowcount

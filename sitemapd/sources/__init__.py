@@ -25,7 +25,7 @@ def scan(source: ContentSource, ctx: Context, reader: Reader | None = None) -> S
     if isinstance(source, UrlListSource):
         from sitemapd.sources import urllist
 
-        return urllist.scan(source, ctx.policy, ctx.ledger)
+        return urllist.scan(source, ctx.policy, ctx.ledger, ctx.now)
     assert reader is not None
     from sitemapd.sources import changelog
 

@@ -216,8 +216,10 @@ class Parsed(NamedTuple):
 class LineParser:
     """Parses chunks of one list source's lines for one site."""
 
-    def __init__(self, source: str, policy: URLPolicy) -> None:
+    def __init__(self, source: str, policy: URLPolicy, now: str = "") -> None:
+        """`now`: the build's time, where the parse worker formats a first load's entries."""
         self.source = source
+        self.now = now
         self.policy = policy
         root = re.escape(policy.origin.root)
         # Characters alone, so that the pattern runs at memchr-like speed; what they let

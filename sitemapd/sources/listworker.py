@@ -126,7 +126,7 @@ def _received(worker: subprocess.Popen[bytes]) -> Iterator[ParsedChunk]:
         payload = stream.read(length)
         if len(payload) != length:  # cut short: the worker is gone
             break
-        pos, first_line, digest, end, rejects, latest, lengths = pickle.loads(payload)
+        pos, first_line, digest, end, rejects, latest, capped, lengths = pickle.loads(payload)
         blobs = [stream.read(length) for length in lengths]
         if list(map(len, blobs)) != lengths:
             break
@@ -134,7 +134,7 @@ def _received(worker: subprocess.Popen[bytes]) -> Iterator[ParsedChunk]:
         lines = ListLines(
             locs.decode().split("\n") if latest is not None else [],
             stamps.decode().split("\n") if latest is not None else [],
-            Rendered(entries, manifest, latest, array(_SIZE, sizes)) if latest else None,
+            Rendered(entries, manifest, latest, array(_SIZE, sizes), capped) if latest else None,
         )
         yield ParsedChunk(pos, first_line, digest, end, Parsed(lines, rejects))
     if worker.wait() != 0:
@@ -158,7 +158,7 @@ def _work(fd: int, head: int, parser: LineParser, out: int) -> None:
                 continue
             parsed = parser.parse(chunk.data, chunk.first_line, chunk.lines)
             columns = ListLines.of(parsed.lines)
-            rendered = _rendered(columns)
+            rendered = _rendered(columns, parser.now)
             blobs = (
                 "\n".join(columns.locs).encode(),
                 "\n".join(columns.stamps).encode(),
@@ -176,6 +176,7 @@ def _work(fd: int, head: int, parser: LineParser, out: int) -> None:
                     chunk.end,
                     parsed.rejects,
                     latest,
+                    rendered.capped if rendered else "",
                     [len(blob) for blob in blobs],
                 ),
                 protocol=pickle.HIGHEST_PROTOCOL,
@@ -198,15 +199,22 @@ def _send(out: int, pieces: list[bytes]) -> None:
             views[0] = views[0][written:]
 
 
-def _rendered(lines: ListLines) -> Rendered | None:
-    """Return the entries and manifest lines a first load spools of `lines` whose
-    datetimes are their lastmods (the building process checks that they are: none
-    after its time); None when a line has no datetime, or when the entries' bytes are
-    not their sizes."""
+def _rendered(lines: ListLines, now: str) -> Rendered | None:
+    """Return the entries and manifest lines a first load at `now` spools of `lines`:
+    their datetimes as lastmods (the building process checks that they are: none after
+    its time), or, where every datetime is after `now` (a list dated ahead of the
+    clock), `now` as each lastmod, `capped`. None when a line has no datetime, some but
+    not all are after `now`, or the entries' bytes are not their sizes."""
     if not lines or "" in lines.stamps:
         return None
     locs, stamps = lines.locs, lines.stamps
-    text = plain_entries(zip(locs, stamps, strict=True))
+    latest = max(stamps)
+    lastmods, capped = stamps, ""
+    if now and latest > now:
+        if min(stamps) <= now:
+            return None  # the building process works out which (one chunk of a list)
+        lastmods, capped = [now] * len(stamps), now
+    text = plain_entries(zip(locs, lastmods, strict=True))
     sizes = entry_sizes(locs)
     # A first load cuts the entries where a shard ends by these sizes, which count a
     # datetime as 25 ASCII bytes. Not all are: the chunk pattern's `\d` takes digits of
@@ -216,7 +224,8 @@ def _rendered(lines: ListLines) -> Rendered | None:
         return None
     entries = text.encode()
     # A list's URL has no content hash: its fingerprint is its datetime.
-    return Rendered(entries, manifest_lines(locs, stamps, stamps).encode(), max(stamps), sizes)
+    manifest = manifest_lines(locs, stamps, lastmods).encode()
+    return Rendered(entries, manifest, latest, sizes, capped)
 
 
 if __name__ == "__main__":

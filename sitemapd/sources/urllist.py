@@ -31,8 +31,9 @@ if TYPE_CHECKING:
     from sitemapd.sources.listchunks import LineParser
 
 
-def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
-    """Return a scan of the list, empty and incomplete when the file is unchanged."""
+def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger, now: str = "") -> Scan:
+    """Return a scan of the list read at `now`, empty and incomplete when the file is
+    unchanged."""
     handle = _open(source)
     key = file_key(os.fstat(handle.fileno()))
     # The cursor: the file's key, then the digest of its bytes (or of its chunks').
@@ -80,7 +81,7 @@ def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger) -> Scan:
     if digest == known_digest:
         handle.close()
         return Scan(source.name, iter(()), complete=False, cursors=state)
-    return Scan(source.name, _items(source, policy, handle, key), True, state)
+    return Scan(source.name, _items(source, policy, handle, key, now), True, state)
 
 
 def _open(source: UrlListSource) -> BinaryIO:
@@ -140,13 +141,15 @@ def _changed(source: UrlListSource) -> SourceError:
     )
 
 
-def _items(source: UrlListSource, policy: URLPolicy, handle: BinaryIO, key: str) -> Iterator[Item]:
+def _items(
+    source: UrlListSource, policy: URLPolicy, handle: BinaryIO, key: str, now: str
+) -> Iterator[Item]:
     # Imported on a read: an unchanged list (the common build) needs no parser and no
     # worker.
     from sitemapd.sources.listchunks import LineParser
 
     try:
-        yield from _every_chunk(source, LineParser(source.name, policy), handle)
+        yield from _every_chunk(source, LineParser(source.name, policy, now), handle)
         _check_key(source, key)
     except FileShrank as exc:
         raise _changed(source) from exc
