@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from lxml import etree
 
-from sitemapd.fingerprint.shapes import CALENDAR_TEXT, INDEX_LINKS, calendar, index
+from sitemapd.fingerprint.shapes import CALENDAR_TEXT, HEADINGS, INDEX_LINKS, calendar, index
 
 Element = etree._Element
 
@@ -91,7 +91,6 @@ _SHORT_LINKED = 100
 _ROW_LINKS = 0.3
 _ROW_COUNT = 3
 _ROW_OWN = 30
-_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 # A counter's label and nothing else: a count and what it counts ("27 comments",
 # "Comments (27)", "1.2k views"), in the languages whose comment threads the drill names;
 # a CMS renders it anew on every request.
@@ -227,7 +226,7 @@ def _slug(ident: str, element: Element) -> bool:
     words = _words(ident)
     if len(words) < _SLUG_WORDS:
         return False
-    heading = next(element.iter(*_HEADINGS), None)
+    heading = next(element.iter(*HEADINGS), None)
     if heading is None:
         return False
     said = " ".join(t for t in heading.itertext() if isinstance(t, str)).lower()
@@ -336,7 +335,7 @@ def template_reason(
             if (
                 count >= _ROW_COUNT
                 and text - links < _ROW_OWN * count
-                and next(element.iter(*_HEADINGS), None) is None
+                and next(element.iter(*HEADINGS), None) is None
             ):
                 return f"row of links ({round(100 * links / text)}% link text)"
         # However short its links: a pager's numbers, an alphabet's letters.

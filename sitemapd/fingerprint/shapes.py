@@ -19,13 +19,14 @@ _DAY = re.compile(r"\s*(?:0?[1-9]|[12]\d|3[01])\s*")
 # least, and fewer words than links outside them.
 INDEX_LINKS = 5
 _WORD = re.compile(r"\w+")
-_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+# Heading elements (chrome.py asks of them too).
+HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
 
 def index(element: Element) -> bool:
     """True when `element`, holding five links or more, holds fewer words outside them
     than links, and no heading: a pager or an index under its label."""
-    if next(element.iter(*_HEADINGS), None) is not None:
+    if next(element.iter(*HEADINGS), None) is not None:
         return False
     links = list(element.iter("a"))
     said = " ".join(t for t in element.itertext() if isinstance(t, str))

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from sitemapd.sources.listchunks import LineParser
 
 
-def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger, now: str = "") -> Scan:
+def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger, now: str) -> Scan:
     """Return a scan of the list read at `now`, empty and incomplete when the file is
     unchanged."""
     handle = _open(source)
