@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import zlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,8 +16,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sitemapd.ledger import spool
-from sitemapd.publish import shardtext
-from sitemapd.publish.manifestfile import encode_lines, pack, repack, unpack, with_header
+from sitemapd.publish.manifestfile import (
+    decode,
+    encode_lines,
+    pack,
+    repack,
+    spans,
+    splice,
+    unpack,
+    with_header,
+)
 
 # 2,900 URLs in shards of 1,000: two full shards and an open one.
 COUNT = 2_900
@@ -89,6 +98,8 @@ def test_changed_lines_are_spliced_into_their_shards(listing: Site, tmp_path: Pa
     logged = build(listing)
     assert "sitemap-2.xml: 2 changed entries spliced" in logged, logged
     assert "sitemap-3.xml: 1 changed entries spliced" in logged, logged
+    # The first load's manifests say their members' rows: only those members are redone.
+    assert "sitemap-2.xml: 2 manifest lines spliced into their members" in logged, logged
     assert "manifest is read from the ledger" not in logged, logged
     assert files(listing.out) == fresh(tmp_path, listing)
     # Again, on the spliced bytes, with one more change.
@@ -96,7 +107,33 @@ def test_changed_lines_are_spliced_into_their_shards(listing: Site, tmp_path: Pa
     logged = build(listing)
     assert "sitemap-1.xml: 1 changed entries spliced" in logged, logged
     assert "sitemap-2.xml: 1 changed entries spliced" in logged, logged
+    assert "sitemap-2.xml: 1 manifest lines spliced into their members" in logged, logged
     assert files(listing.out) == fresh(tmp_path / "again", listing)
+
+
+def test_a_manifest_of_members_that_say_nothing_is_rewritten(listing: Site, tmp_path: Path) -> None:
+    """A manifest written before its members said their length and rows (plain gzip
+    members, as earlier releases wrote them) is read from the ledger the first time one
+    of its rows changes, and written as members that say them."""
+    manifest = listing.out / ".sitemapd" / "manifest" / "sitemap-2.xml.tsv.gz"
+    packed = unpack(manifest.read_bytes())
+    assert packed is not None
+    starts = [0, *packed.ends]
+    plain = [
+        zlib.compress(packed.rows[s:e], 1, 31)
+        for s, e in zip(starts[:-1], packed.ends, strict=True)
+    ]
+    manifest.write_bytes(with_header(b"".join(plain)))
+    assert spans(manifest.read_bytes()) is None
+    assert list(decode(manifest.read_bytes(), "old")) == list(
+        decode(encode_lines(packed.rows), "new")
+    )
+    listed(listing, {1_401: 9_000})
+    logged = build(listing)
+    assert "sitemap-2.xml: 1 changed entries spliced" in logged, logged
+    assert "sitemap-2.xml: its manifest is read from the ledger" in logged, logged
+    assert spans(manifest.read_bytes()) is not None
+    assert files(listing.out) == fresh(tmp_path, listing)
 
 
 def test_a_shard_not_stored_as_published_is_rendered(listing: Site, tmp_path: Path) -> None:
@@ -183,12 +220,14 @@ def test_manifest_members_are_the_same_however_they_are_packed(
 ) -> None:
     """A first load's spool packs the rows as they come, in pieces of any size, into the
     members the publisher packs them in whole, which unpack to the rows; a splice packs
-    again the members of the changed rows alone, to the same bytes."""
+    again the member of a changed row of the same length alone, to the same bytes, and
+    leaves a longer one to the whole rows."""
     path = tmp_path_factory.mktemp("spool") / "sitemap-1.xml"
     files = spool._Files(1, path)
     start = 0
     for cut in cuts * (len(rows) // sum(cuts) + 1):
-        files.write((b"", rows[start : start + cut]))
+        piece = rows[start : start + cut]
+        files.write((b"", piece, piece.count(b"\n")))
         start += cut
     files.close()
     packed = pack(rows)
@@ -203,7 +242,11 @@ def test_manifest_members_are_the_same_however_they_are_packed(
             changed = rows[:line] + new + rows[end:]
             assert repack(unpacked, changed) == pack(changed)
             # Spliced as a published manifest is: the changed row's member alone.
-            assert shardtext._respliced(unpacked, [(line, rows[line:end], new)]) == pack(changed)
+            number = rows.count(b"\n", 0, line)
+            spliced = splice(
+                with_header(packed), [(number, rows[line:end], new)], rows.count(b"\n")
+            )
+            assert spliced == (with_header(pack(changed)) if len(new) == end - line else None)
 
 
 def test_one_engine_splices_round_after_round(
@@ -259,3 +302,13 @@ def test_manifest_members_larger_than_a_read_unpack_to_their_rows() -> None:
     assert min(map(len, unpacked.members[:-1])) > 16384
     assert unpack(with_header(packed[:-9])) is None
     assert unpack(with_header(packed[:5000] + b"x" + packed[5001:])) is None
+    # Each member's header says its rows; one that says other than it holds is refused.
+    found = spans(with_header(packed))
+    assert found is not None
+    assert sum(span.rows for span in found) == 4000
+    lying = bytearray(with_header(packed))
+    lying[found[0].start + 20] += 1  # the first member's rows, as its header says them
+    assert unpack(bytes(lying)) is None
+    first = rows[: rows.index(b"\n") + 1]
+    assert splice(bytes(lying), [(0, first, first)], 4000) is None
+    assert splice(with_header(packed), [(0, first, first)], 4000) == with_header(packed)

@@ -13,7 +13,8 @@ The publish that follows has little left to do. A spooled document's sha256 is t
 as it is written and the file is fsynced (on a thread of the spool's own, as the next
 shard fills): a local publish on the same file system moves it into place instead of
 reading and copying it. The manifest lines are compressed on the same thread as they
-come, into the gzip members that follow the header's in a manifest file.
+come, into the gzip members that follow the header's in a manifest file (each written
+once closed: its header says its length).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import NamedTuple, TypeVar
 
 from sitemapd.ledger.shards import ShardState
-from sitemapd.render.members import boundaries
+from sitemapd.render.members import boundaries, labelled
 from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, manifest_lines, plain_entries
 
 log = logging.getLogger("sitemapd.ledger")
@@ -88,24 +89,35 @@ class _Files:
             raise
         self.hash = hashlib.sha256(_HEAD)
         # Split anywhere, the lines give the bytes `zlib.compress` gives them whole: the
-        # members `pack` gives, each closed where `boundaries` says.
+        # members `pack` gives, each closed where `boundaries` says and written then,
+        # its header saying its length and rows.
         self.packer = zlib.compressobj(1, zlib.DEFLATED, 31)
+        self.packed: list[bytes] = []  # the member being packed, so far
         self.filled = 0  # bytes of lines in the member being packed
+        self.rows = 0  # and their rows
         self.members = 0  # members closed
 
-    def write(self, pieces: tuple[bytes, bytes]) -> None:
-        """Append entries and their manifest lines; raises OSError."""
-        entries, lines = pieces
+    def write(self, pieces: tuple[bytes, bytes, int]) -> None:
+        """Append entries and their manifest lines (of so many URLs); raises OSError."""
+        entries, lines, urls = pieces
         self.document.write(entries)
         self.hash.update(entries)
         start = 0
         for end in boundaries(lines, self.filled):
-            self.manifest.write(self.packer.compress(lines[start:end]) + self.packer.flush())
-            self.packer = zlib.compressobj(1, zlib.DEFLATED, 31)
-            self.filled, self.members, start = 0, self.members + 1, end
-        if start < len(lines):  # a member begun: its gzip header is written
-            self.manifest.write(self.packer.compress(lines[start:]))
+            rows = lines.count(b"\n", start, end)
+            self._close_member(lines[start:end], rows)
+            start, urls = end, urls - rows
+        if start < len(lines):
+            self.packed.append(self.packer.compress(lines[start:]))
             self.filled += len(lines) - start
+            self.rows += urls
+
+    def _close_member(self, lines: bytes, rows: int) -> None:
+        """Write the member being packed, ended by `lines` of `rows` rows."""
+        self.packed += (self.packer.compress(lines), self.packer.flush())
+        self.manifest.write(labelled(b"".join(self.packed), self.rows + rows))
+        self.packer = zlib.compressobj(1, zlib.DEFLATED, 31)
+        self.packed, self.filled, self.rows, self.members = [], 0, 0, self.members + 1
 
     def close(self) -> str:
         """Finish both files and flush the document to disk; return the document's sha256
@@ -114,7 +126,7 @@ class _Files:
             self.document.write(_TAIL)
             self.hash.update(_TAIL)
             if self.filled or not self.members:  # the last member, or the empty one
-                self.manifest.write(self.packer.flush())
+                self._close_member(b"", 0)
             self.document.flush()
             os.fsync(self.document.fileno())
             # On disk now, and moved into the output folder unread: its pages leave the
@@ -181,7 +193,7 @@ class ShardSpool:
             return
         if files is None:
             return
-        self._submit(shard, files.write, (data, lines))
+        self._submit(shard, files.write, (data, lines, urls))
         path, spooled, size = self.shards[shard]
         self.shards[shard] = _Spooled(path, spooled + urls, size + len(data))
         self._total += len(data)

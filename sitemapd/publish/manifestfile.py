@@ -9,17 +9,22 @@ per live URL of the shard: `loc <TAB> fingerprint <TAB> lastmod <TAB> bytes`, wh
 bytes is the hash of the page's file as read (empty for a source that reads no file). Files
 without the first line (version 0, sitemapd 0.x on S3) hold the first three fields. A
 file of a later version is skipped: its lines may mean something else.
+
+Each member of rows says in its header how long it is and how many rows it holds
+(render/members.py): a changed row is spliced into its member alone (`splice`). A file
+whose members say nothing of the kind (written before they did) is rewritten whole the
+first time one of its rows changes.
 """
 
 from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from itertools import accumulate
 from typing import NamedTuple
 
-from sitemapd.render.members import member_ends
+from sitemapd.render.members import label, member_ends, pack_member
 
 log = logging.getLogger("sitemapd.manifestfile")
 
@@ -30,9 +35,6 @@ _HEADER = f"sitemapd-manifest {VERSION}"
 # The bytes of gzip.compress(..., 1, mtime=0), without loading gzip for a quiet build.
 _HEADER_MEMBER = zlib.compress(f"{_HEADER}\n".encode(), 1, 31)
 _PREFIX = "sitemapd-manifest "
-# Compressed bytes inflated at a time when a file is unpacked (a member of 64 KiB of rows
-# is 8-10 KiB).
-_FED = 16384
 
 # (loc, fingerprint, lastmod, bytes hash or "")
 Row = tuple[str, str, str, str]
@@ -63,12 +65,11 @@ class Packed(NamedTuple):
 
 def pack(lines: bytes) -> bytes:
     """Return the gzip members of the rows `lines` that follow the header's in a manifest
-    file: one for each stretch `member_ends` gives, level 1 (read by sitemapd alone),
-    mtime 0 and no name (the same rows give the same bytes). A first load's spool
-    (ledger/spool.py) compresses them as they come, to the same bytes."""
+    file: one for each stretch `member_ends` gives (`pack_member`). A first load's spool
+    (ledger/spool.py) packs them as they come, to the same bytes."""
     start, members = 0, []
     for end in member_ends(lines):
-        members.append(zlib.compress(lines[start:end], 1, 31))
+        members.append(pack_member(lines[start:end]))
         start = end
     return b"".join(members)
 
@@ -81,7 +82,7 @@ def repack(packed: Packed, lines: bytes) -> bytes:
     start, members = 0, []
     for member, end in zip(packed.members, packed.ends, strict=True):
         rows = lines[start:end]  # a copy compares faster than a memoryview's slice
-        members.append(member if rows == packed.rows[start:end] else zlib.compress(rows, 1, 31))
+        members.append(member if rows == packed.rows[start:end] else pack_member(rows))
         start = end
     return b"".join(members)
 
@@ -91,45 +92,110 @@ def with_header(members: bytes) -> bytes:
     return _HEADER_MEMBER + members
 
 
+class Span(NamedTuple):
+    """A member of rows of a manifest file: where it starts and ends, and its rows."""
+
+    start: int
+    end: int
+    rows: int
+
+
+def spans(data: bytes) -> list[Span] | None:
+    """Return the members of rows of the manifest file `data`, read from their headers
+    alone; None when `data` is no such file (another version, a member that does not
+    say its length and rows, cut short)."""
+    if not data.startswith(_HEADER_MEMBER):
+        return None
+    found: list[Span] = []
+    at = len(_HEADER_MEMBER)
+    while at < len(data) or not found:
+        said = label(data, at)
+        if said is None or at + said[0] > len(data):
+            return None
+        found.append(Span(at, at + said[0], said[1]))
+        at += said[0]
+    return found
+
+
 def unpack(data: bytes) -> Packed | None:
     """Return the rows of the manifest file `data` as `encode_lines` packed them, or None
     when `data` is no such file (another version, damaged, other members)."""
-    if not data.startswith(_HEADER_MEMBER):
+    found = spans(data)
+    if found is None:
         return None
-    members: list[bytes] = []
     texts: list[bytes] = []
-    view = memoryview(data)
-    start = len(_HEADER_MEMBER)
-    while start < len(data) or not members:
-        end = _member_end(view, start, texts)
-        if end is None:
+    for span in found:
+        text = _inflated(data, span)
+        if text is None:
             return None
-        members.append(data[start:end])
-        start = end
+        texts.append(text)
     rows = b"".join(texts)
     ends = list(accumulate(map(len, texts)))
+    members = [data[span.start : span.end] for span in found]
     return Packed(rows, members, ends) if ends == member_ends(rows) else None
 
 
-def _member_end(view: memoryview, start: int, texts: list[bytes]) -> int | None:
-    """Inflate the gzip member that starts at `start` of `view`, its text appended to
-    `texts`; return where it ends, or None when it is damaged or cut short."""
-    member = zlib.decompressobj(31)
-    text: list[bytes] = []
-    fed = start
-    # Fed a piece at a time: what follows the member is copied out as `unused_data`,
-    # which for the rest of the file would copy it once for each member.
-    while not member.eof and fed < len(view):
-        piece = view[fed : fed + _FED]
-        fed += len(piece)
-        try:
-            text.append(member.decompress(piece))
-        except zlib.error:
-            return None
-    if not member.eof:
+def splice(data: bytes, changes: Sequence[tuple[int, bytes, bytes]], rows: int) -> bytes | None:
+    """Return the manifest file `data` of `rows` rows with row number `n` (from 0) of each
+    of `changes` (`(n, old, new)`, in order of `n`), which holds `old`, replaced by `new`
+    of the same length; only the members holding them are inflated and packed again.
+    None when `data` does not hold `rows` rows in members that say theirs (`spans`), a
+    member is damaged, or a row is not `old`."""
+    found = spans(data)
+    if found is None or sum(span.rows for span in found) != rows:
         return None
-    texts.append(b"".join(text))
-    return fed - len(member.unused_data)
+    pieces = [data[: found[0].start]]
+    first, taken = 0, 0
+    for span in found:
+        mine = taken
+        while mine < len(changes) and changes[mine][0] < first + span.rows:
+            mine += 1
+        if mine > taken:
+            text = _inflated(data, span)
+            member = None if text is None else _replaced_rows(text, first, changes[taken:mine])
+            if member is None:
+                return None
+            pieces.append(member)
+        else:
+            pieces.append(data[span.start : span.end])
+        first, taken = first + span.rows, mine
+    return b"".join(pieces) if taken == len(changes) else None
+
+
+def _replaced_rows(
+    text: bytes, first: int, changes: Sequence[tuple[int, bytes, bytes]]
+) -> bytes | None:
+    """Return the member packing the rows `text` (row number `first` onwards) with the
+    rows of `changes` (in order, each once) replaced; None when one is not its `old`."""
+    pieces: list[bytes] = []
+    number, at, done = first, 0, 0  # the row starting at `at`; bytes before `done` taken
+    for row, old, new in changes:
+        if at < done:  # past a replaced row: on to the next
+            number, at = number + 1, text.index(b"\n", at) + 1
+        if row < number or len(old) != len(new):
+            return None
+        for _ in range(row - number):
+            at = text.index(b"\n", at) + 1
+        number = row
+        if not text.startswith(old, at):
+            return None
+        pieces += (text[done:at], new)
+        done = at + len(old)
+    pieces.append(text[done:])
+    return pack_member(b"".join(pieces))
+
+
+def _inflated(data: bytes, span: Span) -> bytes | None:
+    """Return the rows of the member `span` of `data`, None when it is damaged or holds
+    other than the rows its header says."""
+    member = zlib.decompressobj(31)
+    try:
+        text = member.decompress(memoryview(data)[span.start : span.end])
+    except zlib.error:
+        return None
+    if not member.eof or member.unused_data or text.count(b"\n") != span.rows:
+        return None
+    return text
 
 
 def decode(data: bytes, where: str) -> Iterator[Row]:

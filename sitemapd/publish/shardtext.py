@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import sqlite3
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from itertools import islice
@@ -17,11 +16,10 @@ from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.spool import SpooledShard
 from sitemapd.publish.manifest import Reader, lines_of, shard_rows
 from sitemapd.publish.manifestfile import (
-    Packed,
     encode,
     manifest_name,
-    pack,
     repack,
+    splice,
     unpack,
     with_header,
 )
@@ -121,12 +119,6 @@ def spliced_shard(
     published = store.read(name)
     if published is None or not published.startswith(_HEAD):
         return None
-    # Its manifest on the reader's thread meanwhile (zlib lets go of the GIL).
-    members = ledger.conn.execute("SELECT url_count FROM shards WHERE id = ?", (shard_id,))
-    full = partial(reader.file, shard_id)
-    manifest = reader.soon(
-        partial(_spliced_manifest, store, name, edits, members.fetchone()[0], full)
-    )
     changes = [
         (url_entry(e.loc, e.old_lastmod).encode(), url_entry(e.loc, e.lastmod).encode())
         for e in edits
@@ -134,6 +126,20 @@ def spliced_shard(
     places = _places(published, [old for old, _ in changes])
     if places is None:
         return None
+    # Its manifest on the reader's thread meanwhile (zlib lets go of the GIL).
+    members = ledger.conn.execute("SELECT url_count FROM shards WHERE id = ?", (shard_id,))
+    full = partial(reader.file, shard_id)
+    manifest = reader.soon(
+        partial(
+            _spliced_manifest,
+            store,
+            name,
+            edits,
+            members.fetchone()[0],
+            full,
+            partial(_entry_numbers, published, places),
+        )
+    )
     # The bytes before the first change are hashed once for both digests: that of the
     # published bytes, checked against the one recorded, and that of the document.
     first = places[0] if places else len(published)
@@ -151,17 +157,31 @@ def spliced_shard(
     return document, manifest, digest.hexdigest()
 
 
+def _entry_numbers(published: bytes, places: Sequence[int]) -> list[int]:
+    """Return the number (from 0) of the entry starting at each of `places` (in order) of
+    the plain shard `published`: its manifest's row of the same URL."""
+    numbers: list[int] = []
+    count, done = 0, 0
+    for at in places:
+        count += published.count(b"<url>", done, at)
+        numbers.append(count)
+        done = at
+    return numbers
+
+
 def _spliced_manifest(
-    store: LocalStore, name: str, edits: list[Edit], members: int, full: Callable[[], bytes]
+    store: LocalStore,
+    name: str,
+    edits: list[Edit],
+    members: int,
+    full: Callable[[], bytes],
+    numbers: Callable[[], list[int]],
 ) -> bytes:
     """Return the manifest file of shard `name`: the published one with the lines of
-    `edits` replaced, when it holds a line for each of its `members` and the lines of
-    `edits` as published; else `full()`, read from the ledger."""
+    `edits` (rows `numbers()`, as in the shard) replaced, when it holds a line for each of
+    its `members` and the lines of `edits` as published; else `full()`, read from the
+    ledger."""
     stored = store.read(manifest_name(name))
-    packed = None if stored is None else unpack(stored)
-    if packed is None or packed.rows.count(b"\n") != members:
-        log.debug("%s: its manifest is read from the ledger (the stored one differs)", name)
-        return full()
     lines = [
         (
             f"{e.loc}\t{e.old_fp}\t{e.old_lastmod}\t{e.old_raw}\n".encode(),
@@ -169,35 +189,24 @@ def _spliced_manifest(
         )
         for e in edits
     ]
+    if stored is not None and all(len(old) == len(new) for old, new in lines):
+        # Each line where it was: its member alone is inflated and packed again.
+        rows = [(n, old, new) for n, (old, new) in zip(numbers(), lines, strict=True)]
+        spliced = splice(stored, rows, members)
+        if spliced is not None:
+            log.debug("%s: %d manifest lines spliced into their members", name, len(rows))
+            return spliced
+    packed = None if stored is None else unpack(stored)
+    if packed is None or packed.rows.count(b"\n") != members:
+        log.debug("%s: its manifest is read from the ledger (the stored one differs)", name)
+        return full()
     places = _places(packed.rows, [old for old, _ in lines])
     if places is None:
         log.debug("%s: its manifest is read from the ledger (a changed line differs)", name)
         return full()
-    return with_header(
-        _respliced(packed, [(at, old, new) for at, (old, new) in zip(places, lines, strict=True)])
-    )
-
-
-def _respliced(packed: Packed, changes: list[tuple[int, bytes, bytes]]) -> bytes:
-    """Return `repack(packed, rows)` for the rows of `packed` with the bytes `old` at each
-    offset of `changes` (in order, apart) replaced by `new`."""
-    if any(len(old) != len(new) for _, old, new in changes):
-        # Line ends move, and with them maybe where members end: all packed again.
-        return repack(packed, _replaced(packed.rows, changes))
-    # Every line end stays where it was, and so does every member's end: only a member
-    # holding a changed row is packed again (one member's rows pack into one member),
-    # and the rows of the others are neither copied nor compared.
-    members = list(packed.members)
-    starts = [0, *packed.ends]
-    for index in sorted({bisect_right(packed.ends, at) for at, _, _ in changes}):
-        start, end = starts[index], packed.ends[index]
-        rows = packed.rows[start:end]
-        members[index] = pack(
-            _replaced(
-                rows, [(at - start, old, new) for at, old, new in changes if start <= at < end]
-            )
-        )
-    return b"".join(members)
+    # Lines of other lengths move the line ends after them, and maybe where members end.
+    changes = [(at, old, new) for at, (old, new) in zip(places, lines, strict=True)]
+    return with_header(repack(packed, _replaced(packed.rows, changes)))
 
 
 def _places(text: bytes, lines: Sequence[bytes]) -> list[int] | None:

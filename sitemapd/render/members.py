@@ -1,13 +1,29 @@
-"""Where the gzip members of a publish manifest's rows end (publish/manifestfile.py):
-after the first line end at least `MEMBER` bytes into each. The rows are cut by their
-text alone, so that whoever packs them (the publisher whole, a first load's spool as
-they come) packs the same members, and a changed row is packed again with the rows of
-its member alone."""
+"""The gzip members of a publish manifest's rows (publish/manifestfile.py): where they end
+(after the first line end at least `MEMBER` bytes into each) and how each is packed. The
+rows are cut by their text alone, so that whoever packs them (the publisher whole, a
+first load's spool as they come) packs the same members, and a changed row is packed
+again with the rows of its member alone.
+
+Each member's gzip header carries an extra field (RFC 1952's FEXTRA, subfield `SM`)
+with the member's length and its count of rows, as BGZF's blocks carry theirs: the
+member holding a given row is found by reading headers alone, and only it is inflated.
+Every gzip reader skips the field."""
 
 from __future__ import annotations
 
+import struct
+import zlib
+
 # Bytes of rows a member holds at least.
 MEMBER = 65536
+# The extra field: its length (XLEN), the subfield's id and length, then the member's
+# bytes and rows.
+LABEL = struct.Struct("<H2sHII")
+_SUBFIELD = b"SM"
+# The first bytes of a labelled member: gzip's magic, deflate, the FEXTRA flag alone.
+_START = b"\x1f\x8b\x08\x04"
+# Where the extra field starts in a gzip header (after ID1 ID2 CM FLG MTIME XFL OS).
+_EXTRA_AT = 10
 
 
 def boundaries(lines: bytes, filled: int) -> list[int]:
@@ -26,3 +42,30 @@ def member_ends(lines: bytes) -> list[int]:
     and at the end of the rows (one empty member for no rows)."""
     ends = boundaries(lines, 0)
     return ends if ends and ends[-1] == len(lines) else [*ends, len(lines)]
+
+
+def pack_member(rows: bytes) -> bytes:
+    """Return the member of `rows` (whole lines): level 1 (read by sitemapd alone), mtime
+    0 and no name (the same rows give the same bytes), labelled."""
+    return labelled(zlib.compress(rows, 1, 31), rows.count(b"\n"))
+
+
+def labelled(member: bytes, rows: int) -> bytes:
+    """Return the gzip member `member` as zlib writes it (a 10-byte header, no flags),
+    of `rows` rows, with the extra field giving its length and its rows."""
+    extra = LABEL.pack(LABEL.size - 2, _SUBFIELD, LABEL.size - 6, len(member) + LABEL.size, rows)
+    return _START + member[4:_EXTRA_AT] + extra + member[_EXTRA_AT:]
+
+
+def label(data: bytes, at: int) -> tuple[int, int] | None:
+    """Return the length and the rows of the labelled member at offset `at` of `data`, as
+    its header says; None when no labelled member starts there."""
+    if data[at : at + len(_START)] != _START:
+        return None
+    try:
+        xlen, subfield, length, size, rows = LABEL.unpack_from(data, at + _EXTRA_AT)
+    except struct.error:  # cut short
+        return None
+    if (xlen, subfield, length) != (LABEL.size - 2, _SUBFIELD, LABEL.size - 6):
+        return None
+    return size, rows
