@@ -6,9 +6,8 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from sitemapd import sources
 from sitemapd.config import Config
@@ -34,25 +33,24 @@ if TYPE_CHECKING:
 log = logging.getLogger("sitemapd.engine")
 
 
-@dataclass
-class BuildResult:
+class BuildResult(NamedTuple):
     """What a build or batch changed, published and could not read."""
 
     changes: ChangeSet
     report: PublishReport
     seconds: float
     # Sources (or robots.txt) that could not be read, with why; what they gave is kept.
-    failed: dict[str, str] = field(default_factory=dict)
+    failed: dict[str, str]
     # Sources read in full (change logs: up to date).
-    scanned: list[str] = field(default_factory=list)
+    scanned: list[str]
     # Change-log sources that hold more rows than one batch took.
-    more: set[str] = field(default_factory=set)
+    more: set[str]
     # Change-log sources whose reconcile waits until their rows are read (`more`).
-    deferred: set[str] = field(default_factory=set)
+    deferred: set[str]
     # Files whose read failed for now (EMFILE, EIO...), per source, with why: retry them.
-    unreadable: dict[str, dict[str, str]] = field(default_factory=dict)
+    unreadable: dict[str, dict[str, str]]
     # Sources whose removal the mass-removal guard holds (this run or earlier), with why.
-    held: dict[str, str] = field(default_factory=dict)
+    held: dict[str, str]
 
     def merged(self, later: BuildResult) -> BuildResult:
         """Return this batch and the `later` one of the same build as one result: what

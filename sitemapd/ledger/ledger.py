@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 import sqlite3
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping
@@ -135,6 +134,8 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
     def _forget_spooled(self) -> None:
         if self._spooled or self.spool_folder.exists():
             self._spooled = {}
+            import shutil  # here: most builds spool nothing and do not load it
+
             shutil.rmtree(self.spool_folder, ignore_errors=True)
 
     def spooled_shard(self, shard_id: int) -> SpooledShard | None:

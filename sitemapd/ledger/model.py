@@ -4,7 +4,6 @@ rules, recorded files and feed pages."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -34,20 +33,42 @@ class RobotsRules(NamedTuple):
 ALLOW_ALL = RobotsRules("none", lambda url: True)
 
 
-@dataclass(slots=True)
 class ChangeSet:
     """What one `apply()` changed."""
 
-    new: int = 0
-    updated: int = 0
-    gone: int = 0
-    rejected: int = 0
-    moved: int = 0
-    dirty_shards: list[int] = field(default_factory=list)
-    # Complete scans that found nothing while their source had URLs: kept, not removed.
-    empty_scans: list[str] = field(default_factory=list)
-    # Removals held by the mass-removal guard: those URLs stay published.
-    held: list[Hold] = field(default_factory=list)
+    # A plain class: a dataclass costs every build's start-up its generated methods.
+    __slots__ = (
+        "dirty_shards",
+        "empty_scans",
+        "gone",
+        "held",
+        "moved",
+        "new",
+        "rejected",
+        "updated",
+    )
+
+    def __init__(
+        self,
+        new: int = 0,
+        updated: int = 0,
+        gone: int = 0,
+        rejected: int = 0,
+        moved: int = 0,
+        dirty_shards: list[int] | None = None,
+        empty_scans: list[str] | None = None,
+        held: list[Hold] | None = None,
+    ) -> None:
+        self.new = new
+        self.updated = updated
+        self.gone = gone
+        self.rejected = rejected
+        self.moved = moved
+        self.dirty_shards = dirty_shards or []
+        # Complete scans that found nothing while their source had URLs: kept, not removed.
+        self.empty_scans = empty_scans or []
+        # Removals held by the mass-removal guard: those URLs stay published.
+        self.held = held or []
 
     @property
     def changed(self) -> bool:

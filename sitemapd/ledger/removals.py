@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import NamedTuple
 
 from sitemapd.core import w3c
@@ -46,13 +46,12 @@ def confirmation_done(state_dir: Path) -> None:
     (state_dir / CONFIRM_FILE).unlink(missing_ok=True)
 
 
-@dataclass(frozen=True, slots=True)
-class RemovalGuard:
+class RemovalGuard(NamedTuple):
     """How an apply treats removals: which sources it guards and how."""
 
     # Guarded source names, each with the cursor names a hold keeps back (so the source
     # is read again in full rather than skipped as unchanged).
-    sources: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    sources: Mapping[str, frozenset[str]] = MappingProxyType({})
     max_share: float = 0.5
     grace: float = 900.0
     # The operator confirmed the removals of this run (`build --confirm-removal`).

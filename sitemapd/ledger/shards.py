@@ -9,22 +9,24 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from sitemapd.render.sitemap import SHARD_OVERHEAD
 
 
-@dataclass(slots=True)
 class ShardState:
     """A shard as the load fills it: its URLs, bytes and newest lastmod."""
 
-    url_count: int
-    bytes: int
-    lastmod: str
+    # A plain class: a dataclass costs every build's start-up its generated methods.
+    __slots__ = ("bytes", "lastmod", "url_count")
+
+    def __init__(self, url_count: int, bytes: int, lastmod: str) -> None:
+        self.url_count = url_count
+        self.bytes = bytes
+        self.lastmod = lastmod
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
+class Limits(NamedTuple):
     """The most URLs and bytes a shard may hold."""
 
     max_urls: int

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
 import zlib
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -224,7 +223,8 @@ class ShardSpool:
             self.drop()
             return None
         self.folder.mkdir(exist_ok=True)
-        if shutil.disk_usage(self.folder).free < _RESERVE + _LEDGER_PER_SPOOLED * self._total:
+        space = os.statvfs(self.folder)  # what shutil.disk_usage says is free
+        if space.f_bavail * space.f_frsize < _RESERVE + _LEDGER_PER_SPOOLED * self._total:
             self._stopped = True
             return None
         path = self.folder / f"shard-{shard}"
@@ -256,6 +256,8 @@ class ShardSpool:
         self._close()
         self._wait()
         self.shards = {}
+        import shutil  # here: a build that spools nothing does not load it (with bz2, lzma)
+
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def keep(self, states: Mapping[int, ShardState]) -> dict[int, SpooledShard]:

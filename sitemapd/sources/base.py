@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from sitemapd.core.observation import ArticleMeta, Item, Rejected
 from sitemapd.core.urls import URLPolicy
@@ -44,20 +43,28 @@ def reported(item: Rejected) -> Rejected:
     return item
 
 
-@dataclass
 class Scan:
     """Items from one source; `complete` when they describe everything it holds."""
 
-    name: str
-    items: Iterator[Item]
-    complete: bool
-    cursors: dict[str, str] = field(default_factory=dict)
-    # Set once the items are read when the source holds more than one scan takes.
-    more: bool = False
+    # A plain class: a dataclass costs every build's start-up its generated methods.
+    __slots__ = ("complete", "cursors", "items", "more", "name")
+
+    def __init__(
+        self,
+        name: str,
+        items: Iterator[Item],
+        complete: bool,
+        cursors: dict[str, str] | None = None,
+    ) -> None:
+        self.name = name
+        self.items = items
+        self.complete = complete
+        self.cursors = cursors or {}
+        # Set once the items are read when the source holds more than one scan takes.
+        self.more = False
 
 
-@dataclass(frozen=True, slots=True)
-class Context:
+class Context(NamedTuple):
     """What every scan needs besides its source's own settings."""
 
     policy: URLPolicy
