@@ -15,9 +15,9 @@ import os
 import random
 import sqlite3
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import pytest
 from conftest import Site, snapshot, write_atomic
@@ -27,6 +27,7 @@ from pyfastcdc import FastCDC
 
 from sitemapd.config import load
 from sitemapd.core import filedigest
+from sitemapd.core.fileread import FileShrank
 from sitemapd.core.listlines import ListLines
 from sitemapd.core.observation import Item
 from sitemapd.core.urls import Origin, URLPolicy
@@ -40,7 +41,9 @@ TINY = FastCDC(avg_size=256, min_size=64, max_size=1024)
 
 @pytest.fixture
 def tiny_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks of a few KiB, and files of any size hashed from both ends on two threads."""
     monkeypatch.setattr(listchunks, "_CDC", TINY)
+    monkeypatch.setattr(filedigest, "_BOTH_AT_ONCE", 0)
 
 
 def line(n: int, hours: int | None, fmt: int = 0) -> str:
@@ -393,9 +396,9 @@ def test_a_recut_hashes_the_unchanged_chunks_and_cuts_only_the_changed_stretch(
 def test_the_chunks_found_unchanged_are_known_until_the_file_is_written(
     tiny_chunks: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A build's early check and its scan ask `matching` the same of the same list: the
-    second is answered without hashing while the file's status (ctime included) stays,
-    and not once the file is written."""
+    """A build's early check and its scan ask the same of the same list (`matching`,
+    `ends`): the second is answered without hashing while the file's status (ctime
+    included) stays, and not once the file is written."""
     lines = [line(n, n) for n in range(3_000)]
     path = tmp_path / "urls.txt"
     path.write_text("".join(f"{text}\n" for text in lines))
@@ -405,14 +408,14 @@ def test_the_chunks_found_unchanged_are_known_until_the_file_is_written(
     lines[1_500] = line(1_500, 9_999)  # the same size
     path.write_text("".join(f"{text}\n" for text in lines))
     hashed = 0
-    hashing = filedigest._matching
+    hashing = filedigest._Ends.found
 
-    def counted(handle: BinaryIO, places: Sequence[filedigest.Place], size: int) -> int:
+    def counted(self: filedigest._Ends) -> filedigest.Found:
         nonlocal hashed
         hashed += 1
-        return hashing(handle, places, size)
+        return hashing(self)
 
-    monkeypatch.setattr(filedigest, "_matching", counted)
+    monkeypatch.setattr(filedigest._Ends, "found", counted)
 
     def found() -> int:
         with path.open("rb") as handle:
@@ -421,8 +424,27 @@ def test_the_chunks_found_unchanged_are_known_until_the_file_is_written(
     first = found()
     assert 0 < first < len(known)
     assert (found(), hashed) == (first, 1)
+    with path.open("rb") as handle:  # both ends were hashed: the tail is known too
+        head, tail = filedigest.ends(handle, known)
+    assert (head, hashed) == (first, 1)
+    assert head + tail == len(known) - 1  # the changed line's chunk alone
     with path.open("rb") as handle:  # other chunks: hashed
         assert filedigest.matching(handle, [*known[:-1], known[-1]._replace(digest=b"x")])
     assert hashed == 2
     path.write_bytes(path.read_bytes())  # the same bytes, written: its ctime moves
     assert (found(), hashed) == (first, 3)
+
+
+def test_a_file_cut_short_while_its_tail_is_hashed_raises(
+    tiny_chunks: None, tmp_path: Path
+) -> None:
+    """The tail is hashed on a thread of its own: a file found shorter there than its
+    size said (cut while being read) raises FileShrank in the caller, as the head does."""
+    path = tmp_path / "urls.txt"
+    path.write_text("".join(f"{line(n, n)}\n" for n in range(3_000)))
+    with path.open("rb") as handle:
+        known = [filedigest.Place(c.digest, c.end) for c in listchunks.cut(handle)]
+        size = known[-1].end
+        with pytest.raises(FileShrank):
+            filedigest._Ends(handle.fileno(), known, size + 4096).found()
+        assert filedigest._Ends(handle.fileno(), known, size).found() == (len(known), 0)

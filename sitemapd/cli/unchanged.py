@@ -11,9 +11,9 @@ ledger records them (where each ends, its bytes' digest). The next build, holdin
 state lock, compares: when all of it is as noted, a full build would find every list
 unread (its key is its cursor's), every published file intact and nothing to write or
 say, so it ends there. A list whose status alone moved is hashed in place by those
-chunks: the same bytes (a `touch`) are noted anew; at the first chunk that differs the
-full build runs, and its scan takes the chunks found unchanged from `filedigest.matching`
-rather than hashing them again. Anything else (a file edited or added, another
+chunks, from both ends at once: the same bytes (a `touch`) are noted anew; where the
+chunks differ the full build runs, and its scan takes the chunks found unchanged at
+either end from `filedigest.ends` rather than hashing them again. Anything else (a file edited or added, another
 configuration, other code) runs the full build, which notes the state it leaves. Every
 command that opens the ledger to write deletes the note first.
 

@@ -45,12 +45,25 @@ class Place(NamedTuple):
     end: int
 
 
-# What `matching` found, by the status of the file it hashed (device, inode, size, mtime,
+class Found(NamedTuple):
+    """What the chunks of a file's last read find in it now: how many start it with the
+    same bytes (`head`), and how many end it with the same bytes, each where its last
+    read had it but for the file's change of size (`tail`). A file as it was: all of
+    them at the head, none at the tail."""
+
+    head: int
+    tail: int
+
+
+# What `ends` found, by the status of the file it hashed (device, inode, size, mtime,
 # ctime) and the digest of the chunks it was given: a file not written since holds the
 # same bytes (its ctime would have moved), and a build's early check and its scan ask the
 # same of the same list. A few files' worth.
-_FOUND: dict[tuple[int, ...], tuple[bytes, int]] = {}
+_FOUND: dict[tuple[int, ...], tuple[bytes, Found]] = {}
 _KEPT = 8
+# Files smaller than this are hashed from both ends on one thread: a second would start
+# for less than it saves.
+_BOTH_AT_ONCE = 4 * BLOCK
 
 
 def matching(handle: BinaryIO, known: Sequence[Place]) -> int:
@@ -59,32 +72,92 @@ def matching(handle: BinaryIO, known: Sequence[Place]) -> int:
     them when the file is as it was; none when its size changed. Asked again of a file
     not written since, it answers without hashing. Raises OSError (FileShrank when the
     file is cut short meanwhile)."""
+    if not known or os.fstat(handle.fileno()).st_size != known[-1].end:
+        return 0
+    return ends(handle, known).head
+
+
+def ends(handle: BinaryIO, known: Sequence[Place]) -> Found:
+    """Return how many of the chunks `known` of the file's last read start and end the
+    open file `handle` with the same bytes (`Found`), hashed in place from both ends at
+    once (the tail on a thread: reading lets go of the GIL) up to the first that differs
+    at each, or until they meet. Asked again of a file not written since, it answers
+    without hashing. Raises OSError (FileShrank when the file is cut short meanwhile)."""
     import xxhash
 
     st = os.fstat(handle.fileno())
-    if not known or st.st_size != known[-1].end:
-        return 0
+    if not known:
+        return Found(0, 0)
     status = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     asked = xxhash.xxh3_128_digest(b"".join(p.digest + p.end.to_bytes(8, "little") for p in known))
     found = _FOUND.get(status)
     if found is not None and found[0] == asked:
         return found[1]
-    count = _matching(handle, known, st.st_size)
+    result = _Ends(handle.fileno(), known, st.st_size).found()
     # Written while it was hashed, the file has another status: this one is not asked for.
     if len(_FOUND) >= _KEPT:
         del _FOUND[next(iter(_FOUND))]
-    _FOUND[status] = (asked, count)
-    return count
+    _FOUND[status] = (asked, result)
+    return result
 
 
-def _matching(handle: BinaryIO, known: Sequence[Place], size: int) -> int:
-    """Return how many of `known` start the file of `size` bytes with the same bytes."""
-    import xxhash
+class _Ends:
+    """The chunks of a file's last read hashed in place from its head and from its tail,
+    each side stopping at the first that differs or where the other side got to."""
 
-    with FileBytes(handle.fileno(), size) as read:
-        start = 0
-        for index, place in enumerate(known):
-            if xxhash.xxh3_128_digest(read.view(start, place.end)) != place.digest:
-                return index
-            start = place.end
-        return len(known)
+    def __init__(self, fd: int, known: Sequence[Place], size: int) -> None:
+        self.fd, self.known, self.size = fd, known, size
+        self.starts = [0, *(place.end for place in known[:-1])]
+        self.shift = size - known[-1].end
+        self.head = 0  # chunks before this one found at the head
+        self.tail = len(known)  # chunks from this one on found at the tail
+
+    def found(self) -> Found:
+        """Return what both sides found; raises OSError."""
+        import threading
+
+        failed: list[OSError] = []
+        if self.size < _BOTH_AT_ONCE:
+            self._from_head()
+            self._from_tail()
+        else:
+            tail = threading.Thread(target=self._guarded, args=(failed,), daemon=True)
+            tail.start()
+            try:
+                self._from_head()
+            finally:
+                tail.join()
+        if failed:
+            raise failed[0]
+        if self.shift == 0 and self.head >= self.tail:  # they met: the file as it was
+            return Found(len(self.known), 0)
+        return Found(self.head, len(self.known) - self.tail)
+
+    def _guarded(self, failed: list[OSError]) -> None:
+        try:
+            self._from_tail()
+        except OSError as exc:
+            failed.append(exc)
+
+    def _from_head(self) -> None:
+        import xxhash
+
+        with FileBytes(self.fd, self.size) as read:
+            for index, place in enumerate(self.known):
+                if index >= self.tail or place.end > self.size:
+                    return
+                if xxhash.xxh3_128_digest(read.view(self.starts[index], place.end)) != place.digest:
+                    return
+                self.head = index + 1
+
+    def _from_tail(self) -> None:
+        import xxhash
+
+        with FileBytes(self.fd, self.size) as read:
+            for index in range(len(self.known) - 1, -1, -1):
+                start, place = self.starts[index] + self.shift, self.known[index]
+                if index < self.head or start < 0:
+                    return
+                if xxhash.xxh3_128_digest(read.view(start, place.end + self.shift)) != place.digest:
+                    return
+                self.tail = index

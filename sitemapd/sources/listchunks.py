@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 import xxhash
 
 from sitemapd.core import w3c
-from sitemapd.core.filedigest import Place
+from sitemapd.core.filedigest import Found, Place, ends
 from sitemapd.core.fileread import FileBytes
 from sitemapd.core.listlines import ListLines
 from sitemapd.core.observation import Rejected
@@ -80,21 +80,19 @@ def cut(handle: BinaryIO, counts: Mapping[bytes, int] | None = None) -> Iterator
 
 
 def recut(
-    handle: BinaryIO,
-    known: Sequence[Place],
-    counts: Mapping[bytes, int] | None = None,
-    verified: int = 0,
+    handle: BinaryIO, known: Sequence[Place], counts: Mapping[bytes, int] | None = None
 ) -> Iterator[Chunk]:
     """Yield what `cut(handle, counts)` yields, given the chunks `known` of the file's last
     read: those whose bytes are unchanged at the head and at the tail of the file are
-    hashed in place (but the first `verified`, as `filedigest.matching` found them), and
-    only the stretch between them is cut."""
+    hashed in place (`filedigest.ends`: a build's early check may have found them
+    already), and only the stretch between them is cut."""
     size = _size(handle)
     if size == 0 or not known:
         yield from cut(handle, counts)
         return
+    found = ends(handle, known)
     with _File.of(handle, size, counts) as file:
-        yield from _recut(file, known, verified)
+        yield from _recut(file, known, found)
 
 
 def _size(handle: BinaryIO) -> int:
@@ -125,10 +123,6 @@ class _File(NamedTuple):
             data = self.read.view(start, end).tobytes()
             count = data.count(b"\n")
         return Chunk(pos, start, line, digest, data, count, end)
-
-    def matches(self, start: int, end: int, digest: bytes) -> bool:
-        """True when bytes `start` to `end` have `digest`."""
-        return end <= self.size and self.digest(start, end) == digest
 
     def digest(self, start: int, end: int) -> bytes:
         """Return the digest of bytes `start` to `end`."""
@@ -176,15 +170,14 @@ def _largest() -> int:
     return _LARGEST if _CDC is None else _CDC.max_size
 
 
-def _recut(file: _File, known: Sequence[Place], verified: int) -> Iterator[Chunk]:
+def _recut(file: _File, known: Sequence[Place], found: Found) -> Iterator[Chunk]:
     size, old = file.size, known[-1].end
     starts = [0, *(place.end for place in known[:-1])]
     # The head: known chunks whose bytes are the same. Where a chunk ends depends on where
     # the file ends only when that is within FastCDC's largest chunk of its start.
     pos, line, start = 0, 1, 0
-    for place in known:
-        near_end = min(size, old) - start <= _largest() and size != old
-        if pos >= verified and (near_end or not file.matches(start, place.end, place.digest)):
+    for place in known[: found.head]:
+        if min(size, old) - start <= _largest() and size != old:
             break
         chunk = file.chunk(pos, start, line, place.end, place.digest)
         yield chunk
@@ -193,9 +186,9 @@ def _recut(file: _File, known: Sequence[Place], verified: int) -> Iterator[Chunk
     # Cut from one of these starts, the rest of the file cuts as it did.
     shift = size - old
     tail: dict[int, int] = {}
-    for index in range(len(known) - 1, pos - 1, -1):
+    for index in range(len(known) - 1, max(pos, len(known) - found.tail) - 1, -1):
         moved = starts[index] + shift
-        if moved < start or not file.matches(moved, known[index].end + shift, known[index].digest):
+        if moved < start:
             break
         tail[moved] = index
     pos, line, start = yield from _cut_from(file, start, line, pos, tail)

@@ -52,9 +52,7 @@ def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger, now: str) -> 
             _check_key(source, key)
             state = {cursor: f"{key} {_chunks_digest([chunk.digest for chunk in known])}"}
             return Scan(source.name, iter(()), complete=False, cursors=state)
-        changed = (
-            _changed_chunks(source, ledger, handle, policy, known, verified) if known else None
-        )
+        changed = _changed_chunks(source, ledger, handle, policy, known) if known else None
         if changed is not None:
             size = os.fstat(handle.fileno()).st_size
             handle.close()
@@ -180,7 +178,6 @@ def _changed_chunks(
     handle: BinaryIO,
     policy: URLPolicy,
     known: list[KnownChunk],
-    verified: int,
 ) -> list[Item] | None:
     """Return the items of a re-read that parses only the chunks the ledger does not
     know (and those holding rejected lines, whose line numbers may have moved); None
@@ -204,11 +201,7 @@ def _changed_chunks(
     new_bytes = 0
     places = [Place(chunk.digest, chunk.end) for chunk in known if chunk.end is not None]
     # Chunks recorded before their ends were: the whole file is cut.
-    chunks = (
-        recut(handle, places, counts, verified)
-        if len(places) == len(known)
-        else cut(handle, counts)
-    )
+    chunks = recut(handle, places, counts) if len(places) == len(known) else cut(handle, counts)
     for chunk in chunks:
         present.add(chunk.digest)
         is_new = chunk.digest not in digests
