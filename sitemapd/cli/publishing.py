@@ -21,6 +21,7 @@ from sitemapd.cli.common import (
     opened_engine,
     progress_bar,
 )
+from sitemapd.cli.warmup import Warmup
 from sitemapd.core.words import count
 from sitemapd.errors import LockError
 from sitemapd.ledger.lock import StateLock
@@ -95,9 +96,15 @@ def _unchanged(cfg: config.Config) -> bool:
     """True, having printed the build's summary, when nothing changed since the last build
     and it ended quiet (see unchanged.py); raises LockError as a build does."""
     started = time.perf_counter()
-    with StateLock(cfg.site.state_dir):
-        if not unchanged.as_noted(cfg):
-            return False
+    # A list whose status moved is hashed; meanwhile the build's modules load.
+    warm: list[Warmup] = []
+    try:
+        with StateLock(cfg.site.state_dir):
+            if not unchanged.as_noted(cfg, lambda: warm.append(Warmup())):
+                return False
+    finally:
+        for thread in warm:
+            thread.stop()
     log.debug("nothing changed since the last build, which ended quiet: nothing to do")
     click.echo(_summary(0, 0, 0, 0, 0, 0, 0, time.perf_counter() - started))
     return True
