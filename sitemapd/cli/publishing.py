@@ -21,12 +21,12 @@ from sitemapd.cli.common import (
     opened_engine,
     progress_bar,
 )
-from sitemapd.cli.warmup import Warmup
 from sitemapd.core.words import count
 from sitemapd.errors import LockError
 from sitemapd.ledger.lock import StateLock
 
 if TYPE_CHECKING:
+    from sitemapd.cli.warmup import Warmup
     from sitemapd.engine.engine import Engine
 
 # The engine, the publisher and what they use load in the bodies of the commands that run
@@ -98,9 +98,15 @@ def _unchanged(cfg: config.Config) -> bool:
     started = time.perf_counter()
     # A list whose status moved is hashed; meanwhile the build's modules load.
     warm: list[Warmup] = []
+
+    def hashing() -> None:
+        from sitemapd.cli.warmup import Warmup
+
+        warm.append(Warmup())
+
     try:
         with StateLock(cfg.site.state_dir):
-            if not unchanged.as_noted(cfg, lambda: warm.append(Warmup())):
+            if not unchanged.as_noted(cfg, hashing):
                 return False
     finally:
         for thread in warm:

@@ -11,15 +11,15 @@ Every gzip reader skips the field."""
 
 from __future__ import annotations
 
-import struct
 import zlib
 
 # Bytes of rows a member holds at least.
 MEMBER = 65536
-# The extra field: its length (XLEN), the subfield's id and length, then the member's
-# bytes and rows.
-LABEL = struct.Struct("<H2sHII")
-_SUBFIELD = b"SM"
+# The extra field: its length (XLEN, 12), the subfield's id and length (8), then the
+# member's bytes and rows, little-endian as gzip's fields are (not `struct`: a quiet
+# build that reads no manifest does not load it).
+_FIELD = b"\x0c\x00SM\x08\x00"
+_LABEL = len(_FIELD) + 8
 # The first bytes of a labelled member: gzip's magic, deflate, the FEXTRA flag alone.
 _START = b"\x1f\x8b\x08\x04"
 # Where the extra field starts in a gzip header (after ID1 ID2 CM FLG MTIME XFL OS).
@@ -53,19 +53,18 @@ def pack_member(rows: bytes) -> bytes:
 def labelled(member: bytes, rows: int) -> bytes:
     """Return the gzip member `member` as zlib writes it (a 10-byte header, no flags),
     of `rows` rows, with the extra field giving its length and its rows."""
-    extra = LABEL.pack(LABEL.size - 2, _SUBFIELD, LABEL.size - 6, len(member) + LABEL.size, rows)
+    size = (len(member) + _LABEL).to_bytes(4, "little")
+    extra = _FIELD + size + rows.to_bytes(4, "little")
     return _START + member[4:_EXTRA_AT] + extra + member[_EXTRA_AT:]
 
 
 def label(data: bytes, at: int) -> tuple[int, int] | None:
     """Return the length and the rows of the labelled member at offset `at` of `data`, as
     its header says; None when no labelled member starts there."""
-    if data[at : at + len(_START)] != _START:
+    field = at + _EXTRA_AT
+    if data[at : at + len(_START)] != _START or data[field : field + len(_FIELD)] != _FIELD:
         return None
-    try:
-        xlen, subfield, length, size, rows = LABEL.unpack_from(data, at + _EXTRA_AT)
-    except struct.error:  # cut short
+    values = data[field + len(_FIELD) : field + _LABEL]
+    if len(values) < 8:  # cut short
         return None
-    if (xlen, subfield, length) != (LABEL.size - 2, _SUBFIELD, LABEL.size - 6):
-        return None
-    return size, rows
+    return int.from_bytes(values[:4], "little"), int.from_bytes(values[4:], "little")
