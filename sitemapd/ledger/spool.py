@@ -221,6 +221,11 @@ class ShardSpool:
         self.shards[shard] = _Spooled(path, 0, 0)
         return files
 
+    def seal(self) -> None:
+        """Close the shard being filled: its document is synced on the spool's thread
+        while the caller goes on. Entries that come for it after are not spooled."""
+        self._close()
+
     def _close(self) -> None:
         if self._open is not None:
             shard, files = self._open
