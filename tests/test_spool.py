@@ -318,6 +318,27 @@ def test_a_spool_on_another_file_system_is_copied(site: Site) -> None:
         shutil.rmtree(state, ignore_errors=True)
 
 
+def test_manifests_on_another_file_system_are_copied(site: Site) -> None:
+    """Documents are moved into place, but the manifests' folder is on another file
+    system: the spooled manifests are read and written there, the same bytes."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == site.base.stat().st_dev:
+        pytest.skip("no second file system at /dev/shm")
+    listed(site, varied(700))
+    private = Path(tempfile.mkdtemp(dir=shm))
+    try:
+        site.out.mkdir(parents=True, exist_ok=True)
+        (site.out / ".sitemapd").symlink_to(private)
+        first, spooled = first_build(site)
+        assert spooled == 3
+        assert len(list((private / "manifest").iterdir())) == 3
+        assert "wrote 0 files" in site.build().stdout
+        (site.out / ".sitemapd").unlink()
+        assert first == rendered_by_the_ledger(site)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
 def test_a_spool_write_that_fails_on_its_thread_is_left_to_the_ledger(
     site: Site, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

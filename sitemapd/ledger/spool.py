@@ -13,7 +13,8 @@ The publish that follows has little left to do. A spooled document's sha256 is t
 as it is written and the file is fsynced (on a thread of the spool's own, as the next
 shard fills): a local publish on the same file system moves it into place instead of
 reading and copying it. The manifest lines are compressed on the same thread as they
-come, into the gzip members that follow the header's in a manifest file.
+come, into the gzip members that follow the header's in the shard's manifest file,
+which is synced and moved into place too.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import NamedTuple, TypeVar
 
 from sitemapd.ledger.shards import ShardState
-from sitemapd.render.members import boundaries
+from sitemapd.render.members import HEADER_MEMBER, boundaries
 from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, manifest_lines, plain_entries
 
 log = logging.getLogger("sitemapd.ledger")
@@ -48,8 +49,9 @@ _QUEUE = 16
 
 
 def manifest_path(path: Path) -> Path:
-    """Return the file of the manifest lines spooled beside the document file `path`: gzip
-    members, as publish/manifestfile.py's `pack` gives (level 1, no name, mtime 0)."""
+    """Return the manifest file spooled beside the document file `path`: the header's
+    member, then the lines' gzip members as publish/manifestfile.py's `pack` gives them
+    (level 1, no name, mtime 0); whole and synced once closed, as the document."""
     return path.with_name(path.name + ".manifest")
 
 
@@ -81,10 +83,17 @@ class _Files:
         self.document = path.open("wb")
         try:
             self.manifest = manifest_path(path).open("wb")
-            # The whole document: the publish moves or reads it as it is stored.
-            self.document.write(_HEAD)
         except OSError:
             self.document.close()
+            raise
+        try:
+            # The whole document and manifest file: the publish moves or reads each as
+            # it is stored.
+            self.document.write(_HEAD)
+            self.manifest.write(HEADER_MEMBER)
+        except OSError:
+            self.document.close()
+            self.manifest.close()
             raise
         self.hash = hashlib.sha256(_HEAD)
         # Split anywhere, the lines give the bytes `zlib.compress` gives them whole: the
@@ -115,6 +124,8 @@ class _Files:
             self.hash.update(_TAIL)
             if self.filled or not self.members:  # the last member, or the empty one
                 self.manifest.write(self.packer.flush())
+            self.manifest.flush()
+            os.fsync(self.manifest.fileno())
             self.document.flush()
             os.fsync(self.document.fileno())
             # On disk now, and moved into the output folder unread: its pages leave the

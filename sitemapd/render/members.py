@@ -2,12 +2,21 @@
 after the first line end at least `MEMBER` bytes into each. The rows are cut by their
 text alone, so that whoever packs them (the publisher whole, a first load's spool as
 they come) packs the same members, and a changed row is packed again with the rows of
-its member alone."""
+its member alone. The first member of every manifest file holds its header line alone.
+"""
 
 from __future__ import annotations
 
+import zlib
+
 # Bytes of rows a member holds at least.
 MEMBER = 65536
+# The manifest format's version, and the header line that names it.
+VERSION = 1
+HEADER = f"sitemapd-manifest {VERSION}"
+# The header's member: the bytes of gzip.compress(..., 1, mtime=0), without loading gzip
+# for a quiet build.
+HEADER_MEMBER = zlib.compress(f"{HEADER}\n".encode(), 1, 31)
 
 
 def boundaries(lines: bytes, filled: int) -> list[int]:
