@@ -284,6 +284,7 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
                 run = Apply(self, robots, now or w3c.now(), guard)
                 run.start(complete)
                 run.consume(items)
+                self._writeback.hurry()
                 run.finish(complete, configured, complete_before)
                 # Read again in full next time: a held removal, or a source found empty
                 # (an outage is told by every build until it ends, not by the first alone).

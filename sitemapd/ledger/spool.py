@@ -108,12 +108,13 @@ class _Files:
         self.document.write(entries)
         self.hash.update(entries)
         start = 0
+        view = memoryview(lines)  # compressed where they lie, not copied out first
         for end in boundaries(lines, self.filled):
-            self.manifest.write(self.packer.compress(lines[start:end]) + self.packer.flush())
+            self.manifest.write(self.packer.compress(view[start:end]) + self.packer.flush())
             self.packer = zlib.compressobj(1, zlib.DEFLATED, 31)
             self.filled, self.members, start = 0, self.members + 1, end
         if start < len(lines):  # a member begun: its gzip header is written
-            self.manifest.write(self.packer.compress(lines[start:]))
+            self.manifest.write(self.packer.compress(view[start:]))
             self.filled += len(lines) - start
 
     def close(self) -> str:
