@@ -13,6 +13,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from sitemapd.errors import LedgerError
 from sitemapd.ledger.schema import MIGRATIONS, migrate
@@ -59,6 +60,28 @@ def test_a_new_ledger_has_the_released_shape(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
     current = released(len(MIGRATIONS), tmp_path / "released.sqlite3")
     assert shape(conn) == shape(current)
+
+
+def test_a_ledger_a_build_makes_is_whole(tmp_path: Path) -> None:
+    """Made with one sync of its file (none a migration), the ledger a first build
+    makes has the released shape, in WAL, and nothing of its making is left beside it."""
+    (tmp_path / "sitemapd.toml").write_text(
+        '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'
+        '[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"\n'
+    )
+    (tmp_path / "urls.txt").write_text("https://example.com/a\n")
+    run_cli("build", "-c", str(tmp_path / "sitemapd.toml"))
+    ledger = tmp_path / "state" / "ledger.sqlite3"
+    conn = sqlite3.connect(ledger, isolation_level=None)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert conn.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
+        current = released(len(MIGRATIONS), tmp_path / "released.sqlite3")
+        assert shape(conn) == shape(current)
+    finally:
+        conn.close()
+    assert not list(ledger.parent.glob("ledger.sqlite3.new*"))
 
 
 @pytest.mark.parametrize("version", range(1, len(MIGRATIONS)))

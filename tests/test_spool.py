@@ -297,12 +297,17 @@ def test_moved_shards_are_recorded_as_published(site: Site) -> None:
     assert published_bytes(site.out) == first
 
 
-def test_a_spool_on_another_file_system_is_copied(site: Site) -> None:
+def other_file_system(site: Site) -> Path:
+    """Return /dev/shm where it is another file system than the site's (else skip)."""
     shm = Path("/dev/shm")
     if not shm.is_dir() or shm.stat().st_dev == site.base.stat().st_dev:
         pytest.skip("no second file system at /dev/shm")
+    return shm
+
+
+def test_a_spool_on_another_file_system_is_copied(site: Site) -> None:
     listed(site, varied(700))
-    state = Path(tempfile.mkdtemp(dir=shm))
+    state = Path(tempfile.mkdtemp(dir=other_file_system(site)))
     try:
         site.config.write_text(
             site.config.read_text().replace('state_dir = "state"', f'state_dir = "{state}"')
@@ -316,6 +321,24 @@ def test_a_spool_on_another_file_system_is_copied(site: Site) -> None:
         assert first == rendered_by_the_ledger(site)
     finally:
         shutil.rmtree(state, ignore_errors=True)
+
+
+def test_manifests_on_another_file_system_are_copied(site: Site) -> None:
+    """Documents are moved into place, but the manifests' folder is on another file
+    system: the spooled manifests are read and written there, the same bytes."""
+    listed(site, varied(700))
+    private = Path(tempfile.mkdtemp(dir=other_file_system(site)))
+    try:
+        site.out.mkdir(parents=True, exist_ok=True)
+        (site.out / ".sitemapd").symlink_to(private)
+        first, spooled = first_build(site)
+        assert spooled == 3
+        assert len(list((private / "manifest").iterdir())) == 3
+        assert "wrote 0 files" in site.build().stdout
+        (site.out / ".sitemapd").unlink()
+        assert first == rendered_by_the_ledger(site)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
 
 
 def test_a_spool_write_that_fails_on_its_thread_is_left_to_the_ledger(

@@ -36,11 +36,12 @@ class _Rows(NamedTuple):
         rendered = lines.rendered
         sizes = entry_sizes(lines.locs) if rendered is None else rendered.sizes
         # A line's lastmod is its datetime, or the build's time when it has none or a
-        # later one. Almost always, every line has a datetime already past.
-        if "" in stamps:
+        # later one. Almost always, every line has a datetime already past. Rendered lines
+        # all have one (`Rendered`): only others are searched for a line without.
+        undated = rendered is None and "" in stamps
+        if undated:
             times = [s or None for s in stamps]
-            rendered = None
-        if "" in stamps or (rendered.latest if rendered else max(stamps, default="")) > now:
+        if undated or (rendered.latest if rendered else max(stamps, default="")) > now:
             lastmods = [now if s == "" or s > now else s for s in stamps]
             # Kept where the worker formatted every lastmod as this very time (a chunk
             # dated after it throughout: `listworker._rendered`).

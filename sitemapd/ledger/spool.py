@@ -13,8 +13,9 @@ The publish that follows has little left to do. A spooled document's sha256 is t
 as it is written and the file is fsynced (on a thread of the spool's own, as the next
 shard fills): a local publish on the same file system moves it into place instead of
 reading and copying it. The manifest lines are compressed on the same thread as they
-come, into the gzip members that follow the header's in a manifest file (each written
-once closed: its header says its length).
+come, into the gzip members that follow the header's in the shard's manifest file
+(each written once closed: its header says its length), which is synced and moved into
+place too.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import NamedTuple, TypeVar
 
 from sitemapd.ledger.shards import ShardState
-from sitemapd.render.members import boundaries, labelled
+from sitemapd.render.members import HEADER_MEMBER, boundaries, labelled
 from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, manifest_lines, plain_entries
 
 log = logging.getLogger("sitemapd.ledger")
@@ -48,8 +49,9 @@ _QUEUE = 16
 
 
 def manifest_path(path: Path) -> Path:
-    """Return the file of the manifest lines spooled beside the document file `path`: gzip
-    members, as publish/manifestfile.py's `pack` gives (level 1, no name, mtime 0)."""
+    """Return the manifest file spooled beside the document file `path`: the header's
+    member, then the lines' gzip members as publish/manifestfile.py's `pack` gives them
+    (level 1, no name, mtime 0); whole and synced once closed, as the document."""
     return path.with_name(path.name + ".manifest")
 
 
@@ -81,10 +83,17 @@ class _Files:
         self.document = path.open("wb")
         try:
             self.manifest = manifest_path(path).open("wb")
-            # The whole document: the publish moves or reads it as it is stored.
-            self.document.write(_HEAD)
         except OSError:
             self.document.close()
+            raise
+        try:
+            # The whole document and manifest file: the publish moves or reads each as
+            # it is stored.
+            self.document.write(_HEAD)
+            self.manifest.write(HEADER_MEMBER)
+        except OSError:
+            self.document.close()
+            self.manifest.close()
             raise
         self.hash = hashlib.sha256(_HEAD)
         # Split anywhere, the lines give the bytes `zlib.compress` gives them whole: the
@@ -102,16 +111,17 @@ class _Files:
         self.document.write(entries)
         self.hash.update(entries)
         start = 0
+        view = memoryview(lines)  # compressed where they lie, not copied out first
         for end in boundaries(lines, self.filled):
             rows = lines.count(b"\n", start, end)
-            self._close_member(lines[start:end], rows)
+            self._close_member(view[start:end], rows)
             start, urls = end, urls - rows
         if start < len(lines):
-            self.packed.append(self.packer.compress(lines[start:]))
+            self.packed.append(self.packer.compress(view[start:]))
             self.filled += len(lines) - start
             self.rows += urls
 
-    def _close_member(self, lines: bytes, rows: int) -> None:
+    def _close_member(self, lines: bytes | memoryview, rows: int) -> None:
         """Write the member being packed, ended by `lines` of `rows` rows."""
         self.packed += (self.packer.compress(lines), self.packer.flush())
         self.manifest.write(labelled(b"".join(self.packed), self.rows + rows))
@@ -126,6 +136,8 @@ class _Files:
             self.hash.update(_TAIL)
             if self.filled or not self.members:  # the last member, or the empty one
                 self._close_member(b"", 0)
+            self.manifest.flush()
+            os.fsync(self.manifest.fileno())
             self.document.flush()
             os.fsync(self.document.fileno())
             # On disk now, and moved into the output folder unread: its pages leave the
@@ -232,6 +244,11 @@ class ShardSpool:
         self._open = (shard, files)
         self.shards[shard] = _Spooled(path, 0, 0)
         return files
+
+    def seal(self) -> None:
+        """Close the shard being filled: its document is synced on the spool's thread
+        while the caller goes on. Entries that come for it after are not spooled."""
+        self._close()
 
     def _close(self) -> None:
         if self._open is not None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from sitemapd.errors import LedgerError
 from sitemapd.ledger.schema import LIVE, source_time
-from sitemapd.publish.manifestfile import Row, encode, with_header
+from sitemapd.publish.manifestfile import Row, encode
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -128,16 +128,16 @@ class Reader:
                 f"{self._uri}: cannot read the manifest of shard {shard_id} ({exc})"
             ) from exc
 
-    def spooled(self, member: Path, shard_id: int) -> bytes:
-        """Return the manifest file of the lines a first load spooled for shard `shard_id`
-        packed in `member` (read here, on the storing thread, then deleted), or the
-        ledger's when it cannot be read. Raises LedgerError."""
+    def spooled(self, path: Path, shard_id: int) -> bytes:
+        """Return the manifest file a first load spooled for shard `shard_id` at `path`
+        (read here, on the storing thread, then deleted), or the ledger's when it cannot
+        be read. Raises LedgerError."""
         try:
-            data = member.read_bytes()
+            data = path.read_bytes()
         except OSError:
             return self.file(shard_id)
-        member.unlink(missing_ok=True)
-        return with_header(data)
+        path.unlink(missing_ok=True)
+        return data
 
     def close(self) -> None:
         """Wait for the reads started, then close every connection (once the threads that

@@ -24,16 +24,16 @@ from collections.abc import Iterator, Sequence
 from itertools import accumulate
 from typing import NamedTuple
 
+# The header line and its member are render/members.py's: a first load's spool writes it.
+from sitemapd.render.members import HEADER as _HEADER
+from sitemapd.render.members import HEADER_MEMBER as _HEADER_MEMBER
+from sitemapd.render.members import VERSION as VERSION
 from sitemapd.render.members import label, member_ends, pack_member
 
 log = logging.getLogger("sitemapd.manifestfile")
 
 # Where sitemapd keeps what crawlers never read: leases and manifests.
 PRIVATE = ".sitemapd/"
-VERSION = 1
-_HEADER = f"sitemapd-manifest {VERSION}"
-# The bytes of gzip.compress(..., 1, mtime=0), without loading gzip for a quiet build.
-_HEADER_MEMBER = zlib.compress(f"{_HEADER}\n".encode(), 1, 31)
 _PREFIX = "sitemapd-manifest "
 
 # (loc, fingerprint, lastmod, bytes hash or "")

@@ -200,7 +200,8 @@ class Publisher:
         has its name), after its manifest."""
         assert isinstance(self.store, LocalStore)
         self._check_lease()
-        self.store.put_manifest(name, reader.spooled(spooled.manifest, shard_id))
+        if not self.store.move_manifest_in(name, spooled.manifest):
+            self.store.put_manifest(name, reader.spooled(spooled.manifest, shard_id))
         self._check_lease()
         stamp = self.store.move_in(name, spooled.path)
         return _Stored(name, spooled.digest, spooled.size, stamp, True)

@@ -181,6 +181,22 @@ class LocalStore:
         except OSError as exc:
             raise PublishError(f"cannot write {target} ({exc.strerror})") from exc
 
+    def move_manifest_in(self, shard: str, path: Path) -> bool:
+        """Make the complete, fsynced manifest file `path` the manifest of `shard`,
+        replacing any; False (`path` left) when it cannot be renamed there (another file
+        system)."""
+        target = self.folder / manifest_name(shard)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(path, target)
+        except OSError:
+            return False
+        try:
+            fsync_dir(target.parent)
+        except OSError as exc:
+            raise PublishError(f"cannot write {target} ({exc.strerror})") from exc
+        return True
+
     def put_after(
         self, name: str, data: bytes, manifest_of: Callable[[], bytes], other: bool = False
     ) -> tuple[int, bool]:

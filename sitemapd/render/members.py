@@ -7,7 +7,8 @@ again with the rows of its member alone.
 Each member's gzip header carries an extra field (RFC 1952's FEXTRA, subfield `SM`)
 with the member's length and its count of rows, as BGZF's blocks carry theirs: the
 member holding a given row is found by reading headers alone, and only it is inflated.
-Every gzip reader skips the field."""
+Every gzip reader skips the field. The first member of every manifest file holds its
+header line alone, and says nothing of the kind."""
 
 from __future__ import annotations
 
@@ -15,6 +16,12 @@ import zlib
 
 # Bytes of rows a member holds at least.
 MEMBER = 65536
+# The manifest format's version, and the header line that names it.
+VERSION = 1
+HEADER = f"sitemapd-manifest {VERSION}"
+# The header's member: the bytes of gzip.compress(..., 1, mtime=0), without loading gzip
+# for a quiet build.
+HEADER_MEMBER = zlib.compress(f"{HEADER}\n".encode(), 1, 31)
 # The extra field: its length (XLEN, 12), the subfield's id and length (8), then the
 # member's bytes and rows, little-endian as gzip's fields are (not `struct`: a quiet
 # build that reads no manifest does not load it).

