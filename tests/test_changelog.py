@@ -769,7 +769,9 @@ def test_a_read_into_a_ledger_with_urls_is_its_rows_applied_one_by_one(
 ) -> None:
     """Into a ledger that has URLs, a read's new URLs are inserted column by column: each
     URL ends as the read's rows applied one by one as Observations and Gones leave it,
-    with the same journal, counts and shard totals."""
+    with the same journal, counts and shard totals. Not always in as many shards: the new
+    URLs go in before the read's other rows, so a place one of those frees in a full
+    shard is not theirs (`a` gone, then `b` new: `b` opens a shard)."""
     robots = rules(b"User-agent: *\nDisallow: /news/private/\n") if robots_txt else ALLOW_ALL
     seed = [Observation(BASE + "elsewhere", "other", "h0", "2024-01-01T00:00:00+00:00")]
     seed += [Observation(loc, "log", "h0", "2024-01-01T00:00:00+00:00") for loc in sorted(present)]
@@ -801,7 +803,7 @@ def test_a_read_into_a_ledger_with_urls_is_its_rows_applied_one_by_one(
                         "JOIN urls u ON u.id = j.url_id ORDER BY 1, 2, 3"
                     ).fetchall(),
                     conn.execute(
-                        "SELECT count(*), sum(url_count), sum(bytes), max(lastmod) FROM shards"
+                        "SELECT sum(url_count), sum(bytes), max(lastmod) FROM shards"
                     ).fetchall(),
                     conn.execute("SELECT max(url_count) <= ? FROM shards", (max_urls,)).fetchall(),
                 )
