@@ -20,7 +20,15 @@ from functools import lru_cache
 
 from lxml import etree
 
-from sitemapd.fingerprint.shapes import CALENDAR_TEXT, HEADINGS, INDEX_LINKS, calendar, index
+from sitemapd.fingerprint.shapes import (
+    CALENDAR_TEXT,
+    HEADINGS,
+    INDEX_LINKS,
+    NOTED_ITEMS,
+    calendar,
+    index,
+    noted_links,
+)
 
 Element = etree._Element
 
@@ -346,6 +354,10 @@ def template_reason(
             and index(element)
         ):
             return "index of links"
+        # However long, whatever its share of links: links each with a date, a time, a
+        # name beside it (an archive, a schedule). No item says a paragraph.
+        if len(element) >= NOTED_ITEMS and noted_links(element, sizes.text, sizes.links):
+            return f"list of noted links ({round(100 * links / text)}% link text)"
     return None
 
 
