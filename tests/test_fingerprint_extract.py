@@ -647,3 +647,26 @@ def test_a_labelled_table_of_dated_links_is_not_content() -> None:
     # A new event on top, the last gone: the schedule moved, not the report.
     assert digest(events_page([(1, "Trading the news"), *events[:-1]])) == before
     assert digest(events_page(events, word="thin")) != before
+
+
+def links_box_page(sites: list[str], word: str = "dark") -> str:
+    """Return a column whose block ends with a box of three related sites, each a link
+    with its address written out beside it."""
+    column = "".join(
+        f"<p>Race row casts a {word} shadow over the clubs' successes this week, part {n} "
+        "of a season the players, the fans and the managers will not forget.</p>"
+        for n in range(4)
+    )
+    box = "".join(
+        f"<li><a href='http://{s}.example'>{s}</a> http://www.{s}.example</li>" for s in sites
+    )
+    return (
+        "<html><head><title>Race row</title></head><body><div class='article'>"
+        f"<h2>Race row</h2>{column}<ul>{box}</ul></div></body></html>"
+    )
+
+
+def test_three_links_each_with_its_address_are_not_content() -> None:
+    before = digest(links_box_page(["uefa", "hearts", "rangers"]))
+    assert digest(links_box_page(["celtic", "uefa", "hearts"])) == before
+    assert digest(links_box_page(["uefa", "hearts", "rangers"], word="long")) != before

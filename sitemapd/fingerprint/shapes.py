@@ -20,9 +20,10 @@ _DAY = re.compile(r"\s*(?:0?[1-9]|[12]\d|3[01])\s*")
 # least, and fewer words than links outside them.
 INDEX_LINKS = 5
 _WORD = re.compile(r"\w+")
-# A list of noted links: so many items at least, each holding under so many characters
-# outside its links (a date, a time, a count, an author).
-NOTED_ITEMS = 4
+# A list of noted links: so many items at least (three, as a row of links), each
+# holding under so many characters outside its links (a date, a time, an author): under
+# 40, no item is a paragraph in any script.
+NOTED_ITEMS = 3
 NOTE = 40
 # Heading elements (chrome.py asks of them too).
 HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
@@ -59,7 +60,7 @@ def calendar(table: Element) -> bool:
 
 def noted_links(element: Element, text: dict[Element, int], links: dict[Element, int]) -> bool:
     """True when `element`'s children are links each with a short note beside it ("Colon
-    Cancer (May 23, 02)"): four or more hold a link, at least half of those with text,
+    Cancer (May 23, 02)"): three or more hold a link, at least half of those with text,
     none says `NOTE` characters outside its links, nor does the text between them, and
     no heading but its label says more than its links."""
     linked = noted = 0
