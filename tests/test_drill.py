@@ -59,9 +59,11 @@ def article(n: int, latest: str) -> str:
 
 
 def teasers(count: int) -> str:
-    # Each item is a link and a summary of its own: half of its text is not a link.
+    # Each item is a link and a summary of its own: more than half of its text is not a
+    # link, longer than a date's note, shorter than a paragraph.
     items = "".join(
-        f"<li><a href='/story-{k}.html'>Story {k} headline</a> what happened there today</li>"
+        f"<li><a href='/story-{k}.html'>Story {k} headline</a> extraordinary developments "
+        "unfolded overnight</li>"
         for k in range(count)
     )
     return f"<ul>{items}</ul>"

@@ -28,7 +28,7 @@ from endpoints import Endpoint
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sitegen import STYLES, new_site
-from test_fingerprint_extract import calendar_blog_page
+from test_fingerprint_extract import archive_page
 
 from sitemapd.fingerprint import (
     FINGERPRINT_VERSION,
@@ -209,10 +209,11 @@ def test_an_upgrade_of_the_fingerprint_code_moves_no_lastmod(site: Site) -> None
 def test_a_ledger_of_the_previous_fingerprint_version_moves_nothing(site: Site) -> None:
     news = new_site("divsoup", 12, seed=6)
     news.write(site.root)
-    # A page this version reads otherwise than the one before (its calendar is no
-    # longer content): its digest changes with the upgrade, its lastmod does not.
-    days = {2, 5, 9, 13}
-    (site.root / "journal.html").write_text(calendar_blog_page(days))
+    # A page this version reads otherwise than the one before (its archive of dated
+    # links is no longer content): its digest changes with the upgrade, its lastmod
+    # does not.
+    titles = [f"Column {n}" for n in range(30)]
+    (site.root / "journal.html").write_text(archive_page(titles))
     summary(site)
     before = change_counts(site)
     # As the release before wrote it: its version's settings, and digests of its own.
@@ -236,11 +237,11 @@ def test_a_ledger_of_the_previous_fingerprint_version_moves_nothing(site: Site) 
     }
     conn.close()
     assert stored == {(Settings().key, 0)}
-    # The next edit moves its page alone; a day linked in the journal's calendar moves
+    # The next edit moves its page alone; a new column in the journal's archive moves
     # nothing.
     news.stories[3].paragraphs[0] += " An added sentence."
     news.write(site.root)
-    (site.root / "journal.html").write_text(calendar_blog_page({*days, 20}))
+    (site.root / "journal.html").write_text(archive_page(["Flu", *titles[:-1]]))
     summary(site)
     assert moved(site, before) == {news.stories[3].slug}
 

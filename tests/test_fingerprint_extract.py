@@ -586,3 +586,87 @@ def test_the_structured_data_of_other_stories_teasers_is_not_the_page_s() -> Non
     assert digest(described_teasers_page(["Sales rise again", *teasers[:-1]])) == before
     # The page's own article object is still what the page says.
     assert digest(described_teasers_page(teasers, modified="2024-05-03")) != before
+
+
+def _archive(titles: list[str]) -> str:
+    """Return an archive table of past columns, each a link with its date beside it."""
+    return "".join(
+        f"<tr><td>» <a href='/ask/{n}.html'>{title}</a> (May {n + 1:02}, 2006)</td></tr>"
+        for n, title in enumerate(titles)
+    )
+
+
+def archive_page(titles: list[str], word: str = "different") -> str:
+    """Return a column laid out in one table, whose cell also holds the archive of past
+    columns: a link and its date a row, more text outside links than a link list has."""
+    column = "".join(
+        f"<p>I'm confused about the {word} imaging technologies, question {n}: what is "
+        "the difference between a scan of one kind and another, and which is safer?</p>"
+        for n in range(4)
+    )
+    return (
+        "<html><head><title>Ask the doctor</title></head><body><table><tr><td>"
+        f"<h2>To scan or not to scan</h2>{column}<table>{_archive(titles)}</table>"
+        "</td></tr></table></body></html>"
+    )
+
+
+def test_a_list_of_links_each_with_its_date_is_not_content() -> None:
+    # Short titles: a row is as much its date as its link, no row a link list.
+    titles = [f"Column {n}" for n in range(30)]
+    before = digest(archive_page(titles))
+    # A new column joins the archive, the oldest leaves it: the page says nothing new.
+    assert digest(archive_page(["Flu", *titles[:-1]])) == before
+    assert digest(archive_page(titles, word="many")) != before
+
+
+def events_page(events: list[tuple[int, str]], word: str = "small") -> str:
+    """Return a market report whose block also holds a labelled table of coming events:
+    a date, a linked title, a host and a company a row."""
+    report = "".join(
+        f"<p>The dollar traded in {word} volumes at the start of the year, day {n} of "
+        "the holidays, as traders waited for the jobs report due on Friday.</p>"
+        for n in range(4)
+    )
+    rows = "".join(
+        f"<tr><td>Tue, Jan {day}, 11:00 GMT</td><td><a href='/live/{day}'>{title}</a></td>"
+        "<td>Tony Juste</td><td>WBN</td></tr>"
+        for day, title in events
+    )
+    return (
+        "<html><head><title>Dollar quiet</title></head><body><div class='content'>"
+        f"<h1>Dollar quiet</h1>{report}<table><h2>Upcoming live events</h2>{rows}</table>"
+        "</div></body></html>"
+    )
+
+
+def test_a_labelled_table_of_dated_links_is_not_content() -> None:
+    titles = ["What moves currencies?", "Technical analysis", "Market outlook", "Pivots"]
+    events = list(enumerate(titles, start=2))
+    before = digest(events_page(events))
+    # A new event on top, the last gone: the schedule moved, not the report.
+    assert digest(events_page([(1, "Trading the news"), *events[:-1]])) == before
+    assert digest(events_page(events, word="thin")) != before
+
+
+def links_box_page(sites: list[str], word: str = "dark") -> str:
+    """Return a column whose block ends with a box of three related sites, each a link
+    with its address written out beside it."""
+    column = "".join(
+        f"<p>Race row casts a {word} shadow over the clubs' successes this week, part {n} "
+        "of a season the players, the fans and the managers will not forget.</p>"
+        for n in range(4)
+    )
+    box = "".join(
+        f"<li><a href='http://{s}.example'>{s}</a> http://www.{s}.example</li>" for s in sites
+    )
+    return (
+        "<html><head><title>Race row</title></head><body><div class='article'>"
+        f"<h2>Race row</h2>{column}<ul>{box}</ul></div></body></html>"
+    )
+
+
+def test_three_links_each_with_its_address_are_not_content() -> None:
+    before = digest(links_box_page(["uefa", "hearts", "rangers"]))
+    assert digest(links_box_page(["celtic", "uefa", "hearts"])) == before
+    assert digest(links_box_page(["uefa", "hearts", "rangers"], word="long")) != before

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from lxml import etree
 
-from sitemapd.fingerprint.shapes import CALENDAR_TEXT, HEADINGS, INDEX_LINKS, calendar, index
+from sitemapd.fingerprint import shapes
 
 Element = etree._Element
 
@@ -226,7 +226,7 @@ def _slug(ident: str, element: Element) -> bool:
     words = _words(ident)
     if len(words) < _SLUG_WORDS:
         return False
-    heading = next(element.iter(*HEADINGS), None)
+    heading = next(element.iter(*shapes.HEADINGS), None)
     if heading is None:
         return False
     said = " ".join(t for t in heading.itertext() if isinstance(t, str)).lower()
@@ -315,7 +315,7 @@ def template_reason(
                 return "template class or id, mostly links"
     # A blog's calendar links the days that have posts: the links come and go with the
     # archive, and a row of it reads as a link list or not as they do.
-    if tag == "table" and text < CALENDAR_TEXT and calendar(element):
+    if tag == "table" and text < shapes.CALENDAR_TEXT and shapes.calendar(element):
         return "calendar"
     if lists and text and tag not in _NOT_LISTS:
         links = sizes.links[element]
@@ -335,17 +335,23 @@ def template_reason(
             if (
                 count >= _ROW_COUNT
                 and text - links < _ROW_OWN * count
-                and next(element.iter(*HEADINGS), None) is None
+                and next(element.iter(*shapes.HEADINGS), None) is None
             ):
                 return f"row of links ({round(100 * links / text)}% link text)"
         # However short its links: a pager's numbers, an alphabet's letters.
         if (
             links
             and text - links < _ROW_OWN * _ROW_COUNT
-            and _link_count(element, INDEX_LINKS) >= INDEX_LINKS
-            and index(element)
+            and _link_count(element, shapes.INDEX_LINKS) >= shapes.INDEX_LINKS
+            and shapes.index(element)
         ):
             return "index of links"
+        # However long, whatever its share of links: links each with a date, a time, a
+        # name beside it (an archive, a schedule). No item says a paragraph.
+        if len(element) >= shapes.NOTED_ITEMS and shapes.noted_links(
+            element, sizes.text, sizes.links
+        ):
+            return f"list of noted links ({round(100 * links / text)}% link text)"
     return None
 
 

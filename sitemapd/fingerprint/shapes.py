@@ -1,5 +1,6 @@
 """Template parts told by their shape, not by their name or their share of link text:
-a month's calendar, a pager or an index of short links under its label."""
+a month's calendar, a pager or an index of short links under its label, a list of
+links each with a short note (a date, a time, a count)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ _DAY = re.compile(r"\s*(?:0?[1-9]|[12]\d|3[01])\s*")
 # least, and fewer words than links outside them.
 INDEX_LINKS = 5
 _WORD = re.compile(r"\w+")
+# A list of noted links: so many items at least (three, as a row of links), each
+# holding under so many characters outside its links (a date, a time, an author): under
+# 40, no item is a paragraph in any script.
+NOTED_ITEMS = 3
+NOTE = 40
 # Heading elements (chrome.py asks of them too).
 HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
@@ -50,3 +56,34 @@ def calendar(table: Element) -> bool:
                 return False
             days.append(day)
     return len(days) >= _CALENDAR_DAYS and len(days) >= _CALENDAR_SHARE * cells
+
+
+def noted_links(element: Element, text: dict[Element, int], links: dict[Element, int]) -> bool:
+    """True when `element`'s children are links each with a short note beside it ("Colon
+    Cancer (May 23, 02)"): three or more hold a link, at least half of those with text,
+    none says `NOTE` characters outside its links, nor does the text between them, and
+    no heading but its label says more than its links."""
+    linked = noted = 0
+    own = 0
+    for child in element:
+        said = text.get(child, 0)
+        if not said:
+            continue
+        outside = said - links[child]
+        if outside >= NOTE:
+            return False
+        own += outside
+        noted += 1
+        linked += links[child] > 0
+    if linked < NOTED_ITEMS or 2 * linked < noted:
+        return False
+    if text[element] - links[element] - own >= NOTE:
+        return False
+    # A heading inside a link is a teaser's linked title; one outside is the list's
+    # label ("Upcoming events"), two a page's sections, an `<h1>` the page's headline.
+    labels = [
+        h.tag
+        for h in element.iter(*HEADINGS)
+        if text[h] > links[h] and next(h.iterancestors("a"), None) is None
+    ]
+    return len(labels) <= 1 and "h1" not in labels
