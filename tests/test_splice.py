@@ -26,6 +26,7 @@ from sitemapd.publish.manifestfile import (
     unpack,
     with_header,
 )
+from sitemapd.render.members import label
 
 # 2,900 URLs in shards of 1,000: two full shards and an open one.
 COUNT = 2_900
@@ -147,7 +148,7 @@ def test_a_shard_not_stored_as_published_is_rendered(listing: Site, tmp_path: Pa
     assert files(listing.out) == fresh(tmp_path, listing)
 
 
-@pytest.mark.parametrize("damage", ["truncated", "missing", "edited"])
+@pytest.mark.parametrize("damage", ["truncated", "missing", "edited", "flipped"])
 def test_a_manifest_not_as_published_is_read_from_the_ledger(
     listing: Site, tmp_path: Path, damage: str
 ) -> None:
@@ -156,6 +157,13 @@ def test_a_manifest_not_as_published_is_read_from_the_ledger(
         manifest.write_bytes(manifest.read_bytes()[:-100])
     elif damage == "missing":
         manifest.unlink()
+    elif damage == "flipped":  # a byte of a member that holds no changed row
+        data = bytearray(manifest.read_bytes())
+        found = spans(bytes(data))
+        assert found is not None
+        assert len(found) > 1  # the changed row is in the first
+        data[(found[-1].start + found[-1].end) // 2] ^= 0xFF
+        manifest.write_bytes(bytes(data))
     else:  # a manifest as sitemapd writes them whose line of the changed URL differs
         packed = unpack(manifest.read_bytes())
         assert packed is not None
@@ -313,3 +321,15 @@ def test_manifest_members_larger_than_a_read_unpack_to_their_rows() -> None:
     first = rows[: rows.index(b"\n") + 1]
     assert splice(bytes(lying), [(0, first, first)], 4000) is None
     assert splice(with_header(packed), [(0, first, first)], 4000) == with_header(packed)
+    # A byte of a member that a splice leaves as it is, damaged: told from its header's
+    # CRC, without inflating it; so is a length that would not move a reader past the
+    # header (read again and again, it would hold the publish forever).
+    last = found[-1]
+    damaged = bytearray(with_header(packed))
+    damaged[(last.start + last.end) // 2] ^= 0xFF
+    assert spans(bytes(damaged)) is None
+    assert splice(bytes(damaged), [(0, first, first)], 4000) is None
+    stuck = bytearray(with_header(packed))
+    stuck[found[1].start + 16 : found[1].start + 20] = bytes(4)  # its length: 0
+    assert label(bytes(stuck), found[1].start) is None
+    assert spans(bytes(stuck)) is None

@@ -102,15 +102,15 @@ class Span(NamedTuple):
 
 def spans(data: bytes) -> list[Span] | None:
     """Return the members of rows of the manifest file `data`, read from their headers
-    alone; None when `data` is no such file (another version, a member that does not
-    say its length and rows, cut short)."""
+    alone (`label`); None when `data` is no such file (another version, a member that
+    does not say its length and rows, cut short or damaged)."""
     if not data.startswith(_HEADER_MEMBER):
         return None
     found: list[Span] = []
     at = len(_HEADER_MEMBER)
     while at < len(data) or not found:
         said = label(data, at)
-        if said is None or at + said[0] > len(data):
+        if said is None:
             return None
         found.append(Span(at, at + said[0], said[1]))
         at += said[0]

@@ -7,6 +7,8 @@ again with the rows of its member alone.
 Each member's gzip header carries an extra field (RFC 1952's FEXTRA, subfield `SM`)
 with the member's length and its count of rows, as BGZF's blocks carry theirs: the
 member holding a given row is found by reading headers alone, and only it is inflated.
+The field ends with the CRC-32 of the member's bytes after it: a damaged member is told
+without inflating it (its gzip trailer checks its rows only once they are inflated).
 Every gzip reader skips the field. The first member of every manifest file holds its
 header line alone, and says nothing of the kind."""
 
@@ -22,11 +24,11 @@ HEADER = f"sitemapd-manifest {VERSION}"
 # The header's member: the bytes of gzip.compress(..., 1, mtime=0), without loading gzip
 # for a quiet build.
 HEADER_MEMBER = zlib.compress(f"{HEADER}\n".encode(), 1, 31)
-# The extra field: its length (XLEN, 12), the subfield's id and length (8), then the
-# member's bytes and rows, little-endian as gzip's fields are (not `struct`: a quiet
-# build that reads no manifest does not load it).
-_FIELD = b"\x0c\x00SM\x08\x00"
-_LABEL = len(_FIELD) + 8
+# The extra field: its length (XLEN, 16), the subfield's id and length (12), then the
+# member's bytes and rows and the CRC-32 of its bytes after the field, little-endian as
+# gzip's fields are (not `struct`: a quiet build that reads no manifest does not load it).
+_FIELD = b"\x10\x00SM\x0c\x00"
+_LABEL = len(_FIELD) + 12
 # The first bytes of a labelled member: gzip's magic, deflate, the FEXTRA flag alone.
 _START = b"\x1f\x8b\x08\x04"
 # Where the extra field starts in a gzip header (after ID1 ID2 CM FLG MTIME XFL OS).
@@ -59,19 +61,27 @@ def pack_member(rows: bytes) -> bytes:
 
 def labelled(member: bytes, rows: int) -> bytes:
     """Return the gzip member `member` as zlib writes it (a 10-byte header, no flags),
-    of `rows` rows, with the extra field giving its length and its rows."""
+    of `rows` rows, with the extra field giving its length, its rows and its CRC."""
+    rest = member[_EXTRA_AT:]
     size = (len(member) + _LABEL).to_bytes(4, "little")
-    extra = _FIELD + size + rows.to_bytes(4, "little")
-    return _START + member[4:_EXTRA_AT] + extra + member[_EXTRA_AT:]
+    extra = _FIELD + size + rows.to_bytes(4, "little") + zlib.crc32(rest).to_bytes(4, "little")
+    return _START + member[4:_EXTRA_AT] + extra + rest
 
 
 def label(data: bytes, at: int) -> tuple[int, int] | None:
     """Return the length and the rows of the labelled member at offset `at` of `data`, as
-    its header says; None when no labelled member starts there."""
+    its header says; None when no labelled member starts there, or it is cut short or not
+    the bytes its CRC was taken of."""
     field = at + _EXTRA_AT
     if data[at : at + len(_START)] != _START or data[field : field + len(_FIELD)] != _FIELD:
         return None
     values = data[field + len(_FIELD) : field + _LABEL]
-    if len(values) < 8:  # cut short
+    if len(values) < 12:  # cut short
         return None
-    return int.from_bytes(values[:4], "little"), int.from_bytes(values[4:], "little")
+    size, rows, crc = (int.from_bytes(values[n : n + 4], "little") for n in (0, 4, 8))
+    # A length within its own header would not move its reader on.
+    if not _EXTRA_AT + _LABEL < size <= len(data) - at:
+        return None
+    if zlib.crc32(memoryview(data)[field + _LABEL : at + size]) != crc:
+        return None
+    return size, rows
