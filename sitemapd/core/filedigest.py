@@ -103,7 +103,9 @@ def ends(handle: BinaryIO, known: Sequence[Place]) -> Found:
 
 class _Ends:
     """The chunks of a file's last read hashed in place from its head and from its tail,
-    each side stopping at the first that differs or where the other side got to."""
+    each side stopping at the first that differs or where the other side got to (both
+    may take the chunk they meet at: a file of another size then finds it at both ends,
+    and `listchunks.recut` takes it once)."""
 
     def __init__(self, fd: int, known: Sequence[Place], size: int) -> None:
         self.fd, self.known, self.size = fd, known, size
