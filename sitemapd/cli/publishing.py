@@ -26,7 +26,6 @@ from sitemapd.errors import LockError
 from sitemapd.ledger.lock import StateLock
 
 if TYPE_CHECKING:
-    from sitemapd.cli.warmup import Warmup
     from sitemapd.engine.engine import Engine
 
 # The engine, the publisher and what they use load in the bodies of the commands that run
@@ -96,21 +95,9 @@ def _unchanged(cfg: config.Config) -> bool:
     """True, having printed the build's summary, when nothing changed since the last build
     and it ended quiet (see unchanged.py); raises LockError as a build does."""
     started = time.perf_counter()
-    # A list whose status moved is hashed; meanwhile the build's modules load.
-    warm: list[Warmup] = []
-
-    def hashing() -> None:
-        from sitemapd.cli.warmup import Warmup
-
-        warm.append(Warmup())
-
-    try:
-        with StateLock(cfg.site.state_dir):
-            if not unchanged.as_noted(cfg, hashing):
-                return False
-    finally:
-        for thread in warm:
-            thread.stop()
+    with StateLock(cfg.site.state_dir):
+        if not unchanged.as_noted(cfg):
+            return False
     log.debug("nothing changed since the last build, which ended quiet: nothing to do")
     click.echo(_summary(0, 0, 0, 0, 0, 0, 0, time.perf_counter() - started))
     return True

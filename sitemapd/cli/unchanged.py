@@ -13,10 +13,10 @@ unread (its key is its cursor's), every published file intact and nothing to wri
 say, so it ends there. A list whose status alone moved is hashed in place by those
 chunks, from both ends at once: the same bytes (a `touch`) are noted anew; where the
 chunks differ the full build runs, and its scan takes the chunks found unchanged at
-either end from `filedigest.ends` rather than hashing them again (meanwhile the
-build's modules load on a thread: cli/warmup.py). Anything else (a file edited or
-added, another configuration, other code) runs the full build, which notes the state
-it leaves. Every command that opens the ledger to write deletes the note first.
+either end from `filedigest.ends` rather than hashing them again. Anything else (a file
+edited or added, another configuration, other code) runs the full build, which notes
+the state it leaves. Every command that opens the ledger to write deletes the note
+first.
 
 Only sites whose builds rest on nothing else take part: URL lists only, a local output
 folder, no partition, no news sitemap, feeds or notifications (those move with the clock
@@ -30,7 +30,7 @@ import logging
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -90,10 +90,9 @@ def hearing() -> Iterator[Heard]:
         logger.removeHandler(heard)
 
 
-def as_noted(cfg: Config, hashing: Callable[[], object] | None = None) -> bool:
+def as_noted(cfg: Config) -> bool:
     """True when the last build of `cfg` was quiet and nothing it rests on changed since;
-    a list touched since (its status moved, its bytes did not) is noted anew. `hashing`
-    is called before a list is hashed.
+    a list touched since (its status moved, its bytes did not) is noted anew.
 
     Call it holding the state lock."""
     if not eligible(cfg):
@@ -116,8 +115,6 @@ def as_noted(cfg: Config, hashing: Callable[[], object] | None = None) -> bool:
             return False
         moved = [n for n, (line, was) in enumerate(zip(now, then, strict=True)) if line != was]
         lists = _lists(cfg)
-        if moved and hashing is not None:
-            hashing()
         for n in moved:
             if n >= min(len(lists), len(chunks)) or not _same_bytes(lists[n], now[n], chunks[n]):
                 return False
