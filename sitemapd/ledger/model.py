@@ -70,6 +70,15 @@ class ChangeSet:
         # Removals held by the mass-removal guard: those URLs stay published.
         self.held = held or []
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ChangeSet) and all(
+            getattr(self, name) == getattr(other, name) for name in self.__slots__
+        )
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"ChangeSet({fields})"
+
     @property
     def changed(self) -> bool:
         """Return True when any published URL or shard changed."""
