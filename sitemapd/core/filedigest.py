@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from collections.abc import Sequence
 from typing import BinaryIO, NamedTuple
 
@@ -116,8 +117,6 @@ class _Ends:
 
     def found(self) -> Found:
         """Return what both sides found; raises OSError."""
-        import threading
-
         failed: list[OSError] = []
         if self.size < _BOTH_AT_ONCE:
             self._from_head()
