@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 import sitemapd
 from sitemapd import __version__
 from sitemapd.config import Config, UrlListSource
+from sitemapd.core.durable import held, let_go
 from sitemapd.core.filedigest import Place, matching, open_regular
 from sitemapd.ledger.lock import StateLock
 from sitemapd.publish.manifestfile import manifest_name
@@ -204,10 +205,14 @@ def _write(cfg: Config, text: str) -> None:
 def forget(state_dir: Path) -> None:
     """Delete the note: the ledger or the output is about to change. One that cannot be
     deleted is harmless: what changes next changes the status it notes."""
+    path = state_dir / NOTE
+    note = held(path)  # freed on a thread of its own
     try:
-        (state_dir / NOTE).unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
     except OSError as exc:
-        log.debug("cannot delete %s (%s)", state_dir / NOTE, exc)
+        log.debug("cannot delete %s (%s)", path, exc)
+    finally:
+        let_go(note)
 
 
 def _code() -> list[str]:

@@ -19,7 +19,6 @@ from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
 from sitemapd.config import Config
-from sitemapd.core import w3c
 from sitemapd.errors import PublishError
 from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.spool import SpooledShard
@@ -28,7 +27,7 @@ from sitemapd.publish.manifestfile import VERSION
 from sitemapd.publish.names import OutputNames, partition_index_urls
 from sitemapd.publish.report import PublishReport as PublishReport
 from sitemapd.publish.shardtext import shard_document, spliced_shard
-from sitemapd.publish.store import Fence, LocalStore, Record, Store
+from sitemapd.publish.store import Fence, LocalStore, Record, Soon, Store
 from sitemapd.render.keyfile import key_file
 from sitemapd.render.parts import part_name, part_url
 from sitemapd.render.sitemap import sitemap_index
@@ -98,17 +97,37 @@ class Publisher:
         written: dict[str, tuple[str, int, int]] = {}
         dirty = {shard_id for shard_id, _ in self.ledger.shards_to_render()}
         index_rows = self.ledger.index_rows()
-        self._publish_shards([shard_id for shard_id, _ in index_rows], dirty, written, report)
         listed: list[tuple[str, str | None]] = [
             (self.names.shard(shard_id), lastmod) for shard_id, lastmod in index_rows
         ]
-        listed += self._publish_news(now, written, report)
-        if not listed:
-            log.warning("no URL is live: publishing an empty sitemap index")
-        index = sitemap_index((self.site.output_url + name, lastmod) for name, lastmod in listed)
+        # Without news sitemaps the index is known now: its temp file is written and
+        # synced while the shards are stored, and renamed into place after them.
+        index = None if self.config.news else self._index(listed)
+        early = None if index is None else self._begin(self.sitemap.index, index)
+        try:
+            self._publish_shards([shard_id for shard_id, _ in index_rows], dirty, written, report)
+        except BaseException:
+            if early is not None and early[1] is not None:
+                early[1].discard()
+            raise
+        if self.config.news is not None:
+            # The news renderer (2 ms of imports) loads for news sites alone.
+            from sitemapd.publish.newsfiles import publish_news
+
+            def write(name: str, text: bytes) -> None:
+                self._write(name, text, written, report)
+
+            listed += publish_news(self.config.news, self.ledger, now, self.sitemap, write)
         if self.lease is not None and not self.dry_run:
             self.lease.fence()
-        self._write(self.sitemap.index, index.encode(), written, report)
+        if early is None:
+            index = self._index(listed) if index is None else index
+            self._write(self.sitemap.index, index, written, report)
+        else:
+            stored, soon = early
+            if soon is not None:
+                stamp, wrote = soon.placing().place()
+                self._note(stored._replace(stamp=stamp, wrote=wrote), written, report)
         current = {name for name, _ in listed} | {self.sitemap.index}
         if self.config.news is not None:
             current.add(self.config.news.file)
@@ -206,42 +225,6 @@ class Publisher:
         stamp = self.store.move_in(name, spooled.path)
         return _Stored(name, spooled.digest, spooled.size, stamp, True)
 
-    def _publish_news(
-        self, now: str, written: dict[str, tuple[str, int, int]], report: PublishReport
-    ) -> list[tuple[str, str | None]]:
-        """Write the news sitemaps (their renderer, 2 ms of imports, loads for news sites
-        alone); return `(name, newest publication)` of each."""
-        news = self.config.news
-        if news is None:
-            return []
-        from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
-
-        since = w3c.format_epoch(w3c.to_epoch(now) - news.max_age)
-        articles = self.ledger.articles(since)
-        changed = {loc: max(published, lastmod) for loc, published, *_, lastmod in articles}
-        items = (
-            NewsItem(
-                loc,
-                news.publication_name,
-                news_language(language) or news.language.lower(),
-                published,
-                news_title or title or loc,
-            )
-            for loc, published, language, news_title, title, _ in articles
-        )
-        listed: list[tuple[str, str | None]] = []
-        for number, (document, part) in enumerate(news_files(items, self.sitemap.max_bytes), 1):
-            name = part_name(news.file, number)
-            self._write(name, document.encode(), written, report)
-            # What moves a news file for a crawler: a new article or an edited one.
-            listed.append((name, max(changed[item.loc] for item in part)))
-        if not listed:
-            # No article is recent: the first file stays, empty (crawlers that know it
-            # read no items rather than an error), but the index names it only while it
-            # has items: the sitemap schema wants at least one <url> in a document.
-            self._write(news.file, news_urlset([]).encode(), written, report)
-        return listed
-
     def _publish_feeds(
         self, now: str, written: dict[str, tuple[str, int, int]], report: PublishReport
     ) -> set[str]:
@@ -288,6 +271,26 @@ class Publisher:
                 self._feeds_rendered[name] = page
         return names
 
+    def _index(self, listed: list[tuple[str, str | None]]) -> bytes:
+        """Return the sitemap index of the files `listed` (name, lastmod)."""
+        if not listed:
+            log.warning("no URL is live: publishing an empty sitemap index")
+        return sitemap_index((self.site.output_url + n, lastmod) for n, lastmod in listed).encode()
+
+    def _begin(self, name: str, text: bytes) -> tuple[_Stored, Soon | None] | None:
+        """Begin storing `text` as `name` in a local folder as `_write` does (not in a dry
+        run: then None): return what will be stored, and its temp file being written
+        and synced on a thread of its own (None: stored as published already)."""
+        if self.dry_run or not isinstance(self.store, LocalStore):
+            return None
+        digest = hashlib.sha256(text).hexdigest()
+        record = self.ledger.published(name)
+        data = self._encoded(name, text)
+        stored = _Stored(name, digest, len(data), 0, True)
+        if record is not None and record[0] == digest and self.store.intact(name, record):
+            return stored, None
+        return stored, Soon(self.store, name, data)
+
     def _intact(self, name: str, record: Record | None = None) -> bool:
         """True when `name` is stored exactly as published."""
         record = record or self.ledger.published(name)
@@ -333,12 +336,7 @@ class Publisher:
                 self._check_lease()
                 self.store.refresh_manifest(name, manifest_of())
             return None
-        data = text
-        if name.endswith(".gz"):
-            import gzip  # here: a site of plain sitemaps does not load it
-
-            # mtime=0 and no file name in the header: the same sitemap gives the same bytes.
-            data = gzip.compress(text, compresslevel=self.sitemap.gzip_level, mtime=0)
+        data = self._encoded(name, text)
         if manifest_of is not None:
             self._check_lease()
             if isinstance(self.store, LocalStore) and not self.dry_run:
@@ -347,6 +345,15 @@ class Publisher:
             self.store.put_manifest(name, manifest_of())
         stamp, wrote = (0, True) if self.dry_run else self._put(name, data)
         return _Stored(name, digest, len(data), stamp, wrote)
+
+    def _encoded(self, name: str, text: bytes) -> bytes:
+        """Return the bytes that store `text` as `name`: gzipped for a `.gz` name."""
+        if not name.endswith(".gz"):
+            return text
+        import gzip  # here: a site of plain sitemaps does not load it
+
+        # mtime=0 and no file name in the header: the same sitemap gives the same bytes.
+        return gzip.compress(text, compresslevel=self.sitemap.gzip_level, mtime=0)
 
     @staticmethod
     def _note(

@@ -13,6 +13,7 @@ import fcntl
 import logging
 import os
 import stat
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Protocol
@@ -201,12 +202,23 @@ class LocalStore:
         self, name: str, data: bytes, manifest_of: Callable[[], bytes], other: bool = False
     ) -> tuple[int, bool]:
         """Store `data` as `name` as `put` does, after the manifest file `manifest_of()`
-        gives; written and synced while another thread may still make that manifest,
-        renamed into place once it is stored. `other`: as for `stage`. Raises
+        gives: the two temp files written and synced at once (the shard's on a thread of
+        its own, while `manifest_of` may still make the manifest), then the manifest
+        renamed into place, then the shard. `other`: as for `stage`. Raises
         PublishError."""
-        placing = self.stage(name, data, other)
+        shard = Soon(self, name, data, other)
         try:
-            self.put_manifest(name, manifest_of())
+            manifest = self._stage_manifest(name, manifest_of())
+        except BaseException:
+            shard.discard()
+            raise
+        try:
+            placing = shard.placing()
+        except BaseException:
+            manifest.discard()
+            raise
+        try:
+            manifest.place()
         except BaseException:
             placing.discard()
             raise
@@ -218,12 +230,17 @@ class LocalStore:
             self.put_manifest(shard, data)
 
     def put_manifest(self, shard: str, data: bytes) -> None:
+        self._stage_manifest(shard, data).place()
+
+    def _stage_manifest(self, shard: str, data: bytes) -> Staged:
+        """Return the manifest file `data` of `shard` written and synced beside its name,
+        not yet in place; raises PublishError."""
         path = self.folder / manifest_name(shard)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise PublishError(f"cannot create {path.parent} ({exc.strerror})") from exc
-        atomic_write(path, data)
+        return Staged(path, data)
 
     def manifest_rows(self, shards: Iterable[str]) -> Iterator[Row]:
         for shard in shards:
@@ -283,6 +300,39 @@ class LocalStore:
             )
             return None
         return str(path), updated
+
+
+class Soon:
+    """`LocalStore.stage(name, data, other)` begun on a thread of its own: the temp file
+    written and synced while the caller goes on."""
+
+    def __init__(self, store: LocalStore, name: str, data: bytes, other: bool = False) -> None:
+        self._placing: Placing | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._stage, args=(store, name, data, other), name="sitemapd-stage"
+        )
+        self._thread.start()
+
+    def _stage(self, store: LocalStore, name: str, data: bytes, other: bool) -> None:
+        try:
+            self._placing = store.stage(name, data, other)
+        except BaseException as exc:  # raised where it is waited for
+            self._error = exc
+
+    def placing(self) -> Placing:
+        """Wait for the temp file; return what puts it in place. Raises PublishError."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._placing is not None
+        return self._placing
+
+    def discard(self) -> None:
+        """Wait for the temp file, and remove it."""
+        self._thread.join()
+        if self._placing is not None:
+            self._placing.discard()
 
 
 class _locked:

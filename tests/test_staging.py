@@ -1,0 +1,117 @@
+"""A publish writes and syncs its temp files at once (a shard's and its manifest's; the
+index's while the shards are stored) and renames them in order: the manifest, then its
+shard, then the index. A file it replaces is freed on a thread of its own. Whatever
+fails on the way leaves no temp file behind and the published files as they were."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import Site, write_atomic
+
+from sitemapd.errors import PublishError
+from sitemapd.publish.atomic import atomic_write
+from sitemapd.publish.manifestfile import manifest_name
+from sitemapd.publish.store import LocalStore
+
+LIST_SOURCE = '[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"'
+
+
+def let_go_all() -> None:
+    """Wait for the threads that free replaced files."""
+    for thread in threading.enumerate():
+        if thread.name == "sitemapd-let-go":
+            thread.join()
+
+
+def deleted_but_open(folder: Path) -> list[str]:
+    """Return the files of `folder` this process still holds open, deleted."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(str(folder)) and target.endswith("(deleted)"):
+            found.append(target)
+    return found
+
+
+def temps(folder: Path) -> list[str]:
+    """Return the temp files left anywhere under `folder`."""
+    return sorted(p.name for p in folder.rglob(".sitemapd-tmp-*"))
+
+
+@pytest.mark.skipif(not hasattr(os, "O_PATH"), reason="files are held by O_PATH")
+def test_a_replaced_file_is_freed_once_let_go(tmp_path: Path) -> None:
+    path = tmp_path / "sitemap-1.xml"
+    atomic_write(path, b"old" * 100_000)
+    atomic_write(path, b"new")
+    let_go_all()
+    assert path.read_bytes() == b"new"
+    assert deleted_but_open(tmp_path) == []
+    assert temps(tmp_path) == []
+
+
+def test_the_manifest_is_renamed_before_its_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LocalStore(tmp_path, None)
+    store.prepare(write=True)
+    renamed: list[str] = []
+    replace = os.replace
+
+    def spy(src: str | Path, dst: str | Path) -> None:
+        renamed.append(Path(dst).name)
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", spy)
+    stamp, wrote = store.put_after("sitemap-1.xml", b"<urlset/>", lambda: b"rows")
+    assert wrote
+    assert renamed == [Path(manifest_name("sitemap-1.xml")).name, "sitemap-1.xml"]
+    assert (tmp_path / "sitemap-1.xml").stat().st_mtime_ns == stamp
+    assert (tmp_path / manifest_name("sitemap-1.xml")).read_bytes() == b"rows"
+
+
+def test_a_manifest_that_fails_leaves_the_shard_as_published(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path, None)
+    store.prepare(write=True)
+    store.put_after("sitemap-1.xml", b"published", lambda: b"rows")
+
+    def failing() -> bytes:
+        raise PublishError("the manifest cannot be read")
+
+    with pytest.raises(PublishError, match="manifest"):
+        store.put_after("sitemap-1.xml", b"another", failing)
+    assert (tmp_path / "sitemap-1.xml").read_bytes() == b"published"
+    assert temps(tmp_path) == []
+
+
+def test_a_shard_that_cannot_be_written_leaves_no_manifest_temp(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path, None)
+    store.prepare(write=True)
+    (tmp_path / "sitemap-1.xml").mkdir()  # the shard's rename fails
+    with pytest.raises(PublishError):
+        store.put_after("sitemap-1.xml", b"<urlset/>", lambda: b"rows")
+    assert temps(tmp_path) == []
+    # The manifest went first, whole: its shard is written again next time.
+    assert (tmp_path / manifest_name("sitemap-1.xml")).read_bytes() == b"rows"
+
+
+def test_a_shard_that_cannot_be_stored_leaves_the_index_as_published(site: Site) -> None:
+    site.configure(sitemap="max_urls = 2", extra=LIST_SOURCE)
+    write_atomic(site.base / "urls.txt", "".join(f"https://example.com/{n}\n" for n in range(5)))
+    site.build()
+    index = (site.out / "sitemap.xml").read_bytes()
+    # The last shard's rename will fail; the index, staged meanwhile, must not go out.
+    (site.out / "sitemap-3.xml").unlink()
+    (site.out / "sitemap-3.xml").mkdir()
+    write_atomic(site.base / "urls.txt", "".join(f"https://example.com/{n}\n" for n in range(6)))
+    failed = site.cli("build", check=False)
+    assert failed.returncode == 1
+    assert "sitemap-3.xml" in failed.stderr
+    assert temps(site.out) == []
+    assert (site.out / "sitemap.xml").read_bytes() == index
