@@ -29,6 +29,7 @@ from sitemapd.ledger.model import (
     KnownFile,
     RobotsRules,
 )
+from sitemapd.ledger.prime import Primer, wal_is_empty
 from sitemapd.ledger.removals import Hold, RemovalGuard, holds
 from sitemapd.ledger.rendering import RenderQueries
 from sitemapd.ledger.schema import EXCLUDED, LIVE, SEEDED, URL_SELECT, migrate
@@ -126,6 +127,9 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
             self.conn.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
             migrate(self.conn, path)
             self._checkpointer: threading.Thread | None = None
+            # A build's new WAL is started while its sources are read (prime.py).
+            started = alone and wal_is_empty(path) and not self.empty()
+            self._primer = Primer(path) if started else None
         except (sqlite3.Error, OSError) as exc:
             raise LedgerError(f"{path}: cannot open the ledger ({exc})") from exc
 
@@ -140,6 +144,8 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         wal = held(self.path.with_name(self.path.name + "-wal"))
         try:
             self.conn.close()
+            if self._primer is not None:
+                self._primer.close()  # the last: see prime.py
         finally:
             let_go(wal)
         self._writeback.close()  # after SQLite's descriptors: see writeback.py
@@ -149,8 +155,14 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         """Return a context manager: one write transaction (BEGIN IMMEDIATE), rolled back
         when its block raises. Shards spooled by a first load are forgotten: any write
         may change what they hold."""
+        self._primed()
         self._forget_spooled()
         return super().transaction()
+
+    def _primed(self) -> None:
+        """Wait for the WAL started ahead, if it was."""
+        if self._primer is not None:
+            self._primer.wait()
 
     def _forget_spooled(self) -> None:
         if self._spooled or self.spool_folder.exists():
