@@ -115,3 +115,16 @@ def test_a_shard_that_cannot_be_stored_leaves_the_index_as_published(site: Site)
     assert "sitemap-3.xml" in failed.stderr
     assert temps(site.out) == []
     assert (site.out / "sitemap.xml").read_bytes() == index
+
+
+def test_a_buffer_read_holds_the_file_and_none_through_a_symlink(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path, None)
+    (tmp_path / "sitemap-1.xml").write_bytes(b"<urlset>" * 100_000)
+    (tmp_path / "sitemap-2.xml").symlink_to(tmp_path / "sitemap-1.xml")
+    (tmp_path / "sitemap-3.xml").mkdir()
+    buffer = store.read_buffer("sitemap-1.xml")
+    assert buffer == store.read("sitemap-1.xml") == b"<urlset>" * 100_000
+    assert isinstance(buffer, bytearray)
+    for name in ("sitemap-2.xml", "sitemap-3.xml", "missing.xml"):
+        assert store.read_buffer(name) is None
+        assert store.read(name) is None

@@ -27,7 +27,7 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> os.stat_re
 class Staged:
     """Bytes written and synced to a temp file beside their path, not yet in place."""
 
-    def __init__(self, path: Path, data: bytes, mode: int | None = None) -> None:
+    def __init__(self, path: Path, data: bytes | bytearray, mode: int | None = None) -> None:
         """Write and fsync the temp file of `data` for `path` (see `atomic_write`);
         raises PublishError."""
         self.path = path

@@ -320,7 +320,7 @@ class Publisher:
     def _store(
         self,
         name: str,
-        text: bytes,
+        text: bytes | bytearray,
         record: Record | None,
         manifest_of: Callable[[], bytes] | None,
         digest: str | None = None,
@@ -343,10 +343,10 @@ class Publisher:
                 stamp, wrote = self.store.put_after(name, data, manifest_of, intact)
                 return _Stored(name, digest, len(data), stamp, wrote)
             self.store.put_manifest(name, manifest_of())
-        stamp, wrote = (0, True) if self.dry_run else self._put(name, data)
+        stamp, wrote = (0, True) if self.dry_run else self._put(name, bytes(data))
         return _Stored(name, digest, len(data), stamp, wrote)
 
-    def _encoded(self, name: str, text: bytes) -> bytes:
+    def _encoded(self, name: str, text: bytes | bytearray) -> bytes | bytearray:
         """Return the bytes that store `text` as `name`: gzipped for a `.gz` name."""
         if not name.endswith(".gz"):
             return text

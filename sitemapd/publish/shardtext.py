@@ -102,7 +102,7 @@ def spliced_shard(
     name: str,
     record: Record | None,
     reader: Reader,
-) -> tuple[bytes, Callable[[], bytes], str] | None:
+) -> tuple[bytes | bytearray, Callable[[], bytes], str] | None:
     """Return the document of plain shard `shard_id` (stored as `name`, published as
     `record`) made of its published bytes with the entries of the members changed since
     spliced in, what gives its manifest, and the document's sha256 (hex); None when it
@@ -116,7 +116,7 @@ def spliced_shard(
     edits = ledger.edits.of(shard_id, SPLICED_MOST)
     if edits is None or ledger.shard_has_extras(shard_id):
         return None
-    published = store.read(name)
+    published = store.read_buffer(name)
     if published is None or not published.startswith(_HEAD):
         return None
     changes = [
@@ -149,15 +149,21 @@ def spliced_shard(
     published_digest.update(view[first:])
     if published_digest.hexdigest() != record[0]:
         return None
-    document = _replaced(
-        published, [(at, old, new) for at, (old, new) in zip(places, changes, strict=True)]
-    )
+    edited = [(at, old, new) for at, (old, new) in zip(places, changes, strict=True)]
+    if all(len(old) == len(new) for _, old, new in edited):
+        # Entries of the same length (a new datetime): replaced in the published bytes
+        # themselves, which a copy would first fault into fresh memory (6 MB, 3 ms).
+        for at, old, new in edited:
+            published[at : at + len(old)] = new
+        document: bytes | bytearray = published
+    else:
+        document = _replaced(published, edited)
     digest.update(memoryview(document)[first:])
     log.debug("%s: %d changed entries spliced into its published bytes", name, len(edits))
     return document, manifest, digest.hexdigest()
 
 
-def _entry_numbers(published: bytes, places: Sequence[int]) -> list[int]:
+def _entry_numbers(published: bytes | bytearray, places: Sequence[int]) -> list[int]:
     """Return the number (from 0) of the entry starting at each of `places` (in order) of
     the plain shard `published`: its manifest's row of the same URL."""
     numbers: list[int] = []
@@ -209,7 +215,7 @@ def _spliced_manifest(
     return with_header(repack(packed, _replaced(packed.rows, changes)))
 
 
-def _places(text: bytes, lines: Sequence[bytes]) -> list[int] | None:
+def _places(text: bytes | bytearray, lines: Sequence[bytes]) -> list[int] | None:
     """Return where each of the whole `lines` (each ending in a newline) starts in `text`,
     each found after the one before; None when one is not."""
     places: list[int] = []
@@ -225,7 +231,7 @@ def _places(text: bytes, lines: Sequence[bytes]) -> list[int] | None:
     return places
 
 
-def _replaced(text: bytes, changes: Sequence[tuple[int, bytes, bytes]]) -> bytes:
+def _replaced(text: bytes | bytearray, changes: Sequence[tuple[int, bytes, bytes]]) -> bytes:
     """Return `text` with the bytes `old` at each offset of `changes` (in order, apart)
     replaced by `new`."""
     view = memoryview(text)  # its slices copy nothing: the join alone copies the text

@@ -9,7 +9,9 @@ or lost since, without reading it.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import io
 import logging
 import os
 import stat
@@ -121,7 +123,7 @@ class LocalStore:
     def put(self, name: str, data: bytes, content_type: str) -> tuple[int, bool]:
         return self.stage(name, data).place()
 
-    def stage(self, name: str, data: bytes, other: bool = False) -> Placing:
+    def stage(self, name: str, data: bytes | bytearray, other: bool = False) -> Placing:
         """Begin `put(name, data)`: its bytes written and synced to a temp file now (a
         caller may write others meanwhile), put in place by `Placing.place`. `other`: the
         file stored as `name` is known to hold other bytes. Raises PublishError."""
@@ -141,17 +143,40 @@ class LocalStore:
     def read(self, name: str) -> bytes | None:
         """Return the bytes of the regular file `name` (a path under the folder, never
         through a symlink), or None when there is none or it cannot be read."""
+        with self._regular(name) as handle:
+            try:
+                return None if handle is None else handle.read()
+            except OSError:
+                return None
+
+    def read_buffer(self, name: str) -> bytearray | None:
+        """Return what `read` returns in a buffer the caller may change in place."""
+        with self._regular(name) as handle:
+            if handle is None:
+                return None
+            try:
+                data = bytearray(os.fstat(handle.fileno()).st_size)
+                size = handle.readinto(data) or 0
+                rest = handle.read()  # a file that grew meanwhile, or read short
+            except OSError:
+                return None
+            return data if size == len(data) and not rest else data[:size] + rest
+
+    @contextlib.contextmanager
+    def _regular(self, name: str) -> Iterator[io.FileIO | None]:
+        """Yield the regular file `name` opened for reading (never through a symlink),
+        or None when there is none or it cannot be opened."""
         try:
             fd = os.open(self.folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
-            return None
+            yield None
+            return
         with open(fd, "rb", buffering=0) as handle:
             try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    return None
-                return handle.read()
+                regular = stat.S_ISREG(os.fstat(fd).st_mode)
             except OSError:
-                return None
+                regular = False
+            yield handle if regular else None
 
     def movable(self, name: str, path: Path) -> bool:
         """True when the file `path` can become `name` by a rename: it is on the file
@@ -199,7 +224,11 @@ class LocalStore:
         return True
 
     def put_after(
-        self, name: str, data: bytes, manifest_of: Callable[[], bytes], other: bool = False
+        self,
+        name: str,
+        data: bytes | bytearray,
+        manifest_of: Callable[[], bytes],
+        other: bool = False,
     ) -> tuple[int, bool]:
         """Store `data` as `name` as `put` does, after the manifest file `manifest_of()`
         gives: the two temp files written and synced at once (the shard's on a thread of
@@ -306,7 +335,9 @@ class Soon:
     """`LocalStore.stage(name, data, other)` begun on a thread of its own: the temp file
     written and synced while the caller goes on."""
 
-    def __init__(self, store: LocalStore, name: str, data: bytes, other: bool = False) -> None:
+    def __init__(
+        self, store: LocalStore, name: str, data: bytes | bytearray, other: bool = False
+    ) -> None:
         self._placing: Placing | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(
@@ -314,7 +345,7 @@ class Soon:
         )
         self._thread.start()
 
-    def _stage(self, store: LocalStore, name: str, data: bytes, other: bool) -> None:
+    def _stage(self, store: LocalStore, name: str, data: bytes | bytearray, other: bool) -> None:
         try:
             self._placing = store.stage(name, data, other)
         except BaseException as exc:  # raised where it is waited for
