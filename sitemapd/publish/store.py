@@ -171,12 +171,16 @@ class LocalStore:
         except OSError:
             yield None
             return
+        try:
+            regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        except OSError:
+            regular = False
+        if not regular:  # a folder, say: a file object of it cannot even be made
+            os.close(fd)
+            yield None
+            return
         with open(fd, "rb", buffering=0) as handle:
-            try:
-                regular = stat.S_ISREG(os.fstat(fd).st_mode)
-            except OSError:
-                regular = False
-            yield handle if regular else None
+            yield handle
 
     def movable(self, name: str, path: Path) -> bool:
         """True when the file `path` can become `name` by a rename: it is on the file
