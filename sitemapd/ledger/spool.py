@@ -32,7 +32,7 @@ from typing import NamedTuple, TypeVar
 
 from sitemapd.ledger.shards import ShardState
 from sitemapd.render.members import HEADER_MEMBER, boundaries, labelled
-from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, manifest_lines, plain_entries
+from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, column_entries, manifest_lines
 
 log = logging.getLogger("sitemapd.ledger")
 
@@ -187,7 +187,7 @@ class ShardSpool:
         disk, a folder that cannot be made), it stops for the load."""
         if self._stopped:
             return
-        data = plain_entries(zip(locs, lastmods, strict=True)).encode()
+        data = column_entries(locs, lastmods).encode()
         lines = manifest_lines(locs, fingerprints, lastmods).encode()
         self.add_formatted(shard, len(locs), data, lines)
 

@@ -30,7 +30,7 @@ from typing import BinaryIO, NamedTuple
 from sitemapd.core import lifeline
 from sitemapd.core.fileread import FileShrank
 from sitemapd.core.listlines import ListLines, Rendered
-from sitemapd.render.sitemap import entry_sizes, manifest_lines, plain_entries
+from sitemapd.render.sitemap import column_entries, entry_sizes, manifest_lines
 from sitemapd.sources.base import log
 from sitemapd.sources.listchunks import Chunk, LineParser, Parsed, cut
 
@@ -214,7 +214,7 @@ def _rendered(lines: ListLines, now: str) -> Rendered | None:
         if min(stamps) <= now:
             return None  # the building process works out which (one chunk of a list)
         lastmods, capped = [now] * len(stamps), now
-    text = plain_entries(zip(locs, lastmods, strict=True))
+    text = column_entries(locs, lastmods)
     sizes = entry_sizes(locs)
     # A first load cuts the entries where a shard ends by these sizes, which count a
     # datetime as 25 ASCII bytes. Not all are: the chunk pattern's `\d` takes digits of
