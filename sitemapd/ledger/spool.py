@@ -112,8 +112,15 @@ class _Files:
         self.hash.update(entries)
         start = 0
         view = memoryview(lines)  # compressed where they lie, not copied out first
-        for end in boundaries(lines, self.filled):
-            rows = lines.count(b"\n", start, end)
+        ends = boundaries(lines, self.filled)
+        for end in ends:
+            # The rows of the last member closed here are those before the lines left
+            # after it: the shorter side is counted (a piece closes one member or none,
+            # most often), and counting holds the GIL the loading thread waits for.
+            if end == ends[-1] and len(lines) - end < end - start:
+                rows = urls - lines.count(b"\n", end)
+            else:
+                rows = lines.count(b"\n", start, end)
             self._close_member(view[start:end], rows)
             start, urls = end, urls - rows
         if start < len(lines):
