@@ -11,6 +11,7 @@ hundred lines span dozens of them.
 
 from __future__ import annotations
 
+import calendar
 import os
 import random
 import sqlite3
@@ -296,6 +297,24 @@ def test_a_datetime_in_digits_of_another_script_is_refused_as_line_by_line(digit
         parsed = parser.parse(data, 1, len(lines))
         assert parsed == parser._line_by_line(data, 1)
         assert [reject.item for reject in parsed.rejects] == [f"{ROOT}a"]
+
+
+@pytest.mark.parametrize("month", range(1, 13))
+def test_a_day_past_the_28th_is_checked_against_its_month(month: int) -> None:
+    # The whole-chunk pattern takes any month's days to the 31st and looks back at the
+    # month from the 29th on: a day the month lacks (or February 29th, left to the full
+    # rules) is refused as line by line; any other comes as columns.
+    parser = listchunks.LineParser("list", URLPolicy(Origin("https", "example.com")))
+    for year in (2023, 2024):
+        for day in (28, 29, 30, 31, 32):
+            odd = f"{ROOT}a\t{year}-{month:02d}-{day}T03:04:05+00:00"
+            lines = [line(1, 7), odd, line(2, 9)]
+            data = "".join(f"{text}\n" for text in lines).encode()
+            parsed = parser.parse(data, 1, len(lines))
+            assert parsed == parser._line_by_line(data, 1)
+            real = day <= calendar.monthrange(year, month)[1] and (month, day) != (2, 29)
+            assert isinstance(parsed.lines, ListLines) is real, (year, month, day)
+            assert bool(parsed.rejects) is (day > calendar.monthrange(year, month)[1])
 
 
 def test_a_chunk_of_canonical_dated_lines_comes_as_columns() -> None:

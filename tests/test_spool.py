@@ -5,20 +5,26 @@ and nothing of the spool may stay behind."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import shutil
 import sqlite3
 import tempfile
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from conftest import Site, assert_valid, page, snapshot, write_atomic
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sitemapd.config import load
 from sitemapd.engine.engine import Engine
 from sitemapd.errors import LedgerError
 from sitemapd.ledger import listfirst, spool
+from sitemapd.publish import manifestfile
+from sitemapd.render import members
 from sitemapd.sources import listworker
 
 SPOOLED = "entries as the first load rendered them"
@@ -434,3 +440,26 @@ def test_lists_loaded_together_past_robots_rules_are_read_again_by_chunks(site: 
     for data in (urls, fresh):
         shards = b"".join(body for name, body in data.items() if name.startswith("sitemap-"))
         assert shards.count(b"<url>") == len(listed_now)
+
+
+@given(
+    rows=st.lists(st.integers(1, 300), max_size=80),
+    cuts=st.lists(st.integers(0, 80), max_size=12),
+)
+@settings(max_examples=100, deadline=None)
+def test_a_manifest_spooled_in_pieces_is_the_one_packed_whole(
+    rows: list[int], cuts: list[int]
+) -> None:
+    # The spool closes each member where it fills, counting its rows on whichever side
+    # of the member's end is shorter: any cut of the same rows gives the same file.
+    # (Members of 256 bytes: many in a few rows.)
+    lines = b"".join(b"x" * (size - 1) + b"\n" for size in rows)
+    ends = [0, *itertools.accumulate(rows)]
+    at = sorted({0, len(rows), *(cut % (len(rows) + 1) for cut in cuts)})
+    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(members, "MEMBER", 256):
+        path = Path(tmp) / "shard-0"
+        files = spool._Files(0, path)
+        for first, last in itertools.pairwise(at):
+            files.write((b"", lines[ends[first] : ends[last]], last - first))
+        files.close()
+        assert spool.manifest_path(path).read_bytes() == manifestfile.encode_lines(lines)

@@ -208,6 +208,7 @@ class ListLoad:
 
     def finish_bulk(self, repeated: list[int]) -> None:
         """Record the chunks loaded, and `repeated`: ids of URLs listed more than once."""
+        self.first.finish()
         list_ids = {self.run.source_id(source) for source in self.read}
         self.conn.executemany(
             "INSERT OR IGNORE INTO list_repeats (source_id, url_id) "

@@ -32,7 +32,7 @@ from typing import NamedTuple, TypeVar
 
 from sitemapd.ledger.shards import ShardState
 from sitemapd.render.members import HEADER_MEMBER, boundaries, labelled
-from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, manifest_lines, plain_entries
+from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, column_entries, manifest_lines
 
 log = logging.getLogger("sitemapd.ledger")
 
@@ -112,8 +112,15 @@ class _Files:
         self.hash.update(entries)
         start = 0
         view = memoryview(lines)  # compressed where they lie, not copied out first
-        for end in boundaries(lines, self.filled):
-            rows = lines.count(b"\n", start, end)
+        ends = boundaries(lines, self.filled)
+        for end in ends:
+            # The rows of the last member closed here are those before the lines left
+            # after it: the shorter side is counted (a piece closes one member or none,
+            # most often), and counting holds the GIL the loading thread waits for.
+            if end == ends[-1] and len(lines) - end < end - start:
+                rows = urls - lines.count(b"\n", end)
+            else:
+                rows = lines.count(b"\n", start, end)
             self._close_member(view[start:end], rows)
             start, urls = end, urls - rows
         if start < len(lines):
@@ -187,7 +194,7 @@ class ShardSpool:
         disk, a folder that cannot be made), it stops for the load."""
         if self._stopped:
             return
-        data = plain_entries(zip(locs, lastmods, strict=True)).encode()
+        data = column_entries(locs, lastmods).encode()
         lines = manifest_lines(locs, fingerprints, lastmods).encode()
         self.add_formatted(shard, len(locs), data, lines)
 

@@ -8,6 +8,7 @@ in W3C form.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from operator import itemgetter
 from typing import cast
 
 from sitemapd.core.urls import xml_escape
@@ -32,6 +33,12 @@ INDEX_TAIL = "</sitemapindex>\n"
 ENTRY_OVERHEAD = len("<url><loc></loc><lastmod></lastmod></url>\n") + len(
     "2000-01-01T00:00:00+00:00"
 )
+
+
+# The markup around a `<url>` entry's two values, and a manifest line's three.
+_ENTRY = ("<url><loc>", "</loc><lastmod>", "</lastmod></url>\n")
+_MANIFEST_LINE = ("", "\t", "\t", "\t\n")
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
 def envelope_size(extended: bool) -> int:
@@ -91,15 +98,33 @@ def urlset(rows: Iterable[tuple[str, str, str | None]], extended: bool = False) 
 
 def plain_entries(rows: Iterable[tuple[str, str]]) -> str:
     """Return the `<url>` elements of `(loc, lastmod)` rows, as `url_entry` gives them."""
-    # Each row joined around the markup between its two values, the rows around the
-    # markup between two entries: no Python code runs per row (a shard is 50,000 rows).
-    text = "</lastmod></url>\n<url><loc>".join(map("</loc><lastmod>".join, rows))
-    if not text:
-        return ""
-    text = f"<url><loc>{text}</lastmod></url>\n"
+    pairs = rows if isinstance(rows, list) else list(rows)
+    return column_entries(list(map(_FIRST, pairs)), list(map(_SECOND, pairs)))
+
+
+def column_entries(locs: Sequence[str], lastmods: Sequence[str]) -> str:
+    """Return the `<url>` elements of URLs `locs` with their `lastmods`, as `url_entry`
+    gives them; raises ValueError unless both have the same length."""
+    text = _interleaved(_ENTRY, (locs, lastmods))
     # Only a URL can hold them (almost never): the markup and datetimes hold neither, so
     # escaping the whole text escapes each URL.
     return xml_escape(text) if "&" in text or "'" in text else text
+
+
+def _interleaved(markup: tuple[str, ...], columns: tuple[Sequence[str], ...]) -> str:
+    """Return, row after row, `markup[0]`, the row's value of `columns[0]`, `markup[1]`,
+    and so on, ending with `markup[-1]`; raises ValueError unless the columns have the
+    same length."""
+    # Each value is put in its place in a list of the markup repeated, all of a column
+    # at once, and the list joined: no Python code runs per row (a shard is 50,000 rows),
+    # and no string is made per row (joining each row's values first took twice as long).
+    width = len(markup) + len(columns)
+    pieces = [""] * width
+    pieces[::2] = markup
+    text = pieces * len(columns[0])
+    for at, column in enumerate(columns):
+        text[2 * at + 1 :: width] = column
+    return "".join(text)
 
 
 def manifest_lines(
@@ -114,9 +139,7 @@ def manifest_lines(
         if None in fingerprints
         else cast("Sequence[str]", fingerprints)
     )
-    # Joined as `plain_entries` joins entries: no Python code runs per line.
-    text = "\t\n".join(map("\t".join, zip(locs, given, lastmods, strict=True)))
-    return text + "\t\n" if text else ""
+    return _interleaved(_MANIFEST_LINE, (locs, given, lastmods))
 
 
 def plain_urlset(pieces: Iterable[str]) -> Iterator[str]:

@@ -44,10 +44,12 @@ _LARGEST = 4 * _AVERAGE
 _CDC: FastCDC | None = None  # loaded by the first cut
 _SHOWN = 200  # characters of a bad line kept in logs and status
 # A canonical UTC datetime that is a real instant, day by month; February 29th (real in
-# leap years only) and year 0 are left to the full rules.
+# leap years only) and year 0 are left to the full rules. The days past the 28th look
+# back at their month: a branch for each kind of month cost the whole-chunk pattern a
+# fifth more steps on every line (a fifth of the parse worker's time went to it).
 _STAMP = (
-    r"(?!0000)\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])"
-    r"|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|02-(?:0[1-9]|1\d|2[0-8]))"
+    r"(?!0000)\d{4}-(?:0[1-9]|1[0-2])"
+    r"-(?:0[1-9]|1\d|2[0-8]|29(?<!02-29)|30(?<!02-30)|31(?<!(?:0[2469]|11)-31))"
     r"T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\+00:00"
 )
 # What the pattern's characters let through that the full rules would change or refuse:
@@ -227,8 +229,10 @@ class LineParser:
         self._canonical = re.compile(rf"^({url})(?:\t({_STAMP}))?\r?$", re.MULTILINE | re.ASCII)
         # Every line canonical with a datetime, `\n`-ended (nearly every chunk of an
         # export): matched whole and split into columns, in four fifths of the time
-        # `findall` and taking its pairs apart take.
-        self._stamped = re.compile(rf"(?:{url}\t{_STAMP}\n)*", re.ASCII)
+        # `findall` and taking its pairs apart take. Possessive: neither a URL nor a line
+        # once matched is ever given back (the character after a URL is not a URL's, and
+        # a line matches in one way alone), so the engine keeps no place to go back to.
+        self._stamped = re.compile(rf"(?:{url}+\t{_STAMP}\n)*+", re.ASCII)
 
     def parse(self, data: bytes, first_line: int, count: int) -> Parsed:
         """Return the lines of a chunk of `count` line ends starting at line `first_line`."""
