@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sitemapd.config.sources import ContentSource, DirectorySource, UrlListSource
 from sitemapd.sources.base import Context, Scan
 
 if TYPE_CHECKING:
     from sitemapd.changelog import Reader
+    from sitemapd.config.sources import ContentSource, DirectorySource
 
 __all__ = ["Context", "Scan", "observe", "scan"]
 
@@ -17,7 +17,10 @@ def scan(source: ContentSource, ctx: Context, reader: Reader | None = None) -> S
     """Return a one-shot scan of `source`: in full, or after its cursor for a change log
     (read through `reader`)."""
     # Each kind loads on first use: a `build` of URL lists starts without the HTML parsers
-    # the directory source needs.
+    # the directory source needs. The config's kinds too: the list's parse worker, a
+    # process of its own, loads this package and reads no config.
+    from sitemapd.config.sources import DirectorySource, UrlListSource
+
     if isinstance(source, DirectorySource):
         from sitemapd.sources import directory
 
