@@ -78,8 +78,10 @@ _COMMENT_WORDS = re.compile(
     r"(?:comments?|commentlist|disqus|kommentare?|kommentarer|commentaires?|comentarios?|"
     r"commenti|commento|reacties|komentarze?)"
 )
-# Elements never left out for their links: a link is itself, the rest hold the page.
-_NOT_LISTS = {"a", "body", "html", "main", "article"}
+# Elements never left out for their links: a link is itself, the rest hold the page,
+# and an `<h1>` is a headline, linked to its own page (blogs link a post's title to its
+# permalink) or not.
+_NOT_LISTS = {"a", "body", "html", "main", "article", "h1"}
 # Characters of text outside links from which a block holds prose, whatever its links:
 # a page wrapper with a big sidebar is not a link list, though its lists are.
 _PROSE_HELD = 400
