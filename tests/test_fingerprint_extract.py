@@ -716,3 +716,30 @@ def test_a_linked_h1_is_a_headline_not_a_link_list() -> None:
     assert digest(node_list_page(edited)) != before
     edited[2] = titles[2].replace("opposes", "backs")
     assert digest(node_list_page(edited)) != before
+
+
+def cited_page(word: str) -> str:
+    """Return a product page whose story column is followed, in another section of the
+    layout, by a paragraph citing two sources (a quarter of its text in links)."""
+    body = "".join(
+        f"<p>The printers, part {n} of the range, serve every office and every print shop, "
+        "from a single desk to a whole floor of machines working day and night.</p>"
+        for n in range(4)
+    )
+    cited = (
+        f"<p>We offer {word} print systems for every use, from labels to posters, as "
+        "<a href='/tests'>independent tests in the press</a> and <a href='/refs'>our many "
+        "customers</a> confirm, and service contracts that keep them running for years "
+        "to come.</p>"
+    )
+    return (
+        "<html><head><title>Print systems</title></head><body><div class='grid'>"
+        f"<div class='col'><div class='story'><h1>Print systems</h1>{body}</div></div>"
+        "<div class='col2'><p>Call us</p></div></div>"
+        f"<section class='tail'><div class='x'>{cited}</div></section></body></html>"
+    )
+
+
+def test_a_paragraph_citing_sources_outside_the_story_s_column_is_the_story_s() -> None:
+    before = digest(cited_page("professional"))
+    assert digest(cited_page("skilled")) != before

@@ -257,15 +257,12 @@ def read_html(
     extract = main_content(body, select, article=article)
     stated = [text for label, text in parts if label in _STATED]
     texts: list[tuple[int | None, str]] = []
-    opening = None
+    opening = None  # the element of the main content's first text
     for element, text in fragments(extract):
-        words = text.split()
-        if words:
+        if words := text.split():
             opening = element if opening is None else opening
             texts.append((shape(words, str(element.tag)), " ".join(words)))
-    first = None if extract.fallback else extract.main[0]
-    if extract.fallback:
-        opening = None
+    first, opening = (None, None) if extract.fallback else (extract.main[0], opening)
     for title in headline([(h, text) for h, text in h1s if text], stated, first, opening):
         parts.append(("h1", title))
     # Images and link targets as sets: a list of them reordered says nothing new.
