@@ -1,9 +1,10 @@
-"""Find a page's one headline and its one title, not every heading that looks like one.
+"""Find a page's headline and its one title, not every heading that looks like one.
 
 Pages carry other stories' headlines as `<h1>` in "latest" lists, a logo or blog name
 as `<h1>`, and `<title>` inside inline SVG icons. The title is the document's own; the
 headline is the `<h1>` that says what the title, `og:title` or the structured data's
-headline say, else the one that opens or precedes the main content. Of several JSON-LD
+headline say, else the one that opens or precedes the main content; the `<h1>` standing
+at the main content's first text is kept too, whatever its words. Of several JSON-LD
 articles (a box of teasers may carry one for each story), the page's own are those
 whose headline the page says.
 """
