@@ -28,7 +28,7 @@ from endpoints import Endpoint
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sitegen import STYLES, new_site
-from test_fingerprint_extract import archive_page
+from test_fingerprint_extract import archive_page, node_list_page
 
 from sitemapd.fingerprint import (
     FINGERPRINT_VERSION,
@@ -209,11 +209,13 @@ def test_an_upgrade_of_the_fingerprint_code_moves_no_lastmod(site: Site) -> None
 def test_a_ledger_of_the_previous_fingerprint_version_moves_nothing(site: Site) -> None:
     news = new_site("divsoup", 12, seed=6)
     news.write(site.root)
-    # A page this version reads otherwise than the one before (its archive of dated
-    # links is no longer content): its digest changes with the upgrade, its lastmod
-    # does not.
+    # Pages this version reads otherwise than the ones before (an archive of dated
+    # links is no longer content since version 8; the posts' linked `<h1>` are since
+    # version 9): their digests change with the upgrade, their lastmods do not.
     titles = [f"Column {n}" for n in range(30)]
     (site.root / "journal.html").write_text(archive_page(titles))
+    heads = [f"<a href='/node/{n}'>Commission opposes decision {n}</a>" for n in range(4)]
+    (site.root / "section.html").write_text(node_list_page(heads))
     summary(site)
     before = change_counts(site)
     # As the release before wrote it: its version's settings, and digests of its own.
@@ -238,12 +240,16 @@ def test_a_ledger_of_the_previous_fingerprint_version_moves_nothing(site: Site) 
     conn.close()
     assert stored == {(Settings().key, 0)}
     # The next edit moves its page alone; a new column in the journal's archive moves
-    # nothing.
+    # nothing; a post's heading edited on the section page moves it.
     news.stories[3].paragraphs[0] += " An added sentence."
     news.write(site.root)
     (site.root / "journal.html").write_text(archive_page(["Flu", *titles[:-1]]))
     summary(site)
     assert moved(site, before) == {news.stories[3].slug}
+    heads[2] += " (updated)"
+    (site.root / "section.html").write_text(node_list_page(heads))
+    summary(site)
+    assert moved(site, before) == {news.stories[3].slug, "section"}
 
 
 def test_unchanged_bytes_are_not_parsed_again(site: Site) -> None:

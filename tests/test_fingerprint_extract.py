@@ -670,3 +670,76 @@ def test_three_links_each_with_its_address_are_not_content() -> None:
     before = digest(links_box_page(["uefa", "hearts", "rangers"]))
     assert digest(links_box_page(["celtic", "uefa", "hearts"])) == before
     assert digest(links_box_page(["uefa", "hearts", "rangers"], word="long")) != before
+
+
+def heading_page(heading: str) -> str:
+    """Return a guide whose page heading ("Control") shares no word with its title and
+    stands above the table that holds its text, whose own `<h1>` further down does."""
+    prose = "".join(
+        f"<p>Poison ivy grows along fences and paths, step {n} of the guide says, and "
+        "gloves, long sleeves and a careful eye keep a gardener out of trouble.</p>"
+        for n in range(3)
+    )
+    return (
+        "<html><head><title>Controlling Poison Ivy, Oak and Sumac</title></head><body>"
+        f"<h1 class='header'>{heading}</h1><table><tr><td>{prose}"
+        f"<h1>Never Burn Poison Ivy</h1>{prose}</td></tr></table></body></html>"
+    )
+
+
+def test_the_heading_that_opens_the_content_is_a_headline_whatever_its_words() -> None:
+    before = digest(heading_page("Control"))
+    assert digest(heading_page("Control (updated)")) != before
+
+
+def node_list_page(titles: list[str], masthead: str = "EDRI-gram") -> str:
+    """Return a section page of several posts, each under an `<h1>` that links to the
+    post, below a masthead `<h1>` sharing a word with the title."""
+    nodes = "".join(
+        f"<div class='node'><h1 class='nodetitle'>{title}</h1><div class='content'><p>"
+        f"The Commission said on day {n} that it opposes the framework decision on data "
+        "retention, as the Parliament, the Council and the member states debate it.</p>"
+        "</div></div>"
+        for n, title in enumerate(titles)
+    )
+    return (
+        f"<html><head><title>EU Policy | EDRI</title></head><body><h1>{masthead}</h1>"
+        f"<div id='main'>{nodes}</div></body></html>"
+    )
+
+
+def test_a_linked_h1_is_a_headline_not_a_link_list() -> None:
+    titles = [f"<a href='/node/{n}'>Commission opposes decision {n}</a>" for n in range(4)]
+    before = digest(node_list_page(titles))
+    edited = [*titles]
+    edited[2] = edited[2] + " (updated)"
+    assert digest(node_list_page(edited)) != before
+    edited[2] = titles[2].replace("opposes", "backs")
+    assert digest(node_list_page(edited)) != before
+
+
+def cited_page(word: str) -> str:
+    """Return a product page whose story column is followed, in another section of the
+    layout, by a paragraph citing two sources (a quarter of its text in links)."""
+    body = "".join(
+        f"<p>The printers, part {n} of the range, serve every office and every print shop, "
+        "from a single desk to a whole floor of machines working day and night.</p>"
+        for n in range(4)
+    )
+    cited = (
+        f"<p>We offer {word} print systems for every use, from labels to posters, as "
+        "<a href='/tests'>independent tests in the press</a> and <a href='/refs'>our many "
+        "customers</a> confirm, and service contracts that keep them running for years "
+        "to come.</p>"
+    )
+    return (
+        "<html><head><title>Print systems</title></head><body><div class='grid'>"
+        f"<div class='col'><div class='story'><h1>Print systems</h1>{body}</div></div>"
+        "<div class='col2'><p>Call us</p></div></div>"
+        f"<section class='tail'><div class='x'>{cited}</div></section></body></html>"
+    )
+
+
+def test_a_paragraph_citing_sources_outside_the_story_s_column_is_the_story_s() -> None:
+    before = digest(cited_page("professional"))
+    assert digest(cited_page("skilled")) != before

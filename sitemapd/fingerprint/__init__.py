@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 # Bumped whenever a change to this package can give an unchanged page another digest.
-FINGERPRINT_VERSION = 8
+FINGERPRINT_VERSION = 9
 # Characters of main text below which the site's template is not left out.
 MIN_KEPT = 140
 # Plain elements: lxml.html's element classes cost a Python lookup per element.
@@ -256,14 +256,15 @@ def read_html(
     select = compile_selector(settings.selector) if settings.selector else None
     extract = main_content(body, select, article=article)
     stated = [text for label, text in parts if label in _STATED]
-    first = None if extract.fallback else extract.main[0]
-    for title in headline([(h, text) for h, text in h1s if text], stated, first):
-        parts.append(("h1", title))
     texts: list[tuple[int | None, str]] = []
+    opening = None  # the element of the main content's first text
     for element, text in fragments(extract):
-        words = text.split()
-        if words:
+        if words := text.split():
+            opening = element if opening is None else opening
             texts.append((shape(words, str(element.tag)), " ".join(words)))
+    first, opening = (None, None) if extract.fallback else (extract.main[0], opening)
+    for title in headline([(h, text) for h, text in h1s if text], stated, first, opening):
+        parts.append(("h1", title))
     # Images and link targets as sets: a list of them reordered says nothing new.
     assets: set[tuple[str, str]] = set()
     for root in extract.main:

@@ -78,8 +78,9 @@ _COMMENT_WORDS = re.compile(
     r"(?:comments?|commentlist|disqus|kommentare?|kommentarer|commentaires?|comentarios?|"
     r"commenti|commento|reacties|komentarze?)"
 )
-# Elements never left out for their links: a link is itself, the rest hold the page.
-_NOT_LISTS = {"a", "body", "html", "main", "article"}
+# Elements never left out for their links: a link is itself, the rest hold the page, an
+# `<h1>` is a headline, linked (to its own post) or not.
+_NOT_LISTS = {"a", "body", "html", "main", "article", "h1"}
 # Characters of text outside links from which a block holds prose, whatever its links:
 # a page wrapper with a big sidebar is not a link list, though its lists are.
 _PROSE_HELD = 400
@@ -110,9 +111,9 @@ _SENTENCES = ("p", "blockquote", "dd")
 # A paragraph shorter than this says too little to tell article from template.
 MIN_PARAGRAPH = 25
 # Characters a paragraph outside the main content needs to count as the article's, and
-# the link text share it stays under.
+# the link text share it stays under (a quarter, as `extract._with_siblings`'s).
 STRAY = 150
-STRAY_LINKS = 0.2
+STRAY_LINKS = 0.25
 # Link text share above which a block of a weak template name is template.
 _WEAK_LINKS = 0.3
 # Template words never drop a block holding this share of the main text: a wrapper

@@ -1,9 +1,10 @@
-"""Find a page's one headline and its one title, not every heading that looks like one.
+"""Find a page's headline and its one title, not every heading that looks like one.
 
 Pages carry other stories' headlines as `<h1>` in "latest" lists, a logo or blog name
 as `<h1>`, and `<title>` inside inline SVG icons. The title is the document's own; the
 headline is the `<h1>` that says what the title, `og:title` or the structured data's
-headline say, else the one that opens or precedes the main content. Of several JSON-LD
+headline say, else the one that opens or precedes the main content; the `<h1>` standing
+at the main content's first text is kept too, whatever its words. Of several JSON-LD
 articles (a box of teasers may carry one for each story), the page's own are those
 whose headline the page says.
 """
@@ -56,7 +57,10 @@ def tokens(text: str) -> set[str]:
 
 
 def headline(
-    h1s: list[tuple[Element, str]], stated: Iterable[str], first_main: Element | None
+    h1s: list[tuple[Element, str]],
+    stated: Iterable[str],
+    first_main: Element | None,
+    opening: Element | None = None,
 ) -> list[str]:
     """Return the page's headline among its `<h1>` texts `h1s` (element, text), once
     for each `<h1>` that says it (none when the page has no `<h1>`).
@@ -87,7 +91,30 @@ def headline(
     if not candidates:
         return []
     said = _nearest(candidates, first_main)
-    return [text for _, text in candidates if text == said]
+    found = [text for _, text in candidates if text == said]
+    # Cheap first: most pages have one `<h1>`, or say one headline in all of them.
+    opener = None if all(t == said for _, t in h1s) else _opener(h1s, opening)
+    if opener is not None and opener != said:
+        found.append(opener)
+    return found
+
+
+def _opener(h1s: list[tuple[Element, str]], opening: Element | None) -> str | None:
+    """Return the text of the last of `h1s` at or before `opening`, the element of the
+    main content's first text, that is no link: the heading a reader sees open the
+    content, whatever words it shares with the title ("Control" above a guide titled
+    "Controlling Poison Ivy"), or None."""
+    if opening is None:
+        return None
+    order = {element: n for n, element in enumerate(opening.getroottree().iter())}
+    start = order.get(opening, -1)
+    found = None
+    for element, text in h1s:
+        if order.get(element, start + 1) > start:
+            break
+        if not any(a.tag == "a" for a in element.iterancestors()):
+            found = text
+    return found
 
 
 def _nearest(h1s: list[tuple[Element, str]], first_main: Element | None) -> str:
