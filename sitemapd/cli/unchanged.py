@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import sitemapd
 from sitemapd import __version__
 from sitemapd.config import Config, UrlListSource
-from sitemapd.core.durable import held, let_go
+from sitemapd.core.durable import freeing
 from sitemapd.core.filedigest import Place, matching, open_regular
 from sitemapd.ledger.lock import StateLock
 from sitemapd.publish.manifestfile import manifest_name
@@ -210,13 +210,11 @@ def forget(state_dir: Path) -> None:
     """Delete the note: the ledger or the output is about to change. One that cannot be
     deleted is harmless: what changes next changes the status it notes."""
     path = state_dir / NOTE
-    note = held(path)  # freed on a thread of its own
-    try:
-        path.unlink(missing_ok=True)
-    except OSError as exc:
-        log.debug("cannot delete %s (%s)", path, exc)
-    finally:
-        let_go(note)
+    with freeing(path):
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            log.debug("cannot delete %s (%s)", path, exc)
 
 
 def _code() -> list[str]:

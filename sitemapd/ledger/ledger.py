@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sitemapd.core import w3c
-from sitemapd.core.durable import fsync_dir, held, let_go
+from sitemapd.core.durable import freeing, fsync_dir
 from sitemapd.core.observation import Item
 from sitemapd.errors import LedgerError
 from sitemapd.ledger.apply import Apply
@@ -139,15 +139,11 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
             self._checkpointer.join()
         if self._reader is not None:
             self._reader.close()
-        # The last connection's close deletes the WAL: freed on a thread of its own. (An
-        # O_PATH descriptor: its close releases none of SQLite's POSIX locks.)
-        wal = held(self.path.with_name(self.path.name + "-wal"))
-        try:
+        # The last connection's close deletes the WAL: freed on a thread of its own.
+        with freeing(self.path.with_name(self.path.name + "-wal")):
             self.conn.close()
             if self._primer is not None:
                 self._primer.close()  # the last: see prime.py
-        finally:
-            let_go(wal)
         self._writeback.close()  # after SQLite's descriptors: see writeback.py
         self._forget_spooled()
 

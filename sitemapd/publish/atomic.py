@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sitemapd.core.durable import fsync_dir, held, let_go
+from sitemapd.core.durable import freeing, fsync_dir
 from sitemapd.errors import PublishError
 
 _TEMP_PREFIX = ".sitemapd-tmp-"
@@ -53,18 +53,16 @@ class Staged:
     def place(self) -> None:
         """Rename the temp file to its path and fsync the folder; raises PublishError
         (the temp file removed)."""
-        # The file replaced is freed on a thread of its own (see `let_go`).
-        replaced = held(self.path)
-        try:
-            # rename() replaces whatever is at the path, a symlink included, and follows
-            # nothing.
-            os.replace(self.temp, self.path)
-            fsync_dir(self.path.parent)
-        except OSError as exc:
-            self.discard()
-            raise PublishError(f"cannot write {self.path} ({exc.strerror})") from exc
-        finally:
-            let_go(replaced)
+        # The file replaced is freed on a thread of its own.
+        with freeing(self.path):
+            try:
+                # rename() replaces whatever is at the path, a symlink included, and
+                # follows nothing.
+                os.replace(self.temp, self.path)
+                fsync_dir(self.path.parent)
+            except OSError as exc:
+                self.discard()
+                raise PublishError(f"cannot write {self.path} ({exc.strerror})") from exc
 
     def discard(self) -> None:
         """Remove the temp file (none once placed)."""
