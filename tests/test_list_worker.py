@@ -20,7 +20,7 @@ from conftest import Site
 from sitemapd.core import w3c
 from sitemapd.core.listlines import ListLines, Rendered
 from sitemapd.core.urls import Origin, URLPolicy
-from sitemapd.render.sitemap import entry_sizes, manifest_lines, plain_entries
+from sitemapd.render.sitemap import column_entries, entry_sizes, manifest_lines
 from sitemapd.sources import listworker
 from sitemapd.sources.listchunks import LineParser, cut
 from sitemapd.sources.listworker import ParsedChunk, parsed_chunks
@@ -119,7 +119,7 @@ def test_a_worker_parses_as_this_process_does(
         locs, stamps = lines.locs, lines.stamps
         entries, manifest, latest, sizes, capped = lines.rendered
         assert capped == ""
-        assert entries == plain_entries(zip(locs, stamps, strict=True)).encode()
+        assert entries == column_entries(locs, stamps).encode()
         assert manifest == manifest_lines(locs, stamps, stamps).encode()
         assert latest == max(stamps)
         assert list(sizes) == entry_sizes(locs)
@@ -150,7 +150,7 @@ def test_a_list_dated_past_the_build_s_time_comes_formatted_with_it(
         lastmods = [now] * len(locs) if late else stamps_of
         assert lines.rendered.capped == (now if late else "")
         assert lines.rendered.latest == max(stamps_of)
-        assert lines.rendered.entries == plain_entries(zip(locs, lastmods, strict=True)).encode()
+        assert lines.rendered.entries == column_entries(locs, lastmods).encode()
         assert lines.rendered.manifest == manifest_lines(locs, stamps_of, lastmods).encode()
     assert kinds["both"] == 1
     assert kinds["past"] > 10
@@ -195,10 +195,7 @@ def test_a_worker_stopped_and_continued_sends_every_chunk_whole(
     for lines in rendered:
         assert isinstance(lines, ListLines)
         assert lines.rendered is not None
-        assert (
-            lines.rendered.entries
-            == plain_entries(zip(lines.locs, lines.stamps, strict=True)).encode()
-        )
+        assert lines.rendered.entries == column_entries(lines.locs, lines.stamps).encode()
         assert lines.rendered.manifest == manifest_lines(lines.locs, *[lines.stamps] * 2).encode()
 
 

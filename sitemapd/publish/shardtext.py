@@ -25,7 +25,7 @@ from sitemapd.publish.manifestfile import (
 )
 from sitemapd.publish.store import LocalStore, Record
 from sitemapd.render.extensions import without_alternates
-from sitemapd.render.sitemap import URLSET_HEAD, plain_entries, plain_urlset, url_entry, urlset
+from sitemapd.render.sitemap import URLSET_HEAD, column_entries, plain_urlset, url_entry, urlset
 
 log = logging.getLogger("sitemapd.publish")
 
@@ -67,7 +67,7 @@ def plain_shard(
         for rows in shard_rows(conn, shard_id):
             if manifest:
                 lines.append(lines_of(rows))
-            yield plain_entries([(loc, lastmod) for loc, lastmod, *_ in rows])
+            yield column_entries([row[0] for row in rows], [row[1] for row in rows])
 
     document = b"".join(text.encode() for text in plain_urlset(texts()))
     return document, "\n".join(filter(None, lines)) if manifest else None

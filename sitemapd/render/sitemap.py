@@ -8,7 +8,6 @@ in W3C form.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from operator import itemgetter
 from typing import cast
 
 from sitemapd.core.urls import xml_escape
@@ -38,7 +37,6 @@ ENTRY_OVERHEAD = len("<url><loc></loc><lastmod></lastmod></url>\n") + len(
 # The markup around a `<url>` entry's two values, and a manifest line's three.
 _ENTRY = ("<url><loc>", "</loc><lastmod>", "</lastmod></url>\n")
 _MANIFEST_LINE = ("", "\t", "\t", "\t\n")
-_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
 def envelope_size(extended: bool) -> int:
@@ -96,12 +94,6 @@ def urlset(rows: Iterable[tuple[str, str, str | None]], extended: bool = False) 
     yield URLSET_TAIL
 
 
-def plain_entries(rows: Iterable[tuple[str, str]]) -> str:
-    """Return the `<url>` elements of `(loc, lastmod)` rows, as `url_entry` gives them."""
-    pairs = rows if isinstance(rows, list) else list(rows)
-    return column_entries(list(map(_FIRST, pairs)), list(map(_SECOND, pairs)))
-
-
 def column_entries(locs: Sequence[str], lastmods: Sequence[str]) -> str:
     """Return the `<url>` elements of URLs `locs` with their `lastmods`, as `url_entry`
     gives them; raises ValueError unless both have the same length."""
@@ -143,7 +135,7 @@ def manifest_lines(
 
 
 def plain_urlset(pieces: Iterable[str]) -> Iterator[str]:
-    """Yield the text of a `<urlset>` whose entries (from `plain_entries`) come joined in
+    """Yield the text of a `<urlset>` whose entries (from `column_entries`) come joined in
     `pieces`, in order."""
     yield URLSET_HEAD
     yield from pieces
