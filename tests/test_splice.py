@@ -4,8 +4,10 @@ files equal, byte for byte, those of a first build of the same list elsewhere.""
 
 from __future__ import annotations
 
+import hashlib
 import random
 import shutil
+import sqlite3
 import zlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,6 +17,7 @@ from conftest import Site, write_atomic
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sitemapd.core import docdigest
 from sitemapd.ledger import spool
 from sitemapd.publish.manifestfile import (
     decode,
@@ -145,6 +148,59 @@ def test_a_shard_not_stored_as_published_is_rendered(listing: Site, tmp_path: Pa
     logged = build(listing)
     assert "sitemap-2.xml: 1 changed entries spliced" not in logged, logged
     assert shard.stat().st_mtime_ns != stat.st_mtime_ns
+    assert files(listing.out) == fresh(tmp_path, listing)
+
+
+def recorded(site: Site) -> dict[str, str]:
+    """Return the digest the ledger records of each published file, by name."""
+    with sqlite3.connect(site.state / "ledger.sqlite3") as conn:
+        found = dict(conn.execute("SELECT name, sha256 FROM published").fetchall())
+    conn.close()
+    return found
+
+
+def as_recorded_before(site: Site, wrong: str = "") -> None:
+    """Record each published file's SHA-256, as earlier releases did (`wrong` gets one
+    that is not its own)."""
+    with sqlite3.connect(site.state / "ledger.sqlite3") as conn:
+        for name in recorded(site):
+            data = (site.out / name).read_bytes()
+            digest = hashlib.sha256(data + (b"x" if name == wrong else b"")).hexdigest()
+            conn.execute("UPDATE published SET sha256 = ? WHERE name = ?", (digest, name))
+    conn.close()
+
+
+def test_records_of_an_earlier_release_are_checked_by_their_own_digest(
+    listing: Site, tmp_path: Path
+) -> None:
+    as_recorded_before(listing)
+    stamps = {p.name: p.stat().st_mtime_ns for p in listing.out.iterdir() if p.is_file()}
+    # Nothing changed: nothing is written, and the records stay as they were.
+    assert "wrote 0 files" in listing.build().stdout
+    assert {p.name: p.stat().st_mtime_ns for p in listing.out.iterdir() if p.is_file()} == stamps
+    assert {len(digest) for digest in recorded(listing).values()} == {64}
+    listed(listing, {1_400: 9_000})
+    logged = build(listing)
+    # Checked by SHA-256 and spliced; recorded anew by the digest of today.
+    assert "sitemap-2.xml: 1 changed entries spliced" in logged, logged
+    now = recorded(listing)
+    assert now["sitemap-2.xml"] == docdigest.of((listing.out / "sitemap-2.xml").read_bytes())
+    assert len(now["sitemap-1.xml"]) == len(now["sitemap-3.xml"]) == 64
+    assert files(listing.out) == fresh(tmp_path, listing)
+    # Spliced again, by the new record.
+    listed(listing, {1_400: 9_100})
+    assert "sitemap-2.xml: 1 changed entries spliced" in build(listing)
+    assert files(listing.out) == fresh(tmp_path / "again", listing)
+
+
+def test_a_shard_unlike_its_earlier_release_s_record_is_rendered(
+    listing: Site, tmp_path: Path
+) -> None:
+    as_recorded_before(listing, wrong="sitemap-2.xml")
+    listed(listing, {1_400: 9_000, 2_500: 9_100})
+    logged = build(listing)
+    assert "sitemap-2.xml: 1 changed entries spliced" not in logged, logged
+    assert "sitemap-3.xml: 1 changed entries spliced" in logged, logged
     assert files(listing.out) == fresh(tmp_path, listing)
 
 

@@ -56,6 +56,25 @@ def test_a_changed_line_loads_no_news_renderer_for_a_site_without_news(
     modules = imported("build", "-c", str(config))
     assert {"sitemapd.engine.engine", "pyfastcdc"} <= modules
     assert "sitemapd.render.news" not in modules
+    # Nor OpenSSL: published files are recorded by xxh3 (core/docdigest.py).
+    assert "hashlib" not in modules
+
+
+def test_a_command_runs_with_the_collector_on(listed: tuple[Path, Path]) -> None:
+    # Off while the command line loads, on once a command starts.
+    config, _ = listed
+    code = (
+        "import atexit, gc, sys\n"
+        "from sitemapd.__main__ import run\n"
+        "atexit.register(lambda: print(gc.isenabled()))\n"
+        f"sys.argv = ['sitemapd', 'check-config', '-c', {str(config)!r}]\n"
+        "run()\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "True"
 
 
 def test_a_quiet_build_loads_no_engine_and_no_gzip(listed: tuple[Path, Path]) -> None:

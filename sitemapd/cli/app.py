@@ -71,4 +71,5 @@ class _Commands(click.Group):
 def main(log_level: str) -> None:
     """Keep a site's XML sitemaps true to its content."""
     process.configure(log_level)
+    process.collect_from_here()
     process.exit_without_collecting()

@@ -1,6 +1,7 @@
 """Process set-up at start: logging to stderr (one event a line, no timestamps under
-journald), the open-files limit (raised so that sockets never starve content reads) and
-an exit without the interpreter's last search for garbage."""
+journald), the open-files limit (raised so that sockets never starve content reads), the
+garbage collector turned on once the modules are loaded, and an exit without the
+interpreter's last search for garbage."""
 
 from __future__ import annotations
 
@@ -63,6 +64,16 @@ def raise_open_files_limit() -> None:
         except (OSError, ValueError) as exc:
             log.debug("cannot raise the open-files limit to %d (%s)", hard, exc)
     log.debug("open-files limit %d", soft)
+
+
+def collect_from_here() -> None:
+    """Turn the garbage collector on for the command's work, when the process started
+    with it off (`sitemapd.__main__`): what loaded until now is moved out of its reach
+    (`gc.freeze`), as it lives until the exit. A process that did not turn it off (a
+    test invoking a command) keeps its collector as it was."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def exit_without_collecting() -> None:

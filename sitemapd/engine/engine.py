@@ -23,7 +23,6 @@ from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.model import ALLOW_ALL, ChangeSet, RobotsRules
 from sitemapd.ledger.shards import Limits
 from sitemapd.publish import robots
-from sitemapd.publish.partition import owned
 from sitemapd.publish.publisher import Publisher, PublishReport
 
 if TYPE_CHECKING:
@@ -244,6 +243,9 @@ class Engine:
         for scan in scans:
             scan.items = set_aside(scan.items, unreadable)
             if partition is not None:
+                # Loaded for a partitioned site alone (with hashlib, and OpenSSL's start).
+                from sitemapd.publish.partition import owned
+
                 scan.items = owned(scan.items, partition)
         guard = removal_guard(self.config, scans, confirm_removal)
         changes = apply_scans(

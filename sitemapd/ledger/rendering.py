@@ -86,7 +86,7 @@ class RenderQueries(Transactions):
         return [r[0] for r in self.conn.execute("SELECT id FROM shards WHERE url_count = 0")]
 
     def published(self, name: str) -> tuple[str, int, int | None] | None:
-        """Return `(sha256, size, mtime_ns)` of output file `name` as published, or None."""
+        """Return `(digest, size, mtime_ns)` of output file `name` as published, or None."""
         row = self.conn.execute(
             "SELECT sha256, bytes, mtime_ns FROM published WHERE name = ?", (name,)
         ).fetchone()

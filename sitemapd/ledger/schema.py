@@ -177,6 +177,8 @@ def _migrate_v1(conn: sqlite3.Connection) -> None:
         "CREATE TABLE cursors (name TEXT PRIMARY KEY, value TEXT)",
         "CREATE TABLE rejects (source TEXT, item TEXT, reason TEXT, at TEXT, "
         "PRIMARY KEY (source, item))",
+        # `sha256` holds the document's digest of whichever kind `core/docdigest.py`
+        # tells: its name is the first release's.
         "CREATE TABLE published (name TEXT PRIMARY KEY, sha256 TEXT, bytes INTEGER, at TEXT)",
     ):
         conn.execute(statement)

@@ -9,7 +9,7 @@ only when it holds what the ledger then holds: its count of URLs and of entry by
 agree with the shard's, and no row was deleted or repeated since. Any doubt, a full
 disk, a crash: the shard is rendered from the ledger, as every later publish does.
 
-The publish that follows has little left to do. A spooled document's sha256 is taken
+The publish that follows has little left to do. A spooled document's digest is taken
 as it is written and the file is fsynced (on a thread of the spool's own, as the next
 shard fills): a local publish on the same file system moves it into place instead of
 reading and copying it. The manifest lines are compressed on the same thread as they
@@ -20,7 +20,6 @@ place too.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import zlib
@@ -30,6 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
+from sitemapd.core import docdigest
 from sitemapd.ledger.shards import ShardState
 from sitemapd.render.members import HEADER_MEMBER, boundaries, labelled
 from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, column_entries, manifest_lines
@@ -68,7 +68,7 @@ class SpooledShard(NamedTuple):
 
     path: Path
     manifest: Path  # the gzip members of its manifest lines
-    digest: str  # sha256 of the document, hex
+    digest: str  # of the document (`docdigest.of`)
     size: int  # bytes of the document
 
 
@@ -95,7 +95,7 @@ class _Files:
             self.document.close()
             self.manifest.close()
             raise
-        self.hash = hashlib.sha256(_HEAD)
+        self.hash = docdigest.hasher(_HEAD)
         # Split anywhere, the lines give the bytes `zlib.compress` gives them whole: the
         # members `pack` gives, each closed where `boundaries` says and written then,
         # its header saying its length and rows.
@@ -136,8 +136,8 @@ class _Files:
         self.packed, self.filled, self.rows, self.members = [], 0, 0, self.members + 1
 
     def close(self) -> str:
-        """Finish both files and flush the document to disk; return the document's sha256
-        (hex). Raises OSError."""
+        """Finish both files and flush the document to disk; return the document's digest
+        (`docdigest.of`). Raises OSError."""
         try:
             self.document.write(_TAIL)
             self.hash.update(_TAIL)
@@ -172,7 +172,7 @@ class ShardSpool:
         self._open: tuple[int, _Files] | None = None
         self._total = 0
         self._stopped = False
-        # The sha256 of each closed shard's document.
+        # The digest of each closed shard's document.
         self._digests: dict[int, str] = {}
         # Writing, hashing, compressing and syncing wait outside the GIL, on a thread of
         # their own.

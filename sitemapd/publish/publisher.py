@@ -10,7 +10,6 @@ renews it first.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
 from sitemapd.config import Config
+from sitemapd.core import docdigest
 from sitemapd.errors import PublishError
 from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.spool import SpooledShard
@@ -283,11 +283,15 @@ class Publisher:
         and synced on a thread of its own (None: stored as published already)."""
         if self.dry_run or not isinstance(self.store, LocalStore):
             return None
-        digest = hashlib.sha256(text).hexdigest()
+        digest = docdigest.of(text)
         record = self.ledger.published(name)
         data = self._encoded(name, text)
         stored = _Stored(name, digest, len(data), 0, True)
-        if record is not None and record[0] == digest and self._intact(name, record):
+        if (
+            record is not None
+            and docdigest.matches(text, digest, record[0])
+            and self._intact(name, record)
+        ):
             return stored, None
         return stored, Soon(self.store, name, data)
 
@@ -325,12 +329,12 @@ class Publisher:
         manifest_of: Callable[[], bytes] | None,
         digest: str | None = None,
     ) -> _Stored | None:
-        """Store `text` (of sha256 `digest`, in hex, when known) as `name` unless it is
-        stored as published (`record`: then return None), after its manifest (read by
+        """Store `text` (whose `docdigest.of` is `digest`, when known) as `name` unless it
+        is stored as published (`record`: then return None), after its manifest (read by
         `manifest_of`). Writes no ledger: may run on a thread of its own."""
-        digest = digest or hashlib.sha256(text).hexdigest()
+        digest = digest or docdigest.of(text)
         intact = record is not None and self.store.intact(name, record)
-        if intact and record is not None and record[0] == digest:
+        if intact and record is not None and docdigest.matches(text, digest, record[0]):
             if manifest_of is not None and isinstance(self.store, LocalStore):
                 # The same entries, but a fingerprint may have moved: its manifest says so.
                 self._check_lease()

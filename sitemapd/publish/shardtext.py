@@ -4,13 +4,13 @@ ledger."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from itertools import islice
 
+from sitemapd.core import docdigest
 from sitemapd.ledger.edits import Edit
 from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.spool import SpooledShard
@@ -105,7 +105,7 @@ def spliced_shard(
 ) -> tuple[bytes | bytearray, Callable[[], bytes], str] | None:
     """Return the document of plain shard `shard_id` (stored as `name`, published as
     `record`) made of its published bytes with the entries of the members changed since
-    spliced in, what gives its manifest, and the document's sha256 (hex); None when it
+    spliced in, what gives its manifest, and the document's digest (`docdigest.of`); None when it
     must be rendered in full (see edits.py; its stored bytes are not those published, an
     entry is not found).
 
@@ -141,11 +141,13 @@ def spliced_shard(
         )
     )
     # The bytes before the first change are hashed once for both digests: that of the
-    # published bytes, checked against the one recorded, and that of the document.
+    # published bytes, checked against the one recorded, and that of the document (a
+    # record of an earlier release is of another kind: the document is hashed whole).
     first = places[0] if places else len(published)
     view = memoryview(published)
-    published_digest = hashlib.sha256(view[:first])
-    digest = published_digest.copy()
+    published_digest = docdigest.checker(record[0])
+    published_digest.update(view[:first])
+    digest = published_digest.copy() if docdigest.is_current(record[0]) else None
     published_digest.update(view[first:])
     if published_digest.hexdigest() != record[0]:
         return None
@@ -158,9 +160,13 @@ def spliced_shard(
         document: bytes | bytearray = published
     else:
         document = _replaced(published, edited)
-    digest.update(memoryview(document)[first:])
+    if digest is None:
+        hexdigest = docdigest.of(document)
+    else:
+        digest.update(memoryview(document)[first:])
+        hexdigest = digest.hexdigest()
     log.debug("%s: %d changed entries spliced into its published bytes", name, len(edits))
-    return document, manifest, digest.hexdigest()
+    return document, manifest, hexdigest
 
 
 def _entry_numbers(published: bytes | bytearray, places: Sequence[int]) -> list[int]:

@@ -32,7 +32,8 @@ from sitemapd.publish.manifestfile import Row, decode, manifest_name
 
 log = logging.getLogger("sitemapd.store")
 
-# (sha256 of the rendered text, stored size, stamp), as the ledger records a published file.
+# (digest of the rendered text, stored size, stamp), as the ledger records a published file
+# (the digest: `core/docdigest.py`).
 Record = tuple[str, int, int | None]
 
 
