@@ -287,11 +287,7 @@ class Publisher:
         record = self.ledger.published(name)
         data = self._encoded(name, text)
         stored = _Stored(name, digest, len(data), 0, True)
-        if (
-            record is not None
-            and docdigest.matches(text, digest, record[0])
-            and self._intact(name, record)
-        ):
+        if record and docdigest.matches(text, digest, record[0]) and self._intact(name, record):
             return stored, None
         return stored, Soon(self.store, name, data)
 
