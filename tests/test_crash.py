@@ -3,6 +3,7 @@ valid documents, and the next build converges to exactly what the sources say.""
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import shutil
@@ -342,3 +343,38 @@ def test_a_first_build_killed_as_it_creates_the_ledger_leaves_none_or_a_whole_on
         assert not ledger.exists() or ledger.stat().st_size > 0
         run_cli("build", "-c", str(tmp_path / "sitemapd.toml"))
         assert len(published(tmp_path / "out")) == 3000
+
+
+def test_status_and_verify_read_a_ledger_whose_first_load_was_killed(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "sitemapd.toml"
+    config.write_text(CONFIG)
+    (tmp_path / "urls.txt").write_text("".join(f"{ORIGIN}p{n}\n" for n in range(3000)))
+    run_cli("build", "-c", str(config))
+    ledger = tmp_path / "state" / "ledger.sqlite3"
+    # What a first load killed mid-way leaves (it writes through a rollback journal):
+    # a transaction spilled into the file, its journal hot, no process holding a lock.
+    killed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, signal, sqlite3\n"
+            f"conn = sqlite3.connect({str(ledger)!r}, isolation_level=None)\n"
+            "conn.execute('PRAGMA journal_mode = DELETE')\n"
+            "conn.execute('PRAGMA cache_size = 1')\n"
+            "conn.execute('BEGIN IMMEDIATE')\n"
+            "conn.execute(\"UPDATE urls SET lastmod = 'x', title = hex(randomblob(99))\")\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n",
+        ],
+        check=False,
+    )
+    assert killed.returncode == -signal.SIGKILL
+    assert ledger.with_name("ledger.sqlite3-journal").stat().st_size > 0
+    # Read as the last commit left it: the journal rolled back, nothing else written.
+    report = json.loads(run_cli("status", "-c", str(config), "--json").stdout)
+    assert report["urls"]["live"] == 3000, report
+    verified = run_cli("verify", "-c", str(config))
+    assert verified.stdout.splitlines() == [f"ok: {tmp_path / 'out' / 'sitemap.xml'}"]
+    run_cli("build", "-c", str(config))
+    assert len(published(tmp_path / "out")) == 3000

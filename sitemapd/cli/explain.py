@@ -7,6 +7,7 @@ template and why, and what the ledger remembers of the URL.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from pathlib import Path
@@ -18,6 +19,7 @@ from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import InvalidURL, SitemapdError
 from sitemapd.fingerprint import TemplateMemory
 from sitemapd.ledger import history
+from sitemapd.ledger.readonly import open_readonly
 from sitemapd.sources.pages import fingerprint_settings, read_file
 
 # Characters of main text shown before the rest is summed up.
@@ -136,17 +138,15 @@ def _history(config: Config, loc: str) -> tuple[list[str], dict[str, str]]:
     path: Path = config.ledger_path
     if not path.exists():
         return ["history:      none (no ledger yet)"], {}
-    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
     try:
-        cursors = dict(conn.execute("SELECT name, value FROM cursors"))
-        url = history.url_state(conn, loc)
-        if url is None:
-            return ["history:      not in the ledger yet"], cursors
-        changes = history.changes(conn, url, 10)
+        with contextlib.closing(open_readonly(path)) as conn:
+            cursors = dict(conn.execute("SELECT name, value FROM cursors"))
+            url = history.url_state(conn, loc)
+            if url is None:
+                return ["history:      not in the ledger yet"], cursors
+            changes = history.changes(conn, url, 10)
     except sqlite3.Error as exc:
         raise SitemapdError(f"{path}: cannot read the ledger ({exc})") from exc
-    finally:
-        conn.close()
     lines = [
         f"status:       {url.status}" + (f" ({url.reason})" if url.reason else ""),
         f"first seen:   {url.first_seen}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sqlite3
 import sys
@@ -26,19 +27,18 @@ def status_(config_path: Path, as_json: bool) -> None:
     """Show URLs by state, excluded and invalid items, shards and the last publish."""
     import json
 
+    from sitemapd.ledger.readonly import open_readonly
     from sitemapd.publish.names import OutputNames
     from sitemapd.status import report as status
 
     cfg = config.load(config_path)
     if not cfg.ledger_path.exists():
         raise SitemapdError(f"no ledger at {cfg.ledger_path} yet: run 'sitemapd build' first")
-    conn = sqlite3.connect(f"{cfg.ledger_path.as_uri()}?mode=ro", uri=True)
     try:
-        report = status.collect(cfg, conn, OutputNames(cfg))
+        with contextlib.closing(open_readonly(cfg.ledger_path)) as conn:
+            report = status.collect(cfg, conn, OutputNames(cfg))
     except sqlite3.Error as exc:
         raise SitemapdError(f"{cfg.ledger_path}: cannot read the ledger ({exc})") from exc
-    finally:
-        conn.close()
     click.echo(json.dumps(report, indent=2) if as_json else status.render_text(report))
 
 

@@ -9,6 +9,7 @@ target is read from the bucket.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import sqlite3
@@ -23,6 +24,7 @@ from sitemapd.config.feeds import MAX_NEWS_AGE
 from sitemapd.core import w3c
 from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import InvalidURL, SitemapdError
+from sitemapd.ledger.readonly import open_readonly
 from sitemapd.publish import robots
 from sitemapd.publish.names import OutputNames
 from sitemapd.publish.partition import partition_of
@@ -232,17 +234,15 @@ def _verify_robots(path: Path, index_url: str, config: Config) -> list[str]:
 def _ledger_problems(path: Path, site_root: str, alternates: bool) -> list[str]:
     """Return what the ledger knows is wrong: crawler errors, and broken hreflang groups
     when `alternates` are published."""
-    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
     try:
-        groups = problems.hreflang_problems(conn, site_root) if alternates else []
-        return [
-            *(f"crawled: {p['message']}" for p in problems.crawl_problems(conn)),
-            *(f"hreflang: {p['message']}" for p in groups),
-        ]
+        with contextlib.closing(open_readonly(path)) as conn:
+            groups = problems.hreflang_problems(conn, site_root) if alternates else []
+            return [
+                *(f"crawled: {p['message']}" for p in problems.crawl_problems(conn)),
+                *(f"hreflang: {p['message']}" for p in groups),
+            ]
     except sqlite3.Error as exc:
         return [f"{path}: cannot read the ledger ({exc})"]
-    finally:
-        conn.close()
 
 
 def _verify_news(path: Path, config: Config) -> list[str]:
