@@ -3,10 +3,16 @@ is decides whether an edit moves its fingerprint and a rotated box does not."""
 
 from __future__ import annotations
 
+import importlib
 import json
+
+import pytest
+from lxml import etree
 
 from sitemapd.fingerprint import Settings, TemplateMemory
 from sitemapd.sources.pages import read_file
+
+Element = etree._Element
 
 # A story written as one block of lines cut by <br> (legacy CMSs, wire copy).
 _LINES = [
@@ -690,6 +696,30 @@ def heading_page(heading: str) -> str:
 def test_the_heading_that_opens_the_content_is_a_headline_whatever_its_words() -> None:
     before = digest(heading_page("Control"))
     assert digest(heading_page("Control (updated)")) != before
+
+
+def test_a_page_of_several_h1s_numbers_its_tree_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Both the nearest and the opening `<h1>` are found by document order: one map.
+    # The package's `headline` is the function: its module by name.
+    headline = importlib.import_module("sitemapd.fingerprint.headline")
+    numbered = []
+    number = headline.document_order
+
+    def counted(element: Element) -> dict[Element, int]:
+        numbered.append(element)
+        return number(element)
+
+    monkeypatch.setattr(headline, "document_order", counted)
+    # A title bar's copy of the headline and the headline, both above the content.
+    page = heading_page("Control").replace(
+        "<h1 class='header'>", "<h1>Poison Ivy Oak Sumac</h1>" * 2 + "<h1 class='header'>"
+    )
+    read_file("a.html", page.encode(), Settings())
+    assert len(numbered) == 1
+    # What the shared map finds is what each lookup found alone.
+    before = digest(page)
+    assert digest(page.replace("Control", "Control (updated)")) != before
+    assert digest(page.replace("Poison Ivy Oak Sumac", "Poison Ivy Oak Sumac (updated)")) != before
 
 
 def node_list_page(titles: list[str], masthead: str = "EDRI-gram") -> str:
