@@ -773,3 +773,30 @@ def cited_page(word: str) -> str:
 def test_a_paragraph_citing_sources_outside_the_story_s_column_is_the_story_s() -> None:
     before = digest(cited_page("professional"))
     assert digest(cited_page("skilled")) != before
+
+
+def bio_page(bio: str) -> str:
+    """Return a story followed, in the story's column, by its author's bio box: a linked
+    headshot and a `<div>` of text, no `<p>`."""
+    story = "".join(
+        f"<p>The talks, in their {n}th round this week, turned on the same question, "
+        "as the envoys, the ministers and their aides tried to settle the border.</p>"
+        for n in range(12)
+    )
+    return (
+        "<html><head><title>Talks resume | Post</title></head><body>"
+        "<div class='col-8'><article><h1>Talks resume</h1>"
+        f"{story}</article><div class='clear'></div><div class='post-body-sig-line'>"
+        "<a href='/people/jane'><img src='/jane.jpg'></a>"
+        f"<div class='post-body-bio'>{bio}</div><div class='clear'></div></div></div>"
+        "<div class='footer'>Copyright Post</div></body></html>"
+    )
+
+
+def test_an_author_s_bio_box_after_the_story_is_the_story_s() -> None:
+    bio = "Jane Roe covers the White House. Since joining the Post, she has covered trade."
+    before = digest(bio_page(bio))
+    assert digest(bio_page(bio.replace("trade", "trades"))) != before
+    assert digest(bio_page(bio + "<p>Correction: an earlier version misstated a name.</p>")) != (
+        before
+    )
