@@ -800,3 +800,25 @@ def test_an_author_s_bio_box_after_the_story_is_the_story_s() -> None:
     assert digest(bio_page(bio + "<p>Correction: an earlier version misstated a name.</p>")) != (
         before
     )
+
+
+def lead_photo_page(caption: str) -> str:
+    """Return a story whose lead photograph and its caption stand above the story's
+    column, inside the `<article>`."""
+    story = "".join(
+        f"<p>The talks, in their {n}th round this week, turned on the same question, "
+        "as the envoys, the ministers and their aides tried to settle the border.</p>"
+        for n in range(8)
+    )
+    return (
+        "<html><head><title>Talks resume | Post</title></head><body><div class='page'>"
+        "<article><h1>Talks resume</h1><figure><img src='/envoys.jpg'>"
+        f"<figcaption>{caption}</figcaption></figure><div class='story-body'>{story}</div>"
+        "</article><div class='footer'>Copyright Post</div></div></body></html>"
+    )
+
+
+def test_the_caption_of_the_lead_photograph_above_the_story_is_the_story_s() -> None:
+    caption = "The envoys meet in Geneva on Tuesday, before the talks. Photo: Jane Roe"
+    before = digest(lead_photo_page(caption))
+    assert digest(lead_photo_page(caption.replace("Tuesday", "Monday"))) != before

@@ -11,8 +11,9 @@ from sitemapd.fingerprint.score import BLOCKS
 # Paragraph-like blocks.
 PARAGRAPHS = ("p", "pre", "td", "blockquote", "dd")
 # What a block holds when it is more of an article: its paragraphs, prose list items,
-# and headings (a list article's items open with one).
-SHARED = (*PARAGRAPHS, "li", "h2", "h3", "h4")
+# headings (a list article's items open with one), and its images' captions (a lead
+# photograph above the story's column).
+SHARED = (*PARAGRAPHS, "li", "h2", "h3", "h4", "figcaption")
 # Paragraphs that run on from a stray one, one after another in its parent.
 _RUN = ("p", "blockquote")
 
