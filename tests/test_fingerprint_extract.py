@@ -3,10 +3,16 @@ is decides whether an edit moves its fingerprint and a rotated box does not."""
 
 from __future__ import annotations
 
+import importlib
 import json
+
+import pytest
+from lxml import etree
 
 from sitemapd.fingerprint import Settings, TemplateMemory
 from sitemapd.sources.pages import read_file
+
+Element = etree._Element
 
 # A story written as one block of lines cut by <br> (legacy CMSs, wire copy).
 _LINES = [
@@ -692,6 +698,30 @@ def test_the_heading_that_opens_the_content_is_a_headline_whatever_its_words() -
     assert digest(heading_page("Control (updated)")) != before
 
 
+def test_a_page_of_several_h1s_numbers_its_tree_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Both the nearest and the opening `<h1>` are found by document order: one map.
+    # The package's `headline` is the function: its module by name.
+    headline = importlib.import_module("sitemapd.fingerprint.headline")
+    numbered = []
+    number = headline.document_order
+
+    def counted(element: Element) -> dict[Element, int]:
+        numbered.append(element)
+        return number(element)
+
+    monkeypatch.setattr(headline, "document_order", counted)
+    # A title bar's copy of the headline and the headline, both above the content.
+    page = heading_page("Control").replace(
+        "<h1 class='header'>", "<h1>Poison Ivy Oak Sumac</h1>" * 2 + "<h1 class='header'>"
+    )
+    read_file("a.html", page.encode(), Settings())
+    assert len(numbered) == 1
+    # What the shared map finds is what each lookup found alone.
+    before = digest(page)
+    assert digest(page.replace("Control", "Control (updated)")) != before
+    assert digest(page.replace("Poison Ivy Oak Sumac", "Poison Ivy Oak Sumac (updated)")) != before
+
+
 def node_list_page(titles: list[str], masthead: str = "EDRI-gram") -> str:
     """Return a section page of several posts, each under an `<h1>` that links to the
     post, below a masthead `<h1>` sharing a word with the title."""
@@ -743,3 +773,52 @@ def cited_page(word: str) -> str:
 def test_a_paragraph_citing_sources_outside_the_story_s_column_is_the_story_s() -> None:
     before = digest(cited_page("professional"))
     assert digest(cited_page("skilled")) != before
+
+
+def bio_page(bio: str) -> str:
+    """Return a story followed, in the story's column, by its author's bio box: a linked
+    headshot and a `<div>` of text, no `<p>`."""
+    story = "".join(
+        f"<p>The talks, in their {n}th round this week, turned on the same question, "
+        "as the envoys, the ministers and their aides tried to settle the border.</p>"
+        for n in range(12)
+    )
+    return (
+        "<html><head><title>Talks resume | Post</title></head><body>"
+        "<div class='col-8'><article><h1>Talks resume</h1>"
+        f"{story}</article><div class='clear'></div><div class='post-body-sig-line'>"
+        "<a href='/people/jane'><img src='/jane.jpg'></a>"
+        f"<div class='post-body-bio'>{bio}</div><div class='clear'></div></div></div>"
+        "<div class='footer'>Copyright Post</div></body></html>"
+    )
+
+
+def test_an_author_s_bio_box_after_the_story_is_the_story_s() -> None:
+    bio = "Jane Roe covers the White House. Since joining the Post, she has covered trade."
+    before = digest(bio_page(bio))
+    assert digest(bio_page(bio.replace("trade", "trades"))) != before
+    assert digest(bio_page(bio + "<p>Correction: an earlier version misstated a name.</p>")) != (
+        before
+    )
+
+
+def lead_photo_page(caption: str) -> str:
+    """Return a story whose lead photograph and its caption stand above the story's
+    column, inside the `<article>`."""
+    story = "".join(
+        f"<p>The talks, in their {n}th round this week, turned on the same question, "
+        "as the envoys, the ministers and their aides tried to settle the border.</p>"
+        for n in range(8)
+    )
+    return (
+        "<html><head><title>Talks resume | Post</title></head><body><div class='page'>"
+        "<article><h1>Talks resume</h1><figure><img src='/envoys.jpg'>"
+        f"<figcaption>{caption}</figcaption></figure><div class='story-body'>{story}</div>"
+        "</article><div class='footer'>Copyright Post</div></div></body></html>"
+    )
+
+
+def test_the_caption_of_the_lead_photograph_above_the_story_is_the_story_s() -> None:
+    caption = "The envoys meet in Geneva on Tuesday, before the talks. Photo: Jane Roe"
+    before = digest(lead_photo_page(caption))
+    assert digest(lead_photo_page(caption.replace("Tuesday", "Monday"))) != before

@@ -42,7 +42,7 @@ from sitemapd.fingerprint.score import (
     paragraphs_score,
     text_of,
 )
-from sitemapd.fingerprint.strays import PARAGRAPHS, outermost, paragraph_share, strays
+from sitemapd.fingerprint.strays import PARAGRAPHS, one_line, outermost, paragraph_share, strays
 
 # Never visible content, or not content at all: dropped before anything is measured.
 NEVER = (
@@ -331,9 +331,11 @@ def _with_siblings(top: Element, sizes: Sizes) -> list[Element]:
         return [top]
     top_text = sizes.text[top]
     kept = []
+    after = False
     for sibling in parent:
         if sibling is top:
             kept.append(sibling)
+            after = True
             continue
         if not isinstance(sibling.tag, str) or sibling not in sizes.text:
             continue
@@ -341,10 +343,13 @@ def _with_siblings(top: Element, sizes: Sizes) -> list[Element]:
         density = sizes.link_density(sibling)
         if template_reason(sibling, sizes, top_text):
             continue
-        # A lead, an intro, a second body part: paragraphs with few links.
-        if (length >= _SIBLING and density < 0.3 and paragraph_share(sibling, sizes) > 0.5) or (
-            sibling.tag == "p" and length >= _SIBLING and density < 0.25
-        ):
+        # A lead, an intro, a second body part: paragraphs with few links; after the
+        # story, an author's bio box, its one paragraph a `<div>`.
+        if (
+            length >= _SIBLING
+            and density < 0.3
+            and (paragraph_share(sibling, sizes) > 0.5 or (after and one_line(sibling, sizes)))
+        ) or (sibling.tag == "p" and length >= _SIBLING and density < 0.25):
             kept.append(sibling)
     return kept
 

@@ -90,44 +90,64 @@ def headline(
         candidates = [(e, t) for shared, e, t in scored if shared == best] or h1s
     if not candidates:
         return []
-    said = _nearest(candidates, first_main)
+    # Numbered once for both lookups, and only when one of them needs it.
+    order = _Order()
+    said = _nearest(candidates, first_main, order)
     found = [text for _, text in candidates if text == said]
     # Cheap first: most pages have one `<h1>`, or say one headline in all of them.
-    opener = None if all(t == said for _, t in h1s) else _opener(h1s, opening)
+    opener = None if all(t == said for _, t in h1s) else _opener(h1s, opening, order)
     if opener is not None and opener != said:
         found.append(opener)
     return found
 
 
-def _opener(h1s: list[tuple[Element, str]], opening: Element | None) -> str | None:
+class _Order:
+    """The document order of a tree's elements, numbered on first use."""
+
+    def __init__(self) -> None:
+        self._order: dict[Element, int] | None = None
+
+    def of(self, element: Element) -> dict[Element, int]:
+        """Return the position of every element of `element`'s tree, counted once."""
+        if self._order is None:
+            self._order = document_order(element)
+        return self._order
+
+
+def document_order(element: Element) -> dict[Element, int]:
+    """Return the position of every element of `element`'s tree in document order."""
+    return {node: n for n, node in enumerate(element.getroottree().iter())}
+
+
+def _opener(h1s: list[tuple[Element, str]], opening: Element | None, order: _Order) -> str | None:
     """Return the text of the last of `h1s` at or before `opening`, the element of the
     main content's first text, that is no link: the heading a reader sees open the
     content, whatever words it shares with the title ("Control" above a guide titled
     "Controlling Poison Ivy"), or None."""
     if opening is None:
         return None
-    order = {element: n for n, element in enumerate(opening.getroottree().iter())}
-    start = order.get(opening, -1)
+    positions = order.of(opening)
+    start = positions.get(opening, -1)
     found = None
     for element, text in h1s:
-        if order.get(element, start + 1) > start:
+        if positions.get(element, start + 1) > start:
             break
         if not any(a.tag == "a" for a in element.iterancestors()):
             found = text
     return found
 
 
-def _nearest(h1s: list[tuple[Element, str]], first_main: Element | None) -> str:
+def _nearest(h1s: list[tuple[Element, str]], first_main: Element | None, order: _Order) -> str:
     """Return the text of the first of `h1s` inside the main content, else of the last
     before it, else of the first."""
     if first_main is None or len(h1s) == 1:
         return h1s[0][1]
-    order = {element: n for n, element in enumerate(first_main.getroottree().iter())}
-    start = order.get(first_main, 0)
     for element, text in h1s:
         if element is first_main or any(a is first_main for a in element.iterancestors()):
             return text
-    before = [text for element, text in h1s if order.get(element, 0) < start]
+    positions = order.of(first_main)
+    start = positions.get(first_main, 0)
+    before = [text for element, text in h1s if positions.get(element, 0) < start]
     return before[-1] if before else h1s[0][1]
 
 

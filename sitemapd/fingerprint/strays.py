@@ -6,12 +6,14 @@ with ads between them, and the short paragraphs that run on from such a paragrap
 from __future__ import annotations
 
 from sitemapd.fingerprint.chrome import STRAY, STRAY_LINKS, Element, Sizes, template_reason
+from sitemapd.fingerprint.score import BLOCKS
 
 # Paragraph-like blocks.
 PARAGRAPHS = ("p", "pre", "td", "blockquote", "dd")
 # What a block holds when it is more of an article: its paragraphs, prose list items,
-# and headings (a list article's items open with one).
-SHARED = (*PARAGRAPHS, "li", "h2", "h3", "h4")
+# headings (a list article's items open with one), and its images' captions (a lead
+# photograph above the story's column).
+SHARED = (*PARAGRAPHS, "li", "h2", "h3", "h4", "figcaption")
 # Paragraphs that run on from a stray one, one after another in its parent.
 _RUN = ("p", "blockquote")
 
@@ -79,6 +81,17 @@ def paragraph_share(element: Element, sizes: Sizes) -> float:
         return 0.0
     inside = sum(sizes.text[p] for p in element.iter(*SHARED) if p in sizes.text)
     return min(inside / total, 1.0)
+
+
+def one_line(element: Element, sizes: Sizes) -> bool:
+    """True when one `<div>` used as a paragraph (no block inside) holds more than half
+    of `element`'s text: an author's bio box, a sign-off written in a `<div>` rather
+    than a `<p>`; not a grid of teasers, whose every summary says a little."""
+    half = sizes.text[element] / 2
+    return any(
+        sizes.text.get(d, 0) > half and not any(c.tag in BLOCKS for c in d)
+        for d in element.iter("div")
+    )
 
 
 def outermost(elements: list[Element]) -> list[Element]:
