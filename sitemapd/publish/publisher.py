@@ -285,9 +285,10 @@ class Publisher:
             return None
         digest = docdigest.of(text)
         record = self.ledger.published(name)
+        same = record is not None and docdigest.matches(text, digest, record[0])
         data = self._encoded(name, text)
-        stored = _Stored(name, digest, len(data), 0, True)
-        if record and docdigest.matches(text, digest, record[0]) and self._intact(name, record):
+        stored = _Stored(name, record[0] if record and same else digest, len(data), 0, True)
+        if same and self._intact(name, record):
             return stored, None
         return stored, Soon(self.store, name, data)
 
@@ -330,7 +331,11 @@ class Publisher:
         `manifest_of`). Writes no ledger: may run on a thread of its own."""
         digest = digest or docdigest.of(text)
         intact = record is not None and self.store.intact(name, record)
-        if intact and record is not None and docdigest.matches(text, digest, record[0]):
+        if record is not None and docdigest.matches(text, digest, record[0]):
+            # The bytes recorded: so is their digest, as a WebSub hub heard of it (a record of
+            # an earlier release stays one until other bytes are written).
+            digest = record[0]
+        if intact and record is not None and digest == record[0]:
             if manifest_of is not None and isinstance(self.store, LocalStore):
                 # The same entries, but a fingerprint may have moved: its manifest says so.
                 self._check_lease()
