@@ -4,7 +4,10 @@ that are not retried, and nothing sent for an unchanged rebuild."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import sqlite3
 import time
 
 from conftest import Site, page, run_cli
@@ -175,3 +178,30 @@ def test_build_splits_batches_at_10000_and_sends_nothing_when_unchanged(
     site.build()
     run_cli("build", "-c", str(site.config))
     assert len(endpoint.seen("/indexnow")) == 3
+
+
+def test_a_feed_recorded_by_an_earlier_release_is_not_announced_again(
+    site: Site, endpoint: Endpoint
+) -> None:
+    notify_site(site, endpoint)
+    site.write("a.html", page("A", "1"))
+    site.build()
+    assert len(endpoint.seen("/hub")) == 2
+    # As an earlier release left it: each file recorded by its SHA-256, which the hub
+    # heard of too.
+    with sqlite3.connect(site.state / "ledger.sqlite3") as conn:
+        for name, digest in conn.execute("SELECT name, sha256 FROM published").fetchall():
+            sha = hashlib.sha256((site.out / name).read_bytes()).hexdigest()
+            conn.execute("UPDATE published SET sha256 = ? WHERE name = ?", (sha, name))
+            conn.execute("UPDATE cursors SET value = ? WHERE value = ?", (sha, digest))
+    conn.close()
+    # The feeds' bytes unchanged, their mtimes not (a copy, a restore): stored again as
+    # they are, they are no news to the hub.
+    for name in ("atom.xml", "rss.xml"):
+        os.utime(site.out / name, ns=(1_000_000_000, 1_000_000_000))
+    site.build()
+    assert len(endpoint.seen("/hub")) == 2
+    # A new title: other feed bytes, whatever second the build runs in.
+    site.write("a.html", page("A, again", "2"))
+    site.build()
+    assert len(endpoint.seen("/hub")) == 4

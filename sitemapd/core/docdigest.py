@@ -67,3 +67,10 @@ def matches(data: Buffer, digest: str, recorded: str) -> bool:
     check = checker(recorded)
     check.update(data)
     return check.hexdigest() == recorded
+
+
+def recorded(data: Buffer, digest: str, record: str | None) -> str:
+    """Return the digest to record the document `data` by, whose `of` is `digest`: the
+    one `record` holds when it is of these bytes. A record of an earlier release stays one
+    until other bytes are written: a WebSub cursor holds the feed's digest as delivered."""
+    return record if record is not None and matches(data, digest, record) else digest

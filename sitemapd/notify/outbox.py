@@ -56,7 +56,7 @@ class Delivery:
 
 def websub_cursor(hub: str, topic: str) -> str:
     """Return the name of the cursor holding the feed bytes `hub` last heard of for
-    `topic` (the sha256 of the published feed)."""
+    `topic` (the published feed's digest as recorded, `core/docdigest.py`)."""
     return f"websub {hub} {topic}"
 
 

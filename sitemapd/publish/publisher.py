@@ -283,11 +283,11 @@ class Publisher:
         and synced on a thread of its own (None: stored as published already)."""
         if self.dry_run or not isinstance(self.store, LocalStore):
             return None
-        digest = docdigest.of(text)
         record = self.ledger.published(name)
+        digest = docdigest.recorded(text, docdigest.of(text), record and record[0])
         data = self._encoded(name, text)
         stored = _Stored(name, digest, len(data), 0, True)
-        if record and docdigest.matches(text, digest, record[0]) and self._intact(name, record):
+        if record and record[0] == digest and self._intact(name, record):
             return stored, None
         return stored, Soon(self.store, name, data)
 
@@ -328,9 +328,9 @@ class Publisher:
         """Store `text` (whose `docdigest.of` is `digest`, when known) as `name` unless it
         is stored as published (`record`: then return None), after its manifest (read by
         `manifest_of`). Writes no ledger: may run on a thread of its own."""
-        digest = digest or docdigest.of(text)
+        digest = docdigest.recorded(text, digest or docdigest.of(text), record and record[0])
         intact = record is not None and self.store.intact(name, record)
-        if intact and record is not None and docdigest.matches(text, digest, record[0]):
+        if intact and record is not None and record[0] == digest:
             if manifest_of is not None and isinstance(self.store, LocalStore):
                 # The same entries, but a fingerprint may have moved: its manifest says so.
                 self._check_lease()
