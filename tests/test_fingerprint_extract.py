@@ -775,14 +775,19 @@ def test_a_paragraph_citing_sources_outside_the_story_s_column_is_the_story_s() 
     assert digest(cited_page("skilled")) != before
 
 
+def talks(paragraphs: int) -> str:
+    """Return a story of so many paragraphs on the talks (the two pages below)."""
+    return "".join(
+        f"<p>The talks, in their {n}th round this week, turned on the same question, "
+        "as the envoys, the ministers and their aides tried to settle the border.</p>"
+        for n in range(paragraphs)
+    )
+
+
 def bio_page(bio: str) -> str:
     """Return a story followed, in the story's column, by its author's bio box: a linked
     headshot and a `<div>` of text, no `<p>`."""
-    story = "".join(
-        f"<p>The talks, in their {n}th round this week, turned on the same question, "
-        "as the envoys, the ministers and their aides tried to settle the border.</p>"
-        for n in range(12)
-    )
+    story = talks(12)
     return (
         "<html><head><title>Talks resume | Post</title></head><body>"
         "<div class='col-8'><article><h1>Talks resume</h1>"
@@ -805,11 +810,7 @@ def test_an_author_s_bio_box_after_the_story_is_the_story_s() -> None:
 def lead_photo_page(caption: str) -> str:
     """Return a story whose lead photograph and its caption stand above the story's
     column, inside the `<article>`."""
-    story = "".join(
-        f"<p>The talks, in their {n}th round this week, turned on the same question, "
-        "as the envoys, the ministers and their aides tried to settle the border.</p>"
-        for n in range(8)
-    )
+    story = talks(8)
     return (
         "<html><head><title>Talks resume | Post</title></head><body><div class='page'>"
         "<article><h1>Talks resume</h1><figure><img src='/envoys.jpg'>"

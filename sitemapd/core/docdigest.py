@@ -59,7 +59,7 @@ def is_current(recorded: str) -> bool:
     return len(recorded) != _SHA256_DIGITS
 
 
-def matches(data: Buffer, digest: str, recorded: str) -> bool:
+def _matches(data: Buffer, digest: str, recorded: str) -> bool:
     """True when `data`, whose digest `of` gives as `digest`, is the document recorded as
     `recorded`."""
     if is_current(recorded):
@@ -73,4 +73,4 @@ def recorded(data: Buffer, digest: str, record: str | None) -> str:
     """Return the digest to record the document `data` by, whose `of` is `digest`: the
     one `record` holds when it is of these bytes. A record of an earlier release stays one
     until other bytes are written: a WebSub cursor holds the feed's digest as delivered."""
-    return record if record is not None and matches(data, digest, record) else digest
+    return record if record is not None and _matches(data, digest, record) else digest
