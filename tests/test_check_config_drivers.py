@@ -17,7 +17,7 @@ BLOCKED = (
     "for name in sys.argv[1].split(','):\n"
     "    sys.modules[name] = None\n"
     "from sitemapd.cli.app import main\n"
-    "main(sys.argv[2:], prog_name='sitemapd')\n"
+    "main(sys.argv[2:])\n"
 )
 
 SITE = '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'

@@ -20,6 +20,7 @@ Conventions for docs/*.md (mkdocs.yml's nav and `mkdocs build --strict` check th
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 import socket
@@ -27,14 +28,13 @@ import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-import click
 import pytest
 from conftest import REPO
 
 from sitemapd import ConfigError, config
-from sitemapd.cli import main
+from sitemapd.cli import app
 
 DOCS = REPO / "docs"
 FRAGMENT = "<!-- config: fragment -->"
@@ -47,6 +47,7 @@ BASE: dict[str, Any] = {
 _SETTING = re.compile(r"#\s?([a-z_]+) = .*")
 _FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
 _OPERATORS = {"|", "||", "&&", ";", "&"}
+_REQUIRED = "the following arguments are required: "
 _REDIRECTS = {">", ">>", "<", ">&"}
 
 
@@ -186,20 +187,33 @@ def command_lines(file: Path) -> Iterator[tuple[Block, list[str]]]:
                     command.append(token)
 
 
+class UsageError(Exception):
+    """A command line `sitemapd` would refuse, with argparse's message."""
+
+
+def _refuse(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+    raise UsageError(f"{parser.prog}: {message}")
+
+
 def parse(argv: list[str], whole: bool = True) -> None:
-    """Parse `argv` as `sitemapd` would, invoking nothing; raise click.UsageError (or a
-    subclass) on an unknown command or option, or on a missing or extra argument: when
-    not `whole`, arguments may be missing (the sentence names the command and options)."""
-    top = click.Context(main, info_name="sitemapd")
-    rest = click.Command.parse_args(main, top, list(argv))  # the group's own options
-    name, command, args = main.resolve_command(top, rest)
-    assert name is not None
-    assert command is not None
-    try:
-        command.make_context(name, args, parent=top)
-    except click.MissingParameter:
-        if whole:
-            raise
+    """Parse `argv` as `sitemapd` would, invoking nothing; raise UsageError on an unknown
+    command or option, or on a missing or extra argument: when not `whole`, arguments
+    may be missing (the sentence names the command and options)."""
+    given = list(argv)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(argparse.ArgumentParser, "error", _refuse)
+        while True:
+            try:
+                app.parser().parse_args(given)
+                return
+            except UsageError as exc:
+                # Missing arguments are checked first: given placeholders, the rest of
+                # the line is checked too.
+                missing = str(exc).partition(_REQUIRED)[2]
+                if whole or not missing:
+                    raise
+                for name in missing.split(", "):
+                    given += [name.split("/")[0], "x"] if name.startswith("-") else ["x"]
 
 
 def inline_commands(file: Path) -> Iterator[tuple[str, list[str]]]:
@@ -229,8 +243,8 @@ def test_command_lines_name_real_commands_and_options(monkeypatch: pytest.Monkey
     for block, argv in found:
         try:
             parse(argv)
-        except click.ClickException as exc:
-            failures.append(f"{block}: sitemapd {shlex.join(argv)}: {exc.format_message()}")
+        except UsageError as exc:
+            failures.append(f"{block}: sitemapd {shlex.join(argv)}: {exc}")
     assert not failures, "\n".join(failures)
     shown = {argv[0] for _, argv in found if argv}
     assert {"build", "run", "status", "explain", "import", "changelog-sql"} <= shown
@@ -245,15 +259,14 @@ def test_commands_named_in_sentences_are_real_with_real_options() -> None:
     for where, argv in found:
         try:
             parse(argv, whole=False)
-        except click.ClickException as exc:
-            failures.append(f"{where}: {exc.format_message()}")
+        except UsageError as exc:
+            failures.append(f"{where}: {exc}")
     assert not failures, "\n".join(failures)
 
 
 def test_the_command_table_lists_every_command_with_real_options() -> None:
     rows = re.findall(r"^\| `([a-z-]+)([^`]*)` \|", (DOCS / "commands.md").read_text(), re.M)
-    # Commands load when asked for: `main.commands` holds those some test already ran.
-    assert {name for name, _ in rows} == set(main.list_commands(click.Context(main)))
+    assert {name for name, _ in rows} == set(app.COMMANDS)
     for name, usage in rows:
         # `verify [--partition FILE]...`: the options a usage line offers, all given; a
         # number's placeholder (`--pages N`) given a number.
@@ -274,7 +287,7 @@ def test_the_command_table_lists_every_command_with_real_options() -> None:
     ],
 )
 def test_a_wrong_command_line_fails_the_check(argv: list[str], whole: bool) -> None:
-    with pytest.raises(click.UsageError):
+    with pytest.raises(UsageError):
         parse(argv, whole)
 
 

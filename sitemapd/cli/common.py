@@ -1,5 +1,5 @@
-"""What the commands share: the -c option, one-line errors with their exit codes, the
-site's engine under the state lock, and a progress bar for long scans."""
+"""What the commands share: one-line errors with their exit codes, the site's engine
+under the state lock, and a progress bar for long scans."""
 
 from __future__ import annotations
 
@@ -7,10 +7,7 @@ import contextlib
 import functools
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-
-import click
 
 from sitemapd import config
 from sitemapd.errors import ConfigError, SitemapdError
@@ -25,17 +22,6 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-config_option = click.option(
-    "-c",
-    "--config",
-    "config_path",
-    envvar="SITEMAPD_CONFIG",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Configuration file (TOML). Also read from $SITEMAPD_CONFIG.",
-)
-
-
 def errors_exit(command: F) -> F:
     """Turn sitemapd errors into one line on stderr: exit 2 for config, 1 otherwise."""
 
@@ -44,15 +30,15 @@ def errors_exit(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except ConfigError as exc:
-            click.echo(f"sitemapd: configuration error: {exc}", err=True)
+            print(f"sitemapd: configuration error: {exc}", file=sys.stderr)
             sys.exit(2)
         except SitemapdError as exc:
-            click.echo(f"sitemapd: error: {exc}", err=True)
+            print(f"sitemapd: error: {exc}", file=sys.stderr)
             sys.exit(1)
         except OSError as exc:
             # A file system that is full or read-only: the file and why, not a traceback.
             where = f"{exc.filename}: " if exc.filename else ""
-            click.echo(f"sitemapd: error: {where}{exc.strerror or exc}", err=True)
+            print(f"sitemapd: error: {where}{exc.strerror or exc}", file=sys.stderr)
             sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
@@ -91,13 +77,12 @@ def progress_bar(cfg: config.Config) -> Iterator[progress.Progress | None]:
     if not sys.stderr.isatty():
         yield None
         return
+    from sitemapd.cli.progressbar import ProgressBar
     from sitemapd.engine import progress
 
-    total = max(progress.estimate(cfg), 1)
-    with click.progressbar(length=total, label="scanning", file=sys.stderr, show_pos=True) as bar:
-
-        def draw(pages: int, rate: float) -> None:
-            bar.label = f"scanning ({rate:.0f} pages/s)"
-            bar.update(pages - bar.pos)
-
-        yield progress.Progress(draw, every=0.2)
+    bar = ProgressBar(progress.estimate(cfg), sys.stderr)
+    bar.draw(0, 0.0)
+    try:
+        yield progress.Progress(bar.draw, every=0.2)
+    finally:
+        bar.close()

@@ -9,18 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import click
-
 from sitemapd import config
 from sitemapd.cli import process, unchanged
-from sitemapd.cli.common import (
-    F,
-    config_option,
-    errors_exit,
-    locked_engine,
-    opened_engine,
-    progress_bar,
-)
+from sitemapd.cli.common import errors_exit, locked_engine, opened_engine, progress_bar
 from sitemapd.core.words import count
 from sitemapd.errors import LockError
 from sitemapd.ledger.lock import StateLock
@@ -32,22 +23,6 @@ if TYPE_CHECKING:
 # them: a build that finds nothing changed (unchanged.py) ends without them.
 
 log = logging.getLogger("sitemapd.build")
-
-dry_run_options = (
-    click.option(
-        "--dry-run",
-        is_flag=True,
-        help="Scan and print what would change; write, record and send nothing (no lock).",
-    ),
-    click.option("--json", "as_json", is_flag=True, help="With --dry-run: print JSON."),
-)
-
-
-def _with_dry_run(command: F) -> F:
-    """Add --dry-run and --json to a command."""
-    for option in reversed(dry_run_options):
-        command = option(command)
-    return command
 
 
 def _print_dry_run(cfg: config.Config, as_json: bool, confirm_removal: bool = False) -> None:
@@ -61,22 +36,14 @@ def _print_dry_run(cfg: config.Config, as_json: bool, confirm_removal: bool = Fa
     ownership.refuse(cfg, ownership.foreign_files(cfg, ownership.ledger_records(cfg)))
 
     report = dryrun.dry_run(cfg, confirm_removal)
-    click.echo(json.dumps(report.as_json(), indent=2) if as_json else report.render_text())
+    print(json.dumps(report.as_json(), indent=2) if as_json else report.render_text())
     if report.failed or report.held:
         sys.exit(1)
 
 
-@click.command()
-@config_option
-@click.option(
-    "--confirm-removal",
-    is_flag=True,
-    help="Publish removals the mass-removal guard holds ([site] max_removal).",
-)
-@_with_dry_run
 @errors_exit
 def build(config_path: Path, confirm_removal: bool, dry_run: bool, as_json: bool) -> None:
-    """Scan every source once, update the ledger and publish what changed."""
+    """`sitemapd build`: see its help (app.py)."""
     cfg = config.load(config_path)
     if dry_run:
         _print_dry_run(cfg, as_json, confirm_removal)
@@ -99,7 +66,7 @@ def _unchanged(cfg: config.Config) -> bool:
         if not unchanged.as_noted(cfg):
             return False
     log.debug("nothing changed since the last build, which ended quiet: nothing to do")
-    click.echo(_summary(0, 0, 0, 0, 0, 0, 0, time.perf_counter() - started))
+    print(_summary(0, 0, 0, 0, 0, 0, 0, time.perf_counter() - started))
     return True
 
 
@@ -130,7 +97,7 @@ def _confirm_to_daemon(cfg: config.Config) -> None:
 
     removals.request_confirmation(cfg.site.state_dir)
     pid = StateLock(cfg.site.state_dir).holder()
-    click.echo(
+    print(
         f"sitemapd pid {pid or 'unknown'} holds the state directory: left the confirmation "
         "for it; a running daemon publishes the held removals within seconds"
     )
@@ -166,9 +133,9 @@ def _build(
             # Nothing to say: the next build finds nothing to do unless something changes.
             unchanged.note(cfg, published, read, chunks)
     for line in warnings:
-        click.echo(f"sitemapd: warning: {line}", err=True)
+        print(f"sitemapd: warning: {line}", file=sys.stderr)
     changes, report = result.changes, result.report
-    click.echo(
+    print(
         _summary(
             changes.new,
             changes.updated,
@@ -181,33 +148,25 @@ def _build(
         )
     )
     if unmatched:
-        click.echo(
+        print(
             f"{count(unmatched, 'imported URL')} matched no page: not published "
             "('seeded' in status; sitemapd forget URL drops one)"
         )
     if undelivered:
-        click.echo(
-            f"{count(undelivered, 'notification')} not delivered yet (kept for the next run)"
-        )
+        print(f"{count(undelivered, 'notification')} not delivered yet (kept for the next run)")
     # Published, but a deploy hook should hear that a source was not read as it should.
     for name, reason in {**result.failed, **result.held}.items():
-        click.echo(f"sitemapd: error: {name}: {reason}", err=True)
+        print(f"sitemapd: error: {name}: {reason}", file=sys.stderr)
     for name, files in result.unreadable.items():
         for path, why in files.items():
-            click.echo(f"sitemapd: error: {name}: {path}: unreadable for now ({why})", err=True)
+            print(f"sitemapd: error: {name}: {path}: unreadable for now ({why})", file=sys.stderr)
     if result.failed or result.held or result.unreadable:
         sys.exit(1)
 
 
-@click.command()
-@config_option
-@_with_dry_run
 @errors_exit
 def run(config_path: Path, dry_run: bool, as_json: bool) -> None:
-    """Publish, then follow every change to the sources until SIGTERM (SIGHUP reloads).
-
-    With --dry-run: one pass that prints what the start would change, as `build --dry-run`.
-    """
+    """`sitemapd run`: see its help (app.py)."""
     cfg = config.load(config_path)
     if dry_run:
         _print_dry_run(cfg, as_json)
@@ -230,37 +189,28 @@ def run(config_path: Path, dry_run: bool, as_json: bool) -> None:
             daemon.stop()
 
 
-@click.command(name="import")
-@config_option
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @errors_exit
-def import_(config_path: Path, files: tuple[Path, ...]) -> None:
-    """Seed lastmods from existing sitemaps or indexes (.xml or .xml.gz)."""
+def import_(config_path: Path, files: list[Path]) -> None:
+    """`sitemapd import`: see its help (app.py)."""
     from sitemapd.cli.importer import ImportTally, read_sitemaps
     from sitemapd.core import w3c
 
     cfg = config.load(config_path)
     tally, now = ImportTally(), w3c.now()
     with locked_engine(cfg) as engine:
-        seeded = engine.ledger.seed(read_sitemaps(list(files), engine.policy, tally, now), now)
-    click.echo(
+        seeded = engine.ledger.seed(read_sitemaps(files, engine.policy, tally, now), now)
+    print(
         f"read {count(tally.urls, 'URL')} from {count(tally.files, 'file')} "
         f"({tally.skipped} skipped); "
         f"seeded {seeded}"
     )
     for line in tally.unused(cfg.site.origin.root):
-        click.echo(line)
+        print(line)
 
 
-@click.command(name="forget")
-@config_option
-@click.argument("url")
 @errors_exit
 def forget_(config_path: Path, url: str) -> None:
-    """Forget everything the ledger knows of URL, then build: it is read as new.
-
-    Its lastmod, publication date and history start again from what its source says now.
-    """
+    """`sitemapd forget`: see its help (app.py)."""
     from sitemapd.cli import correct
 
     _build(
@@ -269,16 +219,9 @@ def forget_(config_path: Path, url: str) -> None:
     )
 
 
-@click.command(name="reread")
-@config_option
-@click.argument("url")
 @errors_exit
 def reread_(config_path: Path, url: str) -> None:
-    """Read URL's file again whatever its size and mtime, then build.
-
-    Its lastmod moves only if its content changed; a publication date the page now
-    states replaces a provisional one.
-    """
+    """`sitemapd reread`: see its help (app.py)."""
     from sitemapd.cli import correct
 
     _build(
