@@ -4,6 +4,7 @@ nothing the next start does not redo."""
 
 from __future__ import annotations
 
+import io
 import os
 import pty
 import select
@@ -15,6 +16,8 @@ import time
 from conftest import Site, page, published
 from daemon_harness import RunningDaemon
 from supervisor import Supervisor, start_supervised
+
+from sitemapd.cli.progressbar import ProgressBar
 
 PAGES = 6000
 # A first scan that lasts several STATUS= intervals (one second) even on a fast machine:
@@ -57,6 +60,7 @@ def test_a_terminal_shows_a_progress_bar(site: Site) -> None:
     os.close(main)
     text = seen.decode(errors="replace")
     assert "scanning (" in text
+    assert " pages/s)  [" in text
     assert f"/{PAGES}" in text
     assert "#" in text
     assert len(published(site.out)) == PAGES
@@ -90,3 +94,24 @@ def test_systemd_hears_counts_and_sigterm_stops_the_first_scan(
         assert len(published(site.out)) == LONG_SCAN
     finally:
         assert again.stop() == 0
+
+
+def test_the_bar_shows_share_count_rate_and_time_left_on_one_line() -> None:
+    out = io.StringIO()
+    bar = ProgressBar(6000, out)
+    bar.draw(0, 0.0)
+    bar.draw(1500, 125.0)
+    # An estimate short of the pages found: the bar stays full, no time is left.
+    bar.draw(7000, 3600.0)
+    bar.close()
+    drawn = out.getvalue().split("\r")[1:]
+    assert drawn[0] == f"scanning (0 pages/s)  [{'-' * 36}]    0%  0/6000  --:--:--\x1b[K"
+    assert (
+        drawn[1]
+        == f"scanning (125 pages/s)  [{'#' * 9}{'-' * 27}]   25%  1500/6000  00:00:36\x1b[K"
+    )
+    assert drawn[2] == f"scanning (3600 pages/s)  [{'#' * 36}]  100%  7000/6000  00:00:00\x1b[K\n"
+    bar = ProgressBar(10_000, out)
+    out.truncate(0)
+    bar.draw(1, 1.0)
+    assert out.getvalue().endswith("1/10000  02:46:39\x1b[K")

@@ -89,6 +89,9 @@ def test_status_and_check_config_load_what_they_report(listed: tuple[Path, Path]
     status = imported("status", "-c", str(config))
     # No thread pool, manifest reader or journal (the latter for IndexNow sites alone).
     assert "sitemapd.status.report" in status
+    # The command line is the standard library's; the commands that write are not loaded.
+    assert "argparse" in status
+    assert not {"click", "sitemapd.cli.publishing", "sitemapd.engine.engine"} & status
     assert not {"concurrent.futures", "gzip", "sitemapd.ledger.journal"} & status
     checked = imported("check-config", "-c", str(config))
     assert not {"json", "concurrent.futures", "sitemapd.ledger.journal"} & checked

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -259,4 +260,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (EOFError, KeyboardInterrupt):
         # An answer not given at a prompt, or ^C: no traceback.
         print("\nAborted!", file=sys.stderr)
+        sys.exit(1)
+    except BrokenPipeError:
+        # A reader that stopped reading (`| head`): no traceback, nor another one as the
+        # exit flushes what is left for it.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)
