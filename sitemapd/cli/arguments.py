@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterable
+from collections.abc import Container, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -52,8 +52,26 @@ def dir_path(text: str) -> Path:
     return Path(text)
 
 
+def _columns() -> int:
+    """Return the terminal's width as shutil.get_terminal_size does: $COLUMNS, else the
+    width of the terminal on stdout, else 80."""
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size().columns
+    except OSError:
+        return 80
+
+
 class _Paragraphs(argparse.HelpFormatter):
     """Fills each paragraph of a description on its own (argparse runs them together)."""
+
+    def __init__(self, prog: str) -> None:
+        # add_argument makes a formatter: argparse's own measure of the terminal would
+        # load shutil (and the bz2 and lzma it imports) at every start.
+        super().__init__(prog, width=_columns() - 2)
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         fill = super()._fill_text
@@ -82,9 +100,21 @@ def _add(parser: argparse.ArgumentParser, declared: Arg) -> None:
     parser.add_argument(*declared.names, **options)
 
 
+def named(argv: Sequence[str], names: Container[str]) -> str | None:
+    """Return the command `argv` names when only --log-level comes before it, else None
+    (the help, the version or an error may need every command)."""
+    words = iter(argv)
+    for word in words:
+        if word == "--log-level":
+            next(words, None)
+        elif not word.startswith("--log-level="):
+            return word if word in names else None
+    return None
+
+
 def parser(summary: str, version: str, commands: Iterable[Command]) -> argparse.ArgumentParser:
-    """Return the parser of the whole command line: `--version`, `--log-level` and each
-    command with its arguments; the environment is read as it is built."""
+    """Return the parser of the command line of `commands`: `--version`, `--log-level`
+    and each command with its arguments; the environment is read as it is built."""
     # No abbreviated long options: `--conf` would stop working the day a `--confirm`
     # appears, and a script's typo would pass for another option.
     top = argparse.ArgumentParser(
