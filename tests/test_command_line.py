@@ -89,7 +89,7 @@ def test_the_log_level_after_the_command_wins_and_takes_any_case(site: Site) -> 
     assert " DEBUG sitemapd." in site.cli("build", "--log-level", "DEBUG").stderr
     late = run_cli("--log-level", "debug", "build", "--log-level", "Error", "-c", str(site.config))
     assert late.stderr == ""
-    early = run_cli("--log-level", "warning", "build", "-c", str(site.config))
+    early = run_cli("--log-level=warning", "build", "-c", str(site.config))
     assert early.stderr == ""
     assert early.stdout.startswith("0 new, 0 updated, 0 gone")
 

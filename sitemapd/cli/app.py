@@ -252,14 +252,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     # build all thirteen (most of it gettext looking for translations of its words).
     given = vars(parser(arguments.named(args, COMMANDS)).parse_args(args))
     process.configure(given.pop("log_level"))
-    module, name = COMMANDS[given.pop("command")].runs.split(":")
-    command = getattr(importlib.import_module(f"sitemapd.cli.{module}"), name)
-    process.collect_from_here()
-    process.exit_without_collecting()
     # Each line out as soon as it is written: a log of stdout and stderr together keeps
     # their order.
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     try:
+        module, name = COMMANDS[given.pop("command")].runs.split(":")
+        command = getattr(importlib.import_module(f"sitemapd.cli.{module}"), name)
+        process.collect_from_here()
+        process.exit_without_collecting()
         command(**given)
     except (EOFError, KeyboardInterrupt):
         # An answer not given at a prompt, or ^C: no traceback.
