@@ -79,6 +79,7 @@ class _Paragraphs(argparse.HelpFormatter):
 
 
 def _log_level(parser: argparse.ArgumentParser, default: str) -> None:
+    """Add --log-level to `parser`, with `default` when it is not given."""
     parser.add_argument(
         "--log-level",
         default=default,
@@ -91,10 +92,12 @@ def _log_level(parser: argparse.ArgumentParser, default: str) -> None:
 
 
 def _add(parser: argparse.ArgumentParser, declared: Arg) -> None:
+    """Add the option or argument `declared` to `parser`, its default from the
+    environment when it names a variable."""
     options = dict(declared.options)
     env = options.pop("env", None)
     if env is not None:
-        # As the option is given, an empty variable is none.
+        # An empty variable gives no value: a required option must then be given.
         options["default"] = os.environ.get(env) or None
         options["required"] = options.pop("required", False) and options["default"] is None
     parser.add_argument(*declared.names, **options)
