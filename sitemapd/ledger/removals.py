@@ -6,8 +6,7 @@ confirms it or the same removal is still there after a grace period. The decisio
 taken inside the ledger's apply transaction; holds are kept as ledger cursors.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import json
 import sqlite3
 from collections.abc import Iterable, Mapping
