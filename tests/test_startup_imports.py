@@ -58,6 +58,8 @@ def test_a_changed_line_loads_no_news_renderer_for_a_site_without_news(
     assert "sitemapd.render.news" not in modules
     # Nor OpenSSL: published files are recorded by xxh3 (core/docdigest.py).
     assert "hashlib" not in modules
+    # Nor json: change logs and held removals load it, a list's line changes neither.
+    assert "json" not in modules
 
 
 def test_a_command_runs_with_the_collector_on(listed: tuple[Path, Path]) -> None:

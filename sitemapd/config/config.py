@@ -5,8 +5,7 @@ Every error is a ConfigError whose message names the file and the key, for examp
 `sitemapd.toml: sitemap.max_urls: must be at most 50000, got 60000`.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import re
 import tomllib
 from dataclasses import replace
@@ -48,8 +47,8 @@ class Config(NamedTuple):
     sources: tuple[SourceConfig, ...]
     daemon: DaemonConfig = DaemonConfig()
     http: HttpConfig = HttpConfig()
-    feed: FeedConfig | None = None
-    news: NewsConfig | None = None
+    feed: "FeedConfig | None" = None
+    news: "NewsConfig | None" = None
     websub: WebSubConfig = WebSubConfig()
     indexnow: IndexNowConfig | None = None
     # (name, User-Agent pattern) of the crawlers whose fetches are recorded, in order.
@@ -139,8 +138,8 @@ def parse(raw: dict[str, Any], file: Path) -> Config:
 def _check_file_names(
     top: Table,
     sitemap: SitemapConfig,
-    feed: FeedConfig | None,
-    news: NewsConfig | None,
+    feed: "FeedConfig | None",
+    news: "NewsConfig | None",
     indexnow: IndexNowConfig | None,
 ) -> None:
     """Raise ConfigError when two outputs would be written to the same file."""
@@ -163,8 +162,8 @@ def _check_file_names(
 
 def _own_files(
     sitemap: SitemapConfig,
-    feed: FeedConfig | None,
-    news: NewsConfig | None,
+    feed: "FeedConfig | None",
+    news: "NewsConfig | None",
     indexnow: IndexNowConfig | None,
 ) -> list[str]:
     """Return names of the files sitemapd writes into output_dir, one of each kind."""
@@ -213,9 +212,9 @@ def _check_folders(
 def partitioned(
     partition: Partition,
     sitemap: SitemapConfig,
-    feed: FeedConfig | None,
-    news: NewsConfig | None,
-) -> tuple[SitemapConfig, FeedConfig | None, NewsConfig | None]:
+    feed: "FeedConfig | None",
+    news: "NewsConfig | None",
+) -> tuple[SitemapConfig, "FeedConfig | None", "NewsConfig | None"]:
     """Return the sitemap, feed and news settings with the partition in every file name."""
     tag = partition.label
     sitemap = replace(sitemap, index=partition_name(sitemap.index, tag))

@@ -1,7 +1,6 @@
 """`[daemon]`, `[http]` and `[crawlers]`: how `sitemapd run` batches, listens and counts crawls."""
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import ipaddress
 import re
 from typing import NamedTuple

@@ -1,7 +1,6 @@
 """`[publish]` and `site.partition`: S3 targets and partitions of a site across daemons."""
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import re
 from dataclasses import dataclass
 from typing import NamedTuple

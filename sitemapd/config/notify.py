@@ -1,7 +1,6 @@
 """`[websub]` and `[indexnow]`: whom sitemapd tells about changes."""
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import re
 from typing import NamedTuple
 from urllib.parse import urlsplit

@@ -1,7 +1,6 @@
 """`[site]` and `[sitemap]`: where the site lives and how its sitemaps are cut."""
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple

@@ -1,7 +1,6 @@
 """`[[source]]`: directories, URL lists, change logs and access logs."""
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -59,7 +58,7 @@ class ChangelogSource(NamedTuple):
     """A database change table (or query) read after a cursor kept in the ledger."""
 
     name: str
-    spec: ChangelogSpec
+    spec: "ChangelogSpec"
     # Seconds between polls; with PostgreSQL LISTEN/NOTIFY wakes it at once.
     poll_interval: float = 2.0
     # Rows per read; one read is one ledger transaction with its cursor.

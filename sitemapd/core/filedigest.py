@@ -2,8 +2,7 @@
 file's last read found unchanged in it (which tells a change at its first changed chunk),
 and the opening of a file to be hashed. Files are read, never mapped (`fileread`)."""
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import os
 import stat
 import threading

@@ -1,7 +1,7 @@
 """What sources tell the ledger. Sources only observe; the ledger decides what changed."""
 
-from __future__ import annotations
-
+# Annotations are evaluated, not kept as text: `typing.NamedTuple` compiles each text one
+# into a ForwardRef, half of what its classes cost every start (0.2 ms each).
 import errno
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -146,7 +146,7 @@ class Changes(NamedTuple):
                 # A change log names no alternates or images: its entries have no extras.
                 yield Observation(loc, source, content_hash, source_time, title, meta=meta)
 
-    def only(self, keep: Callable[[str], bool]) -> Changes:
+    def only(self, keep: Callable[[str], bool]) -> "Changes":
         """Return the rows whose URL `keep` holds true of, in order."""
         kept = [at for at, loc in enumerate(self.locs) if keep(loc)]
         return Changes(

@@ -1,7 +1,6 @@
 """The engine: scan sources, apply to the ledger, publish. `build` and the daemon share it."""
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import logging
 import threading
 import time
@@ -51,7 +50,7 @@ class BuildResult(NamedTuple):
     # Sources whose removal the mass-removal guard holds (this run or earlier), with why.
     held: dict[str, str]
 
-    def merged(self, later: BuildResult) -> BuildResult:
+    def merged(self, later: "BuildResult") -> "BuildResult":
         """Return this batch and the `later` one of the same build as one result: what
         either changed, wrote, read or could not read, in both batches' time; what is
         still to read and held as `later` says."""
@@ -103,7 +102,7 @@ class Engine:
         return self.target.publisher
 
     @property
-    def lease(self) -> Lease | None:
+    def lease(self) -> "Lease | None":
         """Return the lease of a shared target (None for a local folder)."""
         return self.target.lease
 
@@ -153,7 +152,7 @@ class Engine:
             result = result.merged(self.update({}, result.more, now=now, progress=progress))
         return result
 
-    def reader(self, source: ChangelogSource) -> Reader:
+    def reader(self, source: ChangelogSource) -> "Reader":
         """Return the change-log reader of `source`, opened on first use.
 
         Raises SourceError once the engine is closed (a listener racing a reload).

@@ -11,7 +11,6 @@ alike (as `Decisions.update_chunk` would insert them); the others take the row p
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections import Counter
 from itertools import compress, groupby, pairwise
@@ -51,6 +50,9 @@ def insert_new(run: Run, changes: Changes) -> Changes:
     if not locs:
         return changes
     run.observed.add(changes.source)
+    # Loaded for change logs alone: a build of URL lists starts without it.
+    import json
+
     known = {
         loc
         for (loc,) in run.conn.execute(
@@ -192,6 +194,8 @@ def _write(
             zip(*bound.values(), locs, sizes, strict=True),
         )
         return
+    import json  # as in `insert_new`
+
     for start, end in pairwise([0, *sorted(cuts), count]):
         stretch = json.dumps(locs[start:end])
         size = entry_size_sql("value", escaped="&" in stretch or "'" in stretch)

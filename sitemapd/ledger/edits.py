@@ -15,8 +15,7 @@ many rows stops the notes (`Apply`), and every shard is rendered in full until t
 run begins them again.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import sqlite3
 from typing import NamedTuple
 

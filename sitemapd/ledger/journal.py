@@ -9,8 +9,7 @@ journal's newest seq and the next row's seq follows the run's. Every reader belo
 both parts, each by its own index, and merges them by seq.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import heapq
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence

@@ -2,8 +2,7 @@
 lastmods and shards worked out a chunk at a time, and the shards rendered as they fill
 (spool.py)."""
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 from collections.abc import Sequence
 from typing import NamedTuple, cast
 
@@ -32,7 +31,7 @@ class _Rows(NamedTuple):
     rendered: Rendered | None = None
 
     @classmethod
-    def of(cls, lines: ListLines, now: str) -> _Rows:
+    def of(cls, lines: ListLines, now: str) -> "_Rows":
         """Return the rows of `lines` read at `now`."""
         stamps = lines.stamps
         times: Sequence[str | None] = stamps
@@ -53,7 +52,7 @@ class _Rows(NamedTuple):
                 rendered = None
         return cls(lines.locs, times, lastmods, sizes, rendered)
 
-    def part(self, start: int, end: int) -> _Rows:
+    def part(self, start: int, end: int) -> "_Rows":
         """Return rows `start` to `end` (not included), without what was rendered."""
         times = self.times[start:end]
         # The same column twice stays one: `insert_values` binds it once.

@@ -1,8 +1,7 @@
 """What the ledger hands out and takes in besides observations: change sets, robots
 rules, recorded files and feed pages."""
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -57,7 +56,7 @@ class ChangeSet:
         moved: int = 0,
         dirty_shards: list[int] | None = None,
         empty_scans: list[str] | None = None,
-        held: list[Hold] | None = None,
+        held: "list[Hold] | None" = None,
     ) -> None:
         self.new = new
         self.updated = updated
@@ -84,7 +83,7 @@ class ChangeSet:
         """Return True when any published URL or shard changed."""
         return bool(self.new or self.updated or self.gone or self.dirty_shards)
 
-    def merged(self, later: ChangeSet) -> ChangeSet:
+    def merged(self, later: "ChangeSet") -> "ChangeSet":
         """Return the changes of this run and a `later` one together."""
         return ChangeSet(
             self.new + later.new,

@@ -6,9 +6,7 @@ confirms it or the same removal is still there after a grace period. The decisio
 taken inside the ledger's apply transaction; holds are kept as ledger cursors.
 """
 
-from __future__ import annotations
-
-import json
+# Annotations evaluated, not text: see core/observation.py.
 import sqlite3
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -90,7 +88,12 @@ def holds(conn: sqlite3.Connection) -> list[Hold]:
     """Return the removals held in the ledger open on `conn`, by source name."""
     rows = conn.execute(
         "SELECT value FROM cursors WHERE name GLOB ? ORDER BY name", (_PREFIX + "*",)
-    )
+    ).fetchall()
+    if not rows:
+        return []
+    # Loaded for a held removal alone: a build that holds none starts without it.
+    import json
+
     return [Hold(**json.loads(value)) for (value,) in rows]
 
 
@@ -118,6 +121,7 @@ def decide(
     ).fetchone()
     # Imported here: `status`, which reads the holds, starts without OpenSSL's hashes.
     import hashlib
+    import json
 
     known = {h.source: h for h in holds(conn)}.get(source)
     digest = hashlib.sha256(",".join(map(str, removing)).encode()).hexdigest()[:32]
@@ -158,6 +162,8 @@ class _Window:
         self.now = now
         self.seconds = seconds
         row = conn.execute("SELECT value FROM cursors WHERE name = ?", (self.name,)).fetchone()
+        import json  # loaded by `decide`, its one user, as it removes
+
         pairs: list[list[float]] = json.loads(row[0]) if row else []
         self.pairs = [(at, int(n)) for at, n in pairs if now - at < seconds]
 
@@ -177,6 +183,8 @@ class _Window:
 
     def _save(self) -> None:
         if self.pairs:
+            import json
+
             self.conn.execute(
                 "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
                 (self.name, json.dumps(self.pairs)),

@@ -5,8 +5,7 @@ overflows. New URLs fill the open shard (the highest-numbered one) and a new sha
 when it is full, so a change touches one shard and the index, never a reshuffle.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import sqlite3
 from collections.abc import Callable, Sequence
 from typing import NamedTuple

@@ -18,8 +18,7 @@ come, into the gzip members that follow the header's in the shard's manifest fil
 place too.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import logging
 import os
 import zlib

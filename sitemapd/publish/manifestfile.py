@@ -16,8 +16,7 @@ whose members say nothing of the kind (written before they did) is rewritten who
 first time one of its rows changes.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import logging
 import zlib
 from collections.abc import Iterator, Sequence

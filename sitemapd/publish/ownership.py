@@ -10,8 +10,7 @@ is foreign: an error naming the file and the setting that renames sitemapd's, un
 `[site] take_over` says to replace it, keeping a copy in the state folder.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import logging
 import sqlite3
 import stat

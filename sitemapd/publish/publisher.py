@@ -8,8 +8,7 @@ lease (several daemons, one target), every write waits for the lease and the ind
 renews it first.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import logging
 from collections import deque
 from collections.abc import Callable

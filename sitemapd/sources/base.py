@@ -1,7 +1,6 @@
 """What every source shares: the shape of a scan and how a bad item is reported."""
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import logging
 import os
 from collections.abc import Iterator
@@ -68,7 +67,7 @@ class Context(NamedTuple):
     """What every scan needs besides its source's own settings."""
 
     policy: URLPolicy
-    ledger: Ledger
+    ledger: "Ledger"
     # The time of the run, canonical W3C.
     now: str
     # Folders that are never content (sitemapd's own output and state).

@@ -16,8 +16,7 @@ with the full rules, so both give the same result. A chunk whose lines all have 
 datetime is matched whole, and its URLs and datetimes split apart as columns.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import contextlib
 import re
 from collections.abc import Container, Generator, Iterator, Mapping, Sequence
@@ -41,7 +40,7 @@ _AVERAGE = 65536
 # Its largest chunk as pyfastcdc sets it for that average (checked when it loads): a
 # re-read that finds every chunk known cuts nothing, and loads no cutter (5 ms).
 _LARGEST = 4 * _AVERAGE
-_CDC: FastCDC | None = None  # loaded by the first cut
+_CDC: "FastCDC | None" = None  # loaded by the first cut
 _SHOWN = 200  # characters of a bad line kept in logs and status
 # A canonical UTC datetime that is a real instant, day by month; February 29th (real in
 # leap years only) and year 0 are left to the full rules. The days past the 28th look
@@ -114,7 +113,9 @@ class _File(NamedTuple):
 
     @classmethod
     @contextlib.contextmanager
-    def of(cls, handle: BinaryIO, size: int, counts: Mapping[bytes, int] | None) -> Iterator[_File]:
+    def of(
+        cls, handle: BinaryIO, size: int, counts: Mapping[bytes, int] | None
+    ) -> Iterator["_File"]:
         """Yield the first `size` bytes of the open file `handle` to be cut."""
         with FileBytes(handle.fileno(), size) as read:
             yield cls(read, size, counts or {})
@@ -156,7 +157,7 @@ def _cut_from(
     return pos, line, start
 
 
-def _cutter() -> FastCDC:
+def _cutter() -> "FastCDC":
     """Return the chunker, loaded on first use. Raises RuntimeError when pyfastcdc's
     largest chunk is not `_LARGEST`."""
     global _CDC  # one per process, made when first needed
