@@ -27,6 +27,14 @@ the folder named:
   `<Publisher>_<date>.html.gz` beside `<Publisher>.json`); truth: the title, summary,
   section headlines and paragraphs of the parser version whose paragraphs the page
   holds (a page none matches well is left out).
+- `listpages/`: 271 pages, among them homes, section, tag, category and archive pages:
+  the pages crawlers' and extractors' tests saved, adbar/htmldate (`tests/cache/` into
+  `htmldate/`), adbar/trafilatura (`tests/cache/`, `tests/resources/` into
+  `trafilatura/`) and AndyTheFactory/newspaper4k (`tests/data/html/*_main_site.html`
+  into `newspaper4k/`); and blogs whose built site (Hugo, Jekyll, Hexo) is committed
+  to GitHub, a few list pages each (the home, its second page, a tag or category page,
+  the archive) under `sites/<owner>_<repository>/`, a site's pages all in one half. No
+  truth, as for postlight; a page two tests saved alike is read once.
 
 Each set is split by a hash of the page's name: one half tunes, the other is held out,
 never looked at while tuning; `postlight/` is held out whole.
@@ -73,11 +81,14 @@ class Sample:
     name: str
     data: bytes
     oracle: Oracle
+    # The pages of one site share a template and go to one half: the site's name.
+    site: str = ""
 
     @property
     def held_out(self) -> bool:
         """True for the pages kept aside from tuning."""
-        return hashlib.blake2b(self.name.encode(), digest_size=2).digest()[1] % 2 == 1
+        key = self.site or self.name
+        return hashlib.blake2b(key.encode(), digest_size=2).digest()[1] % 2 == 1
 
 
 @dataclass(frozen=True)
@@ -239,6 +250,21 @@ def _held_share(paragraphs: list[str], text: str) -> float:
     return sum(p in text for p in paragraphs) / len(paragraphs) if paragraphs else 0.0
 
 
+def listpages() -> Iterator[Sample]:
+    base = WORK / "listpages"
+    seen: set[bytes] = set()
+    for path in sorted(base.glob("**/*.htm*")) if base.exists() else []:
+        data = path.read_bytes()
+        digest = hashlib.blake2b(data, digest_size=16).digest()
+        if digest in seen:
+            continue
+        seen.add(digest)
+        folder = path.relative_to(base).parent
+        name = f"listpages/{folder.as_posix()}/{path.stem}"
+        site = f"listpages/{folder.as_posix()}" if folder.parts[0] == "sites" else ""
+        yield Sample(name, data, page_content, site)
+
+
 CORPORA: dict[str, Callable[[], Iterator[Sample]]] = {
     "aeb": aeb,
     "readability": readability,
@@ -247,6 +273,7 @@ CORPORA: dict[str, Callable[[], Iterator[Sample]]] = {
     "htmldate": htmldate,
     "cleaneval": cleaneval,
     "fundus": fundus,
+    "listpages": listpages,
 }
 # Held out whole: never looked at while tuning.
 HELD_OUT = {"postlight"}
