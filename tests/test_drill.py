@@ -557,3 +557,122 @@ def test_a_reader_s_new_comment_moves_no_page() -> None:
     plain = lxml.html.document_fromstring(commented(1).replace("id='comments'", ""))
     plain_page = Page(plain, page_content(plain))
     assert not new_comment(plain_page)
+
+
+def list_page(menus: str, main: str = "", around_main: str = "") -> str:
+    """Return a section page of a short intro and a list of six stories, beside `menus`;
+    `main` wraps intro and list in a `<main>`, `around_main` lies outside it."""
+    items = "".join(
+        f"<li><a href='/news/story-{k}.html'>Story {k} of the week</a></li>" for k in range(6)
+    )
+    body = f"<h1>News</h1><p>The latest.</p><ul class='stories'>{items}</ul>"
+    if main:
+        body = f"<{main}>{body}</{main.split()[0]}>"
+    # A footer's text, so that no menu holds half the page's (a wrapper would).
+    footer = f"<footer><p>{prose_words(9, 60)}</p></footer>"
+    return (
+        f"<html><head><title>News</title></head><body>{menus}{around_main}{body}{footer}"
+        "</body></html>"
+    )
+
+
+def listed(page: str, attr: str = "class") -> str | None:
+    """Return the `attr` of the list the oracle takes as `page`'s, None without one."""
+    listing = main_list(lxml.html.document_fromstring(page))
+    return None if listing is None else listing.get(attr)
+
+
+def menu(name: str, count: int = 10) -> str:
+    """Return a menu of `count` links longer than any story's, in a `<ul>` so named."""
+    links = "".join(
+        f"<li><a href='/s/{k}'>Section number {k} of the whole site</a></li>" for k in range(count)
+    )
+    return f"<ul {name}>{links}</ul>"
+
+
+def test_a_menu_whose_name_runs_words_together_is_no_list_page_s_list() -> None:
+    # A navigation word that ends a class or id word, or opens it before the part it
+    # names, names a menu: "topnav", "navlist", "mainmenu", "hauptnavi", "px_topnav__".
+    for name in (
+        "id='navlist'",
+        "class='px_topnav__wrapper'",
+        "class='subnav'",
+        "id='mainmenu'",
+        "class='menulist'",
+        "class='hauptnavi'",
+    ):
+        assert listed(list_page(menu(name))) == "stories", name
+    # A word that merely holds the letters is no menu: "canvas", "navy", "unavailable".
+    for name in ("class='canvas-links'", "class='navy'", "class='unavailable'"):
+        assert listed(list_page(menu(name))) != "stories", name
+
+
+def test_a_share_bar_is_no_list_and_a_wrapper_named_for_sharing_holds_the_story() -> None:
+    # Blogger's bar under a post names the post it shares: "post-share-buttons".
+    buttons = "".join(
+        f"<a class='share-button' href='https://share.example/{k}'>Share to site {k}</a>"
+        for k in range(5)
+    )
+    post = (
+        "<html><head><title>Blog</title></head><body><div class='post'><h3><a "
+        f"href='/old.html'>My old blog</a></h3><div class='post-body'>{prose_words(1, 20)}"
+        f"</div><div class='post-share-buttons'>{buttons}</div></div></body></html>"
+    )
+    tree = lxml.html.document_fromstring(post)
+    assert main_list(tree) is None
+    assert [e.get("class") for e in page_content(tree)] == ["post-body"]
+    # A block so named that holds prose is the story's wrapper, or a section named by
+    # its heading: its paragraphs are content.
+    for name in ("sr-body-share-wrapper", "sharing-with-a-single-developer"):
+        tree = lxml.html.document_fromstring(
+            f"<html><body><div class='{name}'>{paragraphs(3)}</div></body></html>"
+        )
+        assert len(page_content(tree)) == 4, name
+
+
+def card_page(n: int) -> str:
+    """Return a blog's home: six teaser cards (a picture's link, a linked title, an
+    excerpt) beside a panel of a longer tag cloud, named as neither menu nor sidebar."""
+    cards = "".join(
+        f"<div class='post-preview'><a href='/posts/{k}/'><img src='/{k}.png'></a>"
+        f"<h2><a href='/posts/{k}/'>Post {k}</a></h2><p>{prose_words(n + k, 20)}</p></div>"
+        for k in range(6)
+    )
+    tags = "".join(f"<a href='/tags/{w}/'>{w} and more {w}</a> " for w in WORDS[:12])
+    return (
+        f"<html><head><title>Blog {n}</title></head><body><div id='post-list'>{cards}</div>"
+        f"<div id='panel-wrapper'><h3>Trending Tags</h3><div class='tags'>{tags}</div></div>"
+        "</body></html>"
+    )
+
+
+def test_a_list_of_teaser_cards_is_the_page_s_list_before_a_tag_cloud(site: Site) -> None:
+    assert listed(card_page(1), "id") == "post-list"
+    # A new post's card moves every page; the tag cloud rotates as surroundings.
+    rows = drilled(site, card_page)
+    new = rows["a new item in a list page's list"]
+    assert (new["applied"], new["moved"]) == (6, 6)
+    rotation = rows["link lists outside the content rotate"]
+    assert (rotation["applied"], rotation["moved"]) == (6, 0)
+
+
+def test_a_page_that_marks_its_main_content_has_its_list_there() -> None:
+    # A feed's bar of links above `<main>` is not the list of the page it stands on.
+    feed = "".join(f"<a href='/n/{k}'>Right now on the site: item {k}</a>" for k in range(5))
+    bar = f"<div class='esf-now'><div class='esf-item-wrapper'>{feed}</div></div>"
+    for main in ("main", "div role='main'"):
+        assert listed(list_page("", main, bar)) == "stories", main
+    tree = lxml.html.document_fromstring(
+        f"<html><body>{bar}<main><h1>Picture of the day</h1><p>A lake.</p></main></body></html>"
+    )
+    assert main_list(tree) is None
+
+
+def test_the_title_of_an_item_of_a_list_page_is_not_its_headline(site: Site) -> None:
+    # A theme that sets each card's linked title as an `<h1>`: no `<h1>` is the page's.
+    def home(n: int) -> str:
+        return card_page(n).replace("h2>", "h1>")
+
+    rows = drilled(site, home)
+    assert "headline element alone" not in rows
+    assert rows["a new item in a list page's list"]["moved"] == 6

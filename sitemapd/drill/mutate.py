@@ -16,15 +16,14 @@ from dataclasses import dataclass
 from lxml import etree
 
 from sitemapd.drill.fresh import rewrite
+from sitemapd.drill.lists import MAIN_LIST_ITEMS, list_items
 from sitemapd.drill.readers import counters, new_comment
 from sitemapd.drill.structure import (
-    MAIN_LIST_ITEMS,
     PROSE_LINKS,
     PROSE_TAGS,
     Page,
     comments,
     link_lists,
-    list_items,
 )
 from sitemapd.drill.text import (
     Element,
@@ -43,7 +42,7 @@ from sitemapd.fingerprint.headline import tokens
 def new_item(page: Page) -> bool:
     """Push a new item onto the list a list page is about: a new story in a section."""
     for element in page.content:
-        items = list_items(element)
+        items = list_items(element, cards=True)
         if len(items) >= MAIN_LIST_ITEMS:
             fresh = copy.deepcopy(items[0])
             fresh.tail = items[0].tail
@@ -208,15 +207,17 @@ def append_correction(page: Page) -> bool:
 def headline(tree: Element, content: Iterable[Element]) -> Element | None:
     """Return the page's headline element: of the `<h1>` a reader sees (`out_of_sight`:
     not a visually hidden label such as `<h1 class="sr-only">News</h1>`), not in a link
-    (a logo), those that say what the document title says when any does (not a login
-    box's "Log in"), the last before the first content paragraph, else the first."""
+    (a logo), nor the title of an item of the page's list (another page's), those that
+    say what the document title says when any does (not a login box's "Log in"), the
+    last before the first content paragraph, else the first."""
     first = next(iter(content), None)
+    items = {i for e in content for i in list_items(e, cards=True)}
     h1s = [
         h
         for h in tree.iter("h1")
         if text_of(h)
         and not out_of_sight(h)
-        and not any(a.tag == "a" for a in (h, *h.iterancestors()))
+        and not any(a.tag == "a" or a in items for a in (h, *h.iterancestors()))
     ]
     title = next((t for head in tree.iter("head") for t in head.iter("title")), None)
     said = tokens(text_of(title)) if title is not None else set()

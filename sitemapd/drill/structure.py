@@ -8,10 +8,13 @@ here asks what the fingerprint's extractor kept: a drill built on it can fail.
 Text is what a reader sees: what a browser never renders (scripts, styles, `<noscript>`,
 templates, `hidden` or `display:none` elements, dialogs that open over the page) is no
 text. A page that declares itself an article (Open Graph type, JSON-LD) is never a list
-page, however short; a menu (a block named or playing a navigation) is never the list a
-page is about. Readers' comments (a block named `comment`/`comments`, or schema.org's `Comment`)
-are not the page's content: an editor does not write them. Nor is a paragraph inside a
-link: it is the teaser of another page.
+page, however short; a menu (a block named or playing a navigation, `topnav` and
+`navlist` too) or a share bar is never the list a page is about, nor, on a page that
+marks its `main`, a list outside it. A list of teaser cards (a linked title and an
+excerpt each) is a page's list before a list of bare links: a tag cloud, a widget.
+Readers' comments (a block named `comment`/`comments`, or schema.org's `Comment`) are
+not the page's content: an editor does not write them. Nor is a paragraph inside a link:
+it is the teaser of another page.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from functools import cached_property
 
 from lxml import etree
 
+from sitemapd.drill.lists import LIST_ITEMS, MAIN_LIST_ITEMS, card, list_items
 from sitemapd.drill.text import (
     Element,
     is_prose,
@@ -36,9 +40,6 @@ from sitemapd.sources.content import ld_articles
 
 # Link text share below which a block is prose, not a list of links.
 PROSE_LINKS = 0.3
-# Items a block needs to be a list a CMS rotates, and to be the list a page is about.
-LIST_ITEMS = 3
-MAIN_LIST_ITEMS = 5
 # Characters of prose below which a page is its list of items, not an article.
 LIST_PAGE_PROSE = 280
 _STRUCTURAL = {"nav", "header", "footer", "aside", "form"}
@@ -96,6 +97,18 @@ _AROUND_WORDS = {
     "promotion",
 }
 _AROUND_ROLES = {"navigation", "menu", "menubar", "banner", "contentinfo", "complementary"}
+# A menu's or a share bar's word run together with another: the word that ends it
+# ("topnav", "mainmenu", "hauptnavi", "socialshare"), or that opens it before the part
+# it names ("navlist", "menubar", "sharebuttons", "followicons"). "Follow" opens it
+# alone: "nofollow" is a link's, not a bar's.
+_FUSED = re.compile(
+    r"(?:[a-z0-9]*(?P<word>nav|navi|navigation|menu|share|sharing|social)|(?P<follow>follow))"
+    r"(?:bar|list|links?|items?|buttons?|icons?|tools?|box|block|area|wrap|wrapper|"
+    r"container|panel|widget)?"
+)
+# Of those, the words of a bar that shares or follows: a content word in its name says
+# what it shares ("post-share-buttons"), not that it holds content.
+_SHARING = {"share", "sharing", "social", "follow"}
 # Words by which such a name says it holds the content too: "content-with-sidebar",
 # "l-sidebar-fixed l-article-body", "st-sidebar__main".
 _CONTENT_WORDS = {"article", "body", "content", "entry", "main", "post", "story", "text"}
@@ -183,23 +196,41 @@ def declares_article(tree: Element) -> bool:
 
 
 def main_list(tree: Element) -> Element | None:
-    """Return the page's list of items: the list of links with most link text outside
-    the page's landmarks of template and `surroundings`, and unseen blocks, or None."""
-    best, most = None, 0
+    """Return the page's list of items, or None: of the lists outside the page's
+    landmarks of template, `surroundings` and unseen blocks, and inside its `main` when
+    it marks one, a list of teaser cards before a list of bare links (a tag cloud, a
+    widget's), and of those the one with most link text."""
+    best, most = None, (False, 0)
     around = surroundings(tree)
+    mains = [m for m in _mains(tree) if not out_of_sight(m)]
     for element in tree.iter(etree.Element):
-        if any(
-            a.tag in _STRUCTURAL or a in around or unseen(a)
-            for a in (element, *element.iterancestors())
-        ):
+        ancestry = (element, *element.iterancestors())
+        if any(a.tag in _STRUCTURAL or a in around or unseen(a) for a in ancestry):
             continue
-        items = list_items(element)
+        # A page that marks its main content has its list there: not a feed's widget
+        # in a bar above it.
+        if mains and not any(a in mains for a in ancestry):
+            continue
+        items = list_items(element, cards=True)
         if len(items) < MAIN_LIST_ITEMS:
             continue
-        size = sum(len(text_of(a)) for item in items for a in item.iter("a"))
-        if size > most:
-            best, most = element, size
+        rank = (sum(map(card, items)) * 2 > len(items), _link_text(items))
+        if rank > most:
+            best, most = element, rank
     return best
+
+
+def _mains(tree: Element) -> list[Element]:
+    """Return the blocks the page marks as its main content: `main`, role `main`."""
+    return [
+        e
+        for e in tree.iter(etree.Element)
+        if e.tag == "main" or (e.get("role") or "").strip().lower() == "main"
+    ]
+
+
+def _link_text(items: list[Element]) -> int:
+    return sum(len(text_of(a)) for item in items for a in item.iter("a"))
 
 
 def surroundings(tree: Element) -> set[Element]:
@@ -218,9 +249,13 @@ def surroundings(tree: Element) -> set[Element]:
         tag = str(element.tag) if "-" in str(element.tag) else ""
         names = f"{element.get('class') or ''} {element.get('id') or ''} {tag}"
         words = set(_WORDS.split(_CAMEL.sub(" ", names).lower()))
+        fused = {m.group("word") or m.group("follow") for m in map(_FUSED.fullmatch, words) if m}
+        # A share bar holds no prose; a block so named that does wraps the story
+        # ("sr-body-share-wrapper") or is a section named by its heading ("sharing-with-").
+        sharing = bool(fused & _SHARING) and not _holds_prose(element)
         if (
-            (role in _AROUND_ROLES or words & _AROUND_WORDS)
-            and not set(_WORDS.split(names.lower())) & _CONTENT_WORDS
+            (role in _AROUND_ROLES or words & _AROUND_WORDS or fused - _SHARING or sharing)
+            and (sharing or not set(_WORDS.split(names.lower())) & _CONTENT_WORDS)
             and not any(
                 h.tag != "h1" or not out_of_sight(h) for h in element.iter("main", "article", "h1")
             )
@@ -228,6 +263,11 @@ def surroundings(tree: Element) -> set[Element]:
         ):
             found.add(element)
     return found
+
+
+def _holds_prose(element: Element) -> bool:
+    """True when `element`'s text reads as prose: enough words, few of them links."""
+    return is_prose(text_of(element)) and link_share(element) < PROSE_LINKS
 
 
 def _main_cluster(paragraphs: list[Element]) -> list[Element]:
@@ -305,42 +345,6 @@ def link_lists(page: Page, title: Element | None) -> list[tuple[Element, list[El
         found.append((element, items))
         taken.add(element)
     return found
-
-
-def list_items(element: Element) -> list[Element]:
-    """Return the children of `element` that make it a list: the most common child tag,
-    each with a link of its own."""
-    children = [c for c in element if isinstance(c.tag, str)]
-    if len(children) < LIST_ITEMS:
-        return []
-    tags: dict[str, int] = {}
-    for child in children:
-        tags[str(child.tag)] = tags.get(str(child.tag), 0) + 1
-    tag = max(tags, key=tags.__getitem__)
-    items = [c for c in children if c.tag == tag and _linked(c)]
-    # Paragraphs that cite with a link are prose, not a list of links; so is a paragraph
-    # whose links are its children: its words between them say more than separators.
-    if len(items) < LIST_ITEMS or any(_prose_item(item) for item in items):
-        return []
-    loose = (element.text or "") + "".join(item.tail or "" for item in children)
-    if len(loose.split()) > len(items):
-        return []
-    return items
-
-
-def _prose_item(item: Element) -> bool:
-    """True when `item` says a paragraph's worth of its own besides its links."""
-    if link_share(item) > 0.5:
-        return False
-    own = text_of(item)
-    for a in item.iter("a"):
-        own = own.replace(text_of(a), " ", 1)
-    return is_prose(own)
-
-
-def _linked(item: Element) -> bool:
-    link = item if item.tag == "a" else next(item.iter("a"), None)
-    return link is not None and bool(link.get("href")) and bool(text_of(link))
 
 
 def _og_article(tree: Element) -> bool:

@@ -100,7 +100,7 @@ _SHOWN_FROM = re.compile(
 _SPACES = re.compile(r"\s+")
 # Text written without spaces between words: Chinese, Japanese, Thai.
 _UNSPACED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
-_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 # A teaser's card: an ancestor this near the paragraph, holding a linked headline and
 # at most this many characters besides the two (a date, a kicker, a "more" link).
 _CARD_DEPTH = 3
@@ -217,10 +217,10 @@ def teaser(paragraph: Element) -> bool:
     lie near the card (a list of teasers, not a short post under its permalink)."""
     size = len(text_of(paragraph))
     for card in islice(paragraph.iterancestors(), _CARD_DEPTH):
-        heads = [h for h in card.iter(*_HEADINGS) if not _holds(h, paragraph)]
+        heads = [h for h in card.iter(*HEADINGS) if not _holds(h, paragraph)]
         if not heads:
             continue
-        head = next((h for h in heads if _linked(h)), None)
+        head = next((h for h in heads if linked_heading(h)), None)
         if (
             head is None
             or _own_headline(head)
@@ -228,9 +228,9 @@ def teaser(paragraph: Element) -> bool:
         ):
             return False
         return any(
-            _linked(h) and not _holds(card, h)
+            linked_heading(h) and not _holds(card, h)
             for near in islice(card.iterancestors(), _LIST_DEPTH)
-            for h in near.iter(*_HEADINGS)
+            for h in near.iter(*HEADINGS)
         )
     return False
 
@@ -251,7 +251,7 @@ def _holds(element: Element, other: Element) -> bool:
     return element is other or any(a is element for a in other.iterancestors())
 
 
-def _linked(heading: Element) -> bool:
+def linked_heading(heading: Element) -> bool:
     """True when `heading` is a link: inside one, or most of its text in one."""
     return any(a.tag == "a" for a in heading.iterancestors()) or (
         bool(text_of(heading)) and link_share(heading) > 0.5
