@@ -5,10 +5,11 @@ from __future__ import annotations
 import gzip
 import http.server
 import os
+import select
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 
@@ -149,6 +150,27 @@ class Site:
 
     def urls(self) -> dict[str, str]:
         return published(self.out)
+
+
+def terminal_output(
+    fd: int, quiet: float, reply: Callable[[bytes], bytes | None] | None = None
+) -> bytes:
+    """Return what the terminal whose controlling end is `fd` shows, read until its other
+    end closes or it stays quiet `quiet` seconds; after each read, what `reply` returns
+    for all shown so far (if anything) is typed in."""
+    seen = b""
+    while select.select([fd], [], [], quiet)[0]:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the other end closed: Linux says EIO
+            break
+        if not chunk:
+            break
+        seen += chunk
+        typed = reply(seen) if reply is not None else None
+        if typed:
+            os.write(fd, typed)
+    return seen
 
 
 def run_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import os
 import pty
-import select
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import Site, page, run_cli
+from conftest import Site, page, run_cli, terminal_output
 
 from sitemapd.cli.app import COMMANDS
 
@@ -152,20 +151,14 @@ def converse(args: list[str], cwd: Path, answers: list[str]) -> tuple[int, str]:
         cwd=cwd,
     )
     os.close(child)
-    seen, left = b"", list(answers)
-    while True:
-        ready, _, _ = select.select([main], [], [], 30)
-        if not ready:
-            break
-        try:
-            chunk = os.read(main, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen += chunk
-        if seen.rstrip(b" ").endswith(b":"):
-            os.write(main, (left.pop(0) + "\n").encode() if left else b"\x04")
+    left = list(answers)
+
+    def answer(seen: bytes) -> bytes | None:
+        if not seen.rstrip(b" ").endswith(b":"):
+            return None
+        return (left.pop(0) + "\n").encode() if left else b"\x04"
+
+    seen = terminal_output(main, 30, answer)
     os.close(main)
     return proc.wait(30), seen.decode().replace("\r\n", "\n")
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 import io
 import os
 import pty
-import select
 import signal
 import subprocess
 import sys
 import time
 
-from conftest import Site, page, published
+from conftest import Site, page, published, terminal_output
 from daemon_harness import RunningDaemon
 from supervisor import Supervisor, start_supervised
 
@@ -44,18 +43,7 @@ def test_a_terminal_shows_a_progress_bar(site: Site) -> None:
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     os.close(child)
-    seen = b""
-    while True:
-        ready, _, _ = select.select([main], [], [], 60)
-        if not ready:
-            break
-        try:
-            chunk = os.read(main, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen += chunk
+    seen = terminal_output(main, 60)
     assert proc.wait(60) == 0
     os.close(main)
     text = seen.decode(errors="replace")
