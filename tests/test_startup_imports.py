@@ -60,6 +60,9 @@ def test_a_changed_line_loads_no_news_renderer_for_a_site_without_news(
     assert "hashlib" not in modules
     # Nor json: change logs and held removals load it, a list's line changes neither.
     assert "json" not in modules
+    # Nor dataclasses: the configuration and the ledger's rows are plain classes and named
+    # tuples (pyfastcdc's typing_extensions still loads `inspect`).
+    assert "dataclasses" not in modules
 
 
 def test_a_command_runs_with_the_collector_on(listed: tuple[Path, Path]) -> None:
@@ -84,6 +87,9 @@ def test_a_quiet_build_loads_no_engine_and_no_gzip(listed: tuple[Path, Path]) ->
     modules = imported("build", "-c", str(config))
     assert not {"sitemapd.engine.engine", "gzip"} & modules
     assert "sitemapd.cli.unchanged" in modules
+    # Nor dataclasses, whose `inspect` (with `ast`, `dis` and `tokenize`) is a sixth of
+    # the start-up's instructions.
+    assert not {"dataclasses", "inspect"} & modules
 
 
 def test_status_and_check_config_load_what_they_report(listed: tuple[Path, Path]) -> None:
@@ -97,3 +103,4 @@ def test_status_and_check_config_load_what_they_report(listed: tuple[Path, Path]
     assert not {"concurrent.futures", "gzip", "sitemapd.ledger.journal"} & status
     checked = imported("check-config", "-c", str(config))
     assert not {"json", "concurrent.futures", "sitemapd.ledger.journal"} & checked
+    assert not {"dataclasses", "inspect"} & (status | checked)

@@ -8,17 +8,23 @@ import argparse
 import os
 from collections.abc import Container, Iterable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 LEVELS = ("debug", "info", "warning", "error")
 
 
-class Arg(NamedTuple):
+class Arg:
     """An option or argument: the names and keywords of `add_argument`; the keyword
     `env` names an environment variable that gives its value when it is not given."""
 
+    __slots__ = ("names", "options")
+
     names: tuple[str, ...]
     options: dict[str, Any]
+
+    def __init__(self, names: tuple[str, ...], options: dict[str, Any]) -> None:
+        self.names = names
+        self.options = options
 
 
 def arg(*names: str, **options: Any) -> Arg:
@@ -26,16 +32,27 @@ def arg(*names: str, **options: Any) -> Arg:
     return Arg(names, options)
 
 
-class Command(NamedTuple):
+class Command:
     """A command: its name, the function running it (`module:function` in sitemapd.cli,
     imported when the command runs), the line that sums it up, its options and
     arguments, and what its help says after the summary line."""
 
+    __slots__ = ("arguments", "more", "name", "runs", "summary")
+
     name: str
     runs: str
     summary: str
-    arguments: tuple[Arg, ...] = ()
-    more: str = ""
+    arguments: tuple[Arg, ...]
+    more: str
+
+    def __init__(
+        self, name: str, runs: str, summary: str, arguments: tuple[Arg, ...] = (), more: str = ""
+    ) -> None:
+        self.name = name
+        self.runs = runs
+        self.summary = summary
+        self.arguments = arguments
+        self.more = more
 
 
 def file_path(text: str) -> Path:
@@ -127,7 +144,7 @@ def parser(summary: str, version: str, commands: Iterable[Command]) -> argparse.
     _log_level(top, "info")
     chosen = top.add_subparsers(title="commands", metavar="COMMAND", dest="command")
     chosen.required = True
-    for command in sorted(commands):
+    for command in sorted(commands, key=lambda command: command.name):
         sub = chosen.add_parser(
             command.name,
             help=command.summary,

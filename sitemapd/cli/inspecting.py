@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import sqlite3
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ from sitemapd.core.words import count
 from sitemapd.errors import SitemapdError
 
 # Each command imports what it runs in its body: a command starts without the modules of
-# the others (the ownership check's lxml, the status report, the engine, json).
+# the others (the ownership check's lxml, the status report, the engine, json, dataclasses).
 
 
 @errors_exit
@@ -51,7 +50,7 @@ def verify_(config_path: Path, partitions: list[Path]) -> None:
         print(count(len(problems), "problem"), file=sys.stderr)
         sys.exit(1)
     where = cfg.publish.s3.url if cfg.publish.s3 else f"{cfg.site.output_dir}/"
-    print(f"ok: {where}{cfg.sitemap.index}")
+    print(f"ok: {where}{cfg.sitemap.index_name}")
 
 
 @errors_exit
@@ -75,6 +74,7 @@ def explain_(config_path: Path, target: str) -> None:
 @errors_exit
 def drill_(config_path: Path, pages: int, as_json: bool) -> None:
     """`sitemapd drill`: see its help (app.py)."""
+    import dataclasses
     import json
 
     from sitemapd.drill import passed, render, run_drill
@@ -103,7 +103,7 @@ def check_config(config_path: Path) -> None:
     ownership.refuse(cfg, foreign)
     for found in foreign:
         print(f"site.take_over: {found.path} will be replaced (a copy kept)")
-    print(f"ok: {cfg.path}: {len(cfg.sources)} sources, index {cfg.sitemap.index}")
+    print(f"ok: {cfg.path}: {len(cfg.sources)} sources, index {cfg.sitemap.index_name}")
 
 
 def _missing_drivers(cfg: config.Config) -> list[str]:

@@ -64,7 +64,7 @@ def init_(
             f"--state {state} is inside the site's folder: the ledger is not public"
         )
     config_path.write_text(text)
-    print(f"wrote {config_path}: sitemaps into {output}, index {cfg.sitemap.index}")
+    print(f"wrote {config_path}: sitemaps into {output}, index {cfg.sitemap.index_name}")
     mine = f"-c {config_path}"
     for sitemap in init.generator_sitemaps(output, generator):
         print(

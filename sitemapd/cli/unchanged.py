@@ -237,7 +237,7 @@ def _state(
     are now; raises OSError when the state folder cannot be listed."""
     out, state = cfg.site.output_dir, cfg.site.state_dir
     paths: list[str | Path] = [_PACKAGE + name for name in code]
-    paths += [out, (out / manifest_name(cfg.sitemap.index)).parent]
+    paths += [out, (out / manifest_name(cfg.sitemap.index_name)).parent]
     paths += [out / name for name in published]
     lock = StateLock(state).path.name
     # The ledger, its WAL and a first load's spool; not the lock, whose file holds the pid

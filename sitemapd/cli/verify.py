@@ -61,7 +61,7 @@ def verify_all(config: Config, others: Sequence[Config] = ()) -> list[str]:
 def _partition_problems(configs: list[Config]) -> list[str]:
     """Return what keeps `configs` from being all the partitions of one site, once each."""
     found = [c.site.partition for c in configs]
-    counts = {p.count for p in found if p is not None}
+    counts = {p.total for p in found if p is not None}
     if None in found or len(counts) != 1:
         return ["the configurations given are not partitions i/K of one K"]
     (count,) = counts
@@ -108,7 +108,7 @@ def verify(config: Config, seen: set[bytes] | None = None) -> list[str]:
     """Return every problem found in the sitemaps published in output_dir (empty when all
     is well); `seen` carries the URLs of other partitions already checked."""
     site, limits = config.site, config.sitemap
-    index = site.output_dir / limits.index
+    index = site.output_dir / limits.index_name
     if not index.is_file():
         return [f"{index}: missing"]
     problems: list[str] = []
@@ -142,7 +142,7 @@ def verify(config: Config, seen: set[bytes] | None = None) -> list[str]:
         if names.is_shard(path.name) and path.name not in named:
             problems.append(f"{path}: shard file not named by the index")
     if site.robots_txt is not None:
-        problems += _verify_robots(site.robots_txt, site.output_url + limits.index, config)
+        problems += _verify_robots(site.robots_txt, site.output_url + limits.index_name, config)
     return problems
 
 
@@ -188,9 +188,9 @@ def _verify_shard(
                         )
                 partition = config.site.partition
                 if partition is not None:
-                    owner = partition_of(entry.loc, partition.count)
+                    owner = partition_of(entry.loc, partition.total)
                     if owner != partition.number:
-                        problem(f"{entry.loc} belongs to partition {owner}/{partition.count}")
+                        problem(f"{entry.loc} belongs to partition {owner}/{partition.total}")
                 digest = hashlib.blake2b(entry.loc.encode(), digest_size=12).digest()
                 if digest in seen:
                     problem(f"{entry.loc} appears in more than one place")

@@ -1,9 +1,9 @@
 """Configuration: TOML read with tomllib into named tuples, validated in one place.
 
 The sections are named tuples rather than frozen dataclasses: every command loads them, and
-`dataclass()` compiles six methods for each class at import, four times the instructions
-of a named tuple's. `[sitemap]` (its `index`) and a partition (its `count`) have fields
-named like tuple methods, and stay frozen dataclasses.
+`dataclass()` compiles six methods for each class at import, six times the instructions
+of a named tuple's (and `dataclasses` loads `inspect`). A field named like a tuple method
+takes another name: `[sitemap]`'s `index` is `SitemapConfig.index_name`.
 
 `load` reads a file and returns a `Config`. Each section has its own module, its fields
 beside its checks: `site` (`[site]`, `[sitemap]`), `sources` (`[[source]]`), `feeds`

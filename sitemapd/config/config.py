@@ -8,7 +8,6 @@ Every error is a ConfigError whose message names the file and the key, for examp
 # Annotations evaluated, not text: see core/observation.py.
 import re
 import tomllib
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -143,9 +142,9 @@ def _check_file_names(
     indexnow: IndexNowConfig | None,
 ) -> None:
     """Raise ConfigError when two outputs would be written to the same file."""
-    stem = sitemap.index.removesuffix(".xml")
+    stem = sitemap.index_name.removesuffix(".xml")
     shard = re.compile(rf"{re.escape(stem)}-\d+\.xml(\.gz)?\Z")
-    taken = {sitemap.index: "sitemap.index"}
+    taken = {sitemap.index_name: "sitemap.index"}
     named = []
     if feed is not None:
         named += [("feed.atom", feed.atom), ("feed.rss", feed.rss)]
@@ -167,8 +166,8 @@ def _own_files(
     indexnow: IndexNowConfig | None,
 ) -> list[str]:
     """Return names of the files sitemapd writes into output_dir, one of each kind."""
-    stem = sitemap.index.removesuffix(".xml")
-    names = [sitemap.index, f"{stem}-1.xml", f"{stem}-1.xml.gz"]
+    stem = sitemap.index_name.removesuffix(".xml")
+    names = [sitemap.index_name, f"{stem}-1.xml", f"{stem}-1.xml.gz"]
     paged = [feed.atom, feed.rss] if feed is not None else []
     paged += [news.file] if news is not None else []
     names += [name for first in paged for name in (first, part_name(first, 2))]
@@ -217,7 +216,7 @@ def partitioned(
 ) -> tuple[SitemapConfig, "FeedConfig | None", "NewsConfig | None"]:
     """Return the sitemap, feed and news settings with the partition in every file name."""
     tag = partition.label
-    sitemap = replace(sitemap, index=partition_name(sitemap.index, tag))
+    sitemap = sitemap._replace(index_name=partition_name(sitemap.index_name, tag))
     if feed is not None:
         feed = feed._replace(
             atom=partition_name(feed.atom, tag),

@@ -2,24 +2,22 @@
 
 # Annotations evaluated, not text: see core/observation.py.
 import re
-from dataclasses import dataclass
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from sitemapd.config.table import Table
 
 
-@dataclass(frozen=True, slots=True)
-class Partition:
-    """This daemon's share of a partitioned site: partition `number` (from 1) of `count`."""
+class Partition(NamedTuple):
+    """This daemon's share of a partitioned site: partition `number` (from 1) of `total`."""
 
     number: int
-    count: int
+    total: int
 
     @property
     def label(self) -> str:
         """Return the tag partitioned file names carry, like `p2of4`."""
-        return f"p{self.number}of{self.count}"
+        return f"p{self.number}of{self.total}"
 
 
 class S3Target(NamedTuple):

@@ -1,7 +1,6 @@
 """`[site]` and `[sitemap]`: where the site lives and how its sitemaps are cut."""
 
 # Annotations evaluated, not text: see core/observation.py.
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -50,15 +49,15 @@ class SiteConfig(NamedTuple):
         return (str(self.output_dir), str(self.state_dir))
 
 
-@dataclass(frozen=True, slots=True)
-class SitemapConfig:
+class SitemapConfig(NamedTuple):
     """The [sitemap] section: the index, its shards' limits and compression."""
 
     max_urls: int = MAX_URLS
     max_bytes: int = MAX_BYTES
     gzip: bool = False
     gzip_level: int = 6
-    index: str = DEFAULT_INDEX
+    # The index's file name (the `index` key).
+    index_name: str = DEFAULT_INDEX
     # hreflang alternates of pages that declare them, as xhtml:link entries.
     alternates: bool = True
     # image:image entries from og:image and a source's content_selector.
@@ -122,7 +121,7 @@ def read_sitemap(table: Table) -> SitemapConfig:
         max_bytes=table.integer("max_bytes", MAX_BYTES, 16384, MAX_BYTES),
         gzip=table.flag("gzip", False),
         gzip_level=table.integer("gzip_level", 6, 1, 9),
-        index=index,
+        index_name=index,
         alternates=table.flag("alternates", True),
         images=table.flag("images", False),
     )

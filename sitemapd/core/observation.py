@@ -51,20 +51,33 @@ class Observation(NamedTuple):
     fallback: bool = False
 
 
-class Seen(NamedTuple):
+class Seen:
     """A URL whose content is unchanged since the last scan: still there."""
+
+    __slots__ = ("file_key", "loc", "source")
 
     loc: str
     source: str
     # The file's new key when only it moved (a touch, a copy of the same bytes).
-    file_key: str | None = None
+    file_key: str | None
+
+    def __init__(self, loc: str, source: str, file_key: str | None = None) -> None:
+        self.loc = loc
+        self.source = source
+        self.file_key = file_key
 
 
-class Gone(NamedTuple):
+class Gone:
     """A URL whose content no longer exists at the source (a deleted file)."""
+
+    __slots__ = ("loc", "source")
 
     loc: str
     source: str
+
+    def __init__(self, loc: str, source: str) -> None:
+        self.loc = loc
+        self.source = source
 
 
 class Rejected(NamedTuple):
@@ -75,12 +88,19 @@ class Rejected(NamedTuple):
     reason: str
 
 
-class Unreadable(NamedTuple):
+class Unreadable:
     """A file whose read failed for now (TRANSIENT): read again soon, never applied."""
+
+    __slots__ = ("item", "reason", "source")
 
     source: str
     item: str  # the path to read again, relative to the source's root
     reason: str
+
+    def __init__(self, source: str, item: str, reason: str) -> None:
+        self.source = source
+        self.item = item
+        self.reason = reason
 
 
 # Read errors that pass: descriptors run out (EMFILE, ENFILE), a disk or network file
@@ -108,11 +128,13 @@ class ListChunk(NamedTuple):
     rejects: int = 0
 
 
-class Changes(NamedTuple):
+class Changes:
     """A change log's rows of one read that name URLs, in order, column by column: the
     unit in which change logs are applied, so that a backlog drains without an object
     per row. Row `i` deletes `locs[i]` when `deleted[i]`, else upserts it with the
     other columns' values."""
+
+    __slots__ = ("content_hashes", "deleted", "locs", "metas", "source", "source_times", "titles")
 
     source: str
     locs: list[str]
@@ -122,6 +144,24 @@ class Changes(NamedTuple):
     source_times: list[str]
     titles: list[str | None]
     metas: list[ArticleMeta]
+
+    def __init__(
+        self,
+        source: str,
+        locs: list[str],
+        deleted: list[bool],
+        content_hashes: list[str | None],
+        source_times: list[str],
+        titles: list[str | None],
+        metas: list[ArticleMeta],
+    ) -> None:
+        self.source = source
+        self.locs = locs
+        self.deleted = deleted
+        self.content_hashes = content_hashes
+        self.source_times = source_times
+        self.titles = titles
+        self.metas = metas
 
     @property
     def upserts(self) -> int:

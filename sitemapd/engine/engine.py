@@ -6,7 +6,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from sitemapd import sources
 from sitemapd.config import Config
@@ -31,8 +31,20 @@ if TYPE_CHECKING:
 log = logging.getLogger("sitemapd.engine")
 
 
-class BuildResult(NamedTuple):
+class BuildResult:
     """What a build or batch changed, published and could not read."""
+
+    __slots__ = (
+        "changes",
+        "deferred",
+        "failed",
+        "held",
+        "more",
+        "report",
+        "scanned",
+        "seconds",
+        "unreadable",
+    )
 
     changes: ChangeSet
     report: PublishReport
@@ -49,6 +61,28 @@ class BuildResult(NamedTuple):
     unreadable: dict[str, dict[str, str]]
     # Sources whose removal the mass-removal guard holds (this run or earlier), with why.
     held: dict[str, str]
+
+    def __init__(
+        self,
+        changes: ChangeSet,
+        report: PublishReport,
+        seconds: float,
+        failed: dict[str, str],
+        scanned: list[str],
+        more: set[str],
+        deferred: set[str],
+        unreadable: dict[str, dict[str, str]],
+        held: dict[str, str],
+    ) -> None:
+        self.changes = changes
+        self.report = report
+        self.seconds = seconds
+        self.failed = failed
+        self.scanned = scanned
+        self.more = more
+        self.deferred = deferred
+        self.unreadable = unreadable
+        self.held = held
 
     def merged(self, later: "BuildResult") -> "BuildResult":
         """Return this batch and the `later` one of the same build as one result: what

@@ -38,7 +38,7 @@ class Target:
             from sitemapd.publish.s3store import S3Store, client
 
             s3 = client(target)
-            key = lease_key(target.prefix, config.sitemap.index)
+            key = lease_key(target.prefix, config.sitemap.index_name)
             self.lease = Lease(s3, target.bucket, key, target.lease_ttl)
             store = S3Store(target, s3)
             self.publisher = Publisher(config, ledger, dry_run, store, self.lease)
@@ -86,7 +86,7 @@ class Target:
         started = time.perf_counter()
         store = self.publisher.store
         store.prepare(write=False)
-        index = self.config.sitemap.index
+        index = self.config.sitemap.index_name
         record = self.ledger.published(index)
         if record is not None and store.intact(index, record):
             return 0  # the index out there is our own: our lastmods are the published ones

@@ -24,9 +24,9 @@ from sitemapd.ledger.schema import (
     SEEDED,
     UPDATE_URL,
     URL_SELECT,
-    UrlRow,
     insert_rows,
 )
+from sitemapd.ledger.urlrow import UrlRow
 from sitemapd.render.sitemap import entry_size
 
 log = logging.getLogger("sitemapd.ledger")

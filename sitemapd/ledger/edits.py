@@ -17,7 +17,6 @@ run begins them again.
 
 # Annotations evaluated, not text: see core/observation.py.
 import sqlite3
-from typing import NamedTuple
 
 from sitemapd.ledger.schema import source_time
 
@@ -52,9 +51,11 @@ _TRIGGERS = (
 _NAMES = ("shard_edits_delete", "shard_edits_move", "shard_edits_edit")
 
 
-class Edit(NamedTuple):
+class Edit:
     """A member of a shard changed in place since the shard's last publish: its entry and
     manifest line then (`old_*`) and now."""
+
+    __slots__ = ("fp", "lastmod", "loc", "old_fp", "old_lastmod", "old_raw", "raw", "url_id")
 
     url_id: int
     loc: str
@@ -64,6 +65,26 @@ class Edit(NamedTuple):
     lastmod: str
     fp: str
     raw: str
+
+    def __init__(
+        self,
+        url_id: int,
+        loc: str,
+        old_lastmod: str,
+        old_fp: str,
+        old_raw: str,
+        lastmod: str,
+        fp: str,
+        raw: str,
+    ) -> None:
+        self.url_id = url_id
+        self.loc = loc
+        self.old_lastmod = old_lastmod
+        self.old_fp = old_fp
+        self.old_raw = old_raw
+        self.lastmod = lastmod
+        self.fp = fp
+        self.raw = raw
 
 
 class ShardEdits:

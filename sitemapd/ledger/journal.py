@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from operator import itemgetter
-from typing import Any, NamedTuple
+from typing import Any
 
 from sitemapd.ledger.model import NEW, FeedPageRange
 from sitemapd.ledger.schema import GONE, LIVE
@@ -34,13 +34,21 @@ ENTRIES_AFTER = (
 )
 
 
-class Run(NamedTuple):
+class Run:
     """Journal entries `seq` to `last_seq`: URLs `first_id` to `last_id`, new at `at`."""
+
+    __slots__ = ("at", "first_id", "last_id", "seq")
 
     seq: int
     first_id: int
     last_id: int
     at: str
+
+    def __init__(self, seq: int, first_id: int, last_id: int, at: str) -> None:
+        self.seq = seq
+        self.first_id = first_id
+        self.last_id = last_id
+        self.at = at
 
     @property
     def last_seq(self) -> int:

@@ -4,7 +4,7 @@ lastmods and shards worked out a chunk at a time, and the shards rendered as the
 
 # Annotations evaluated, not text: see core/observation.py.
 from collections.abc import Sequence
-from typing import NamedTuple, cast
+from typing import cast
 
 from sitemapd.core.listlines import ListLines, Rendered
 from sitemapd.ledger.bulk import insert_values
@@ -18,8 +18,10 @@ from sitemapd.render.sitemap import entry_sizes
 _RANGES = 256
 
 
-class _Rows(NamedTuple):
+class _Rows:
     """A chunk's lines as `urls` rows, column by column, as `FirstLoad._insert` binds them."""
+
+    __slots__ = ("lastmods", "locs", "rendered", "sizes", "times")
 
     locs: Sequence[str]
     times: Sequence[str | None]  # the line's datetime
@@ -28,7 +30,21 @@ class _Rows(NamedTuple):
     # The rows' entries and manifest lines as the parse worker formatted them, when
     # those are the spool's (each row's lastmod its datetime, or the build's time where
     # the worker capped them all).
-    rendered: Rendered | None = None
+    rendered: Rendered | None
+
+    def __init__(
+        self,
+        locs: Sequence[str],
+        times: Sequence[str | None],
+        lastmods: Sequence[str],
+        sizes: Sequence[int],
+        rendered: Rendered | None = None,
+    ) -> None:
+        self.locs = locs
+        self.times = times
+        self.lastmods = lastmods
+        self.sizes = sizes
+        self.rendered = rendered
 
     @classmethod
     def of(cls, lines: ListLines, now: str) -> "_Rows":

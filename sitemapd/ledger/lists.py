@@ -21,7 +21,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator
 from itertools import islice
-from typing import NamedTuple, TypeVar
+from typing import TypeVar
 
 from sitemapd.core.observation import Gone, ListChunk, Observation, Seen
 from sitemapd.ledger.listfirst import FirstLoad
@@ -72,13 +72,21 @@ def _batches(values: Collection[_T]) -> Iterator[list[_T]]:
 _ReadChunk = tuple[int, bytes, int, int, int, bool]
 
 
-class KnownChunk(NamedTuple):
+class KnownChunk:
     """A chunk of a list as the ledger recorded it."""
+
+    __slots__ = ("digest", "end", "lines", "rejects")
 
     digest: bytes
     rejects: int  # lines refused
     lines: int | None  # line ends it holds; None for the last chunk (not recorded)
     end: int | None  # offset after its last byte; None when recorded before v8
+
+    def __init__(self, digest: bytes, rejects: int, lines: int | None, end: int | None) -> None:
+        self.digest = digest
+        self.rejects = rejects
+        self.lines = lines
+        self.end = end
 
 
 class ListQueries(Transactions):

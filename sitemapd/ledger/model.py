@@ -20,11 +20,17 @@ FIRST_LOAD_SEEN = ""
 PUBLISHED_CURSOR = "published_seq"
 
 
-class RobotsRules(NamedTuple):
+class RobotsRules:
     """The site's robots.txt rules as the ledger applies them."""
+
+    __slots__ = ("allows", "fingerprint")
 
     fingerprint: str
     allows: Callable[[str], bool]
+
+    def __init__(self, fingerprint: str, allows: Callable[[str], bool]) -> None:
+        self.fingerprint = fingerprint
+        self.allows = allows
 
 
 # No robots.txt configured: every URL allowed. A fingerprint of its own, so turning the
@@ -108,10 +114,24 @@ class FeedPageRange(NamedTuple):
     filled_at: str
 
 
-class KnownFile(NamedTuple):
+class KnownFile:
     """What the ledger recorded of a file it read."""
+
+    __slots__ = ("bytes_hash", "content_hash", "file_key", "fp_settings")
 
     file_key: str
     bytes_hash: str | None
     content_hash: str | None
     fp_settings: str | None
+
+    def __init__(
+        self,
+        file_key: str,
+        bytes_hash: str | None,
+        content_hash: str | None,
+        fp_settings: str | None,
+    ) -> None:
+        self.file_key = file_key
+        self.bytes_hash = bytes_hash
+        self.content_hash = content_hash
+        self.fp_settings = fp_settings

@@ -44,18 +44,34 @@ def confirmation_done(state_dir: Path) -> None:
     (state_dir / CONFIRM_FILE).unlink(missing_ok=True)
 
 
-class RemovalGuard(NamedTuple):
+class RemovalGuard:
     """How an apply treats removals: which sources it guards and how."""
+
+    __slots__ = ("confirm", "grace", "max_share", "sources", "window")
 
     # Guarded source names, each with the cursor names a hold keeps back (so the source
     # is read again in full rather than skipped as unchanged).
-    sources: Mapping[str, frozenset[str]] = MappingProxyType({})
-    max_share: float = 0.5
-    grace: float = 900.0
+    sources: Mapping[str, frozenset[str]]
+    max_share: float
+    grace: float
     # The operator confirmed the removals of this run (`build --confirm-removal`).
-    confirm: bool = False
+    confirm: bool
     # Seconds over which a source's removals add up (0: each scan alone).
-    window: float = 600.0
+    window: float
+
+    def __init__(
+        self,
+        sources: Mapping[str, frozenset[str]] = MappingProxyType({}),
+        max_share: float = 0.5,
+        grace: float = 900.0,
+        confirm: bool = False,
+        window: float = 600.0,
+    ) -> None:
+        self.sources = sources
+        self.max_share = max_share
+        self.grace = grace
+        self.confirm = confirm
+        self.window = window
 
     def cursors_of(self, sources: Iterable[str]) -> set[str]:
         """Return the cursor names of `sources`."""

@@ -1,4 +1,4 @@
-"""The ledger's schema: its tables, their migrations, and the row shapes of `urls`.
+"""The ledger's schema: its tables, their migrations, and the statements of `urls` rows.
 
 A released migration never changes; the list index + 1 is the schema version, stored in
 `PRAGMA user_version`.
@@ -8,80 +8,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 from sitemapd.errors import LedgerError
 from sitemapd.ledger.bulk import insert_values
+from sitemapd.ledger.urlrow import COLUMNS, UrlRow, bare_values, inserted_values
 
 LIVE, EXCLUDED, GONE, SEEDED = "live", "excluded", "gone", "seeded"
-
-
-@dataclass(slots=True)
-class UrlRow:
-    """One `urls` row, in `URL_COLUMNS` order; `id` is None until it is inserted."""
-
-    id: int | None
-    loc: str
-    source_id: int | None
-    status: str
-    reason: str | None
-    page_reason: str | None
-    content_hash: str | None
-    source_time: str | None
-    lastmod: str
-    first_seen: str
-    change_count: int
-    title: str | None
-    file_key: str | None
-    shard: int | None
-    entry_bytes: int
-    published: str | None
-    language: str | None
-    news_title: str | None
-    article: int | None
-    alternates: str | None
-    extra: str | None
-    bytes_hash: str | None
-    fp_settings: str | None
-    fp_fallback: int | None
-    published_stated: int | None
-
-    def insert_params(self) -> tuple[Any, ...]:
-        """Return the values `INSERT_URL` binds: every column but `id`."""
-        return _INSERTED(self)
-
-    def update_params(self) -> tuple[Any, ...]:
-        """Return the values `UPDATE_URL` binds: every column but `id` and `loc`, then `id`."""
-        return _UPDATED(self)
-
-    @property
-    def bare(self) -> bool:
-        """True for a listed URL: no reason, hash, title, file or facts (stored as NULL,
-        as the bulk load of change-log reads stores them)."""
-        return (
-            self.reason is None
-            and self.content_hash is None
-            and self.title is None
-            and self.file_key is None
-            and not any(_FACTS(self))
-        )
-
-
-_COLUMNS: tuple[str, ...] = UrlRow.__slots__
-# Attribute getters run in C: these are called for every row a build writes.
-_INSERTED = attrgetter(*_COLUMNS[1:])
-_UPDATED = attrgetter(*_COLUMNS[2:], "id")
-_FACTS = attrgetter(*_COLUMNS[15:])
-_LISTED = attrgetter(*_COLUMNS[1:15])
-_NO_FACTS = (None,) * (len(_COLUMNS) - 15)
-
-
-def _bare(row: UrlRow) -> tuple[Any, ...]:
-    """Return the values `INSERT_URL` binds for a bare row: its facts as NULL."""
-    return _LISTED(row) + _NO_FACTS
 
 
 def source_time(row: str = "urls") -> str:
@@ -93,14 +27,14 @@ def source_time(row: str = "urls") -> str:
 
 
 # The statements of whole rows, from the one list of columns above.
-URL_COLUMNS = ", ".join(_COLUMNS)
+URLCOLUMNS = ", ".join(COLUMNS)
 # Whole rows as read: a first load's stand-in for `source_time` read through.
 URL_SELECT = ", ".join(
     f"{source_time()} AS source_time" if name == "source_time" else f"urls.{name}"
-    for name in _COLUMNS
+    for name in COLUMNS
 )
-INSERT_URL = f"INSERT INTO urls ({URL_COLUMNS}) VALUES (NULL{', ?' * (len(_COLUMNS) - 1)})"
-UPDATE_URL = f"UPDATE urls SET {', '.join(f'{name} = ?' for name in _COLUMNS[2:])} WHERE id = ?"
+INSERT_URL = f"INSERT INTO urls ({URLCOLUMNS}) VALUES (NULL{', ?' * (len(COLUMNS) - 1)})"
+UPDATE_URL = f"UPDATE urls SET {', '.join(f'{name} = ?' for name in COLUMNS[2:])} WHERE id = ?"
 # Fewer rows than this are inserted with every value bound.
 _SHARED_FROM = 16
 
@@ -130,7 +64,7 @@ def _insert(conn: sqlite3.Connection, rows: list[UrlRow]) -> None:
     is written into the statement rather than bound for each row: binding a value costs
     more than SQLite's whole work on it, and a bulk insert shares most of its columns.
     """
-    params = [_bare(row) if row.bare else _INSERTED(row) for row in rows]
+    params = [bare_values(row) if row.bare else inserted_values(row) for row in rows]
     if len(rows) < _SHARED_FROM:
         conn.executemany(INSERT_URL, params)
         return
@@ -146,7 +80,7 @@ def _insert(conn: sqlite3.Connection, rows: list[UrlRow]) -> None:
     if not bound:  # rows all alike (one URL given again and again): bind the loc anyway
         values[0], bound = "?", [tuple(row.loc for row in rows)]
     insert_values(
-        conn, f"INSERT OR FAIL INTO urls ({URL_COLUMNS})", f"(NULL, {', '.join(values)})", bound
+        conn, f"INSERT OR FAIL INTO urls ({URLCOLUMNS})", f"(NULL, {', '.join(values)})", bound
     )
 
 

@@ -8,7 +8,6 @@ when it is full, so a change touches one shard and the index, never a reshuffle.
 # Annotations evaluated, not text: see core/observation.py.
 import sqlite3
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 from sitemapd.render.sitemap import SHARD_OVERHEAD
 
@@ -25,11 +24,17 @@ class ShardState:
         self.lastmod = lastmod
 
 
-class Limits(NamedTuple):
+class Limits:
     """The most URLs and bytes a shard may hold."""
+
+    __slots__ = ("max_bytes", "max_urls")
 
     max_urls: int
     max_bytes: int
+
+    def __init__(self, max_urls: int, max_bytes: int) -> None:
+        self.max_urls = max_urls
+        self.max_bytes = max_bytes
 
     @property
     def entry_budget(self) -> int:

@@ -62,13 +62,21 @@ class _Spooled(NamedTuple):
     size: int
 
 
-class SpooledShard(NamedTuple):
+class SpooledShard:
     """A shard's document as a first load spooled it, complete and fsynced."""
+
+    __slots__ = ("digest", "manifest", "path", "size")
 
     path: Path
     manifest: Path  # the gzip members of its manifest lines
     digest: str  # of the document (`docdigest.of`)
     size: int  # bytes of the document
+
+    def __init__(self, path: Path, manifest: Path, digest: str, size: int) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.digest = digest
+        self.size = size
 
 
 class _Files:

@@ -21,7 +21,6 @@ import logging
 import zlib
 from collections.abc import Iterator, Sequence
 from itertools import accumulate
-from typing import NamedTuple
 
 # The header line and its member are render/members.py's: a first load's spool writes it.
 from sitemapd.render.members import HEADER as _HEADER
@@ -54,12 +53,19 @@ def encode_lines(lines: bytes) -> bytes:
     return with_header(pack(lines))
 
 
-class Packed(NamedTuple):
+class Packed:
     """The rows of a manifest file: their text, each member as packed, where each ends."""
+
+    __slots__ = ("ends", "members", "rows")
 
     rows: bytes
     members: list[bytes]
     ends: list[int]
+
+    def __init__(self, rows: bytes, members: list[bytes], ends: list[int]) -> None:
+        self.rows = rows
+        self.members = members
+        self.ends = ends
 
 
 def pack(lines: bytes) -> bytes:
@@ -91,12 +97,19 @@ def with_header(members: bytes) -> bytes:
     return _HEADER_MEMBER + members
 
 
-class Span(NamedTuple):
+class Span:
     """A member of rows of a manifest file: where it starts and ends, and its rows."""
+
+    __slots__ = ("end", "rows", "start")
 
     start: int
     end: int
     rows: int
+
+    def __init__(self, start: int, end: int, rows: int) -> None:
+        self.start = start
+        self.end = end
+        self.rows = rows
 
 
 def spans(data: bytes) -> list[Span] | None:

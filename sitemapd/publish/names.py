@@ -14,10 +14,10 @@ class OutputNames:
     """The file names and public URLs of a site's sitemaps, news sitemaps and feeds."""
 
     def __init__(self, config: Config) -> None:
-        self.index = config.sitemap.index
+        self.index = config.sitemap.index_name
         self.output_url = config.site.output_url
         self._gzip = config.sitemap.gzip
-        self._stem = config.sitemap.index.removesuffix(".xml")
+        self._stem = config.sitemap.index_name.removesuffix(".xml")
         self._shard_file = re.compile(rf"{re.escape(self._stem)}-(\d+)\.xml(\.gz)?\Z")
         # Files whose later pages or parts are numbered from 2: news files, feeds.
         self._paged = [name for name in _paged_names(config) if name]
@@ -83,8 +83,8 @@ def partition_index_urls(config: Config) -> list[str]:
     mine = partition_name("", partition.label)
     stem = names.index.removesuffix(mine)
     return [
-        names.output_url + stem + partition_name("", Partition(n, partition.count).label)
-        for n in range(1, partition.count + 1)
+        names.output_url + stem + partition_name("", Partition(n, partition.total).label)
+        for n in range(1, partition.total + 1)
     ]
 
 

@@ -17,7 +17,6 @@ import stat
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 
 from sitemapd.config import Config
 from sitemapd.errors import ConfigError, SitemapdError
@@ -36,12 +35,18 @@ _HEAD_BYTES = 8192
 Published = Callable[[str], Record | None]
 
 
-class Foreign(NamedTuple):
+class Foreign:
     """A file in the output folder under a name sitemapd publishes, written by another."""
+
+    __slots__ = ("path", "setting")
 
     path: Path
     # The dotted key that gives sitemapd's file another name.
     setting: str
+
+    def __init__(self, path: Path, setting: str) -> None:
+        self.path = path
+        self.setting = setting
 
 
 def foreign_files(config: Config, published: Published) -> list[Foreign]:

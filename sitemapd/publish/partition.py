@@ -23,7 +23,7 @@ def partition_of(loc: str, count: int) -> int:
 
 def owned(items: Iterator[Item], partition: Partition) -> Iterator[Item]:
     """Yield the items of URLs in `partition`, and every item that names no URL."""
-    number, count = partition.number, partition.count
+    number, count = partition.number, partition.total
     for item in items:
         if isinstance(item, Observation | Seen | Gone) and (
             partition_of(item.loc, count) != number

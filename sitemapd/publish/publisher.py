@@ -102,7 +102,7 @@ class Publisher:
         # Without news sitemaps the index is known now: its temp file is written and
         # synced while the shards are stored, and renamed into place after them.
         index = None if self.config.news else self._index(listed)
-        early = None if index is None else self._begin(self.sitemap.index, index)
+        early = None if index is None else self._begin(self.sitemap.index_name, index)
         try:
             self._publish_shards([shard_id for shard_id, _ in index_rows], dirty, written, report)
         except BaseException:
@@ -121,13 +121,13 @@ class Publisher:
             self.lease.fence()
         if early is None:
             index = self._index(listed) if index is None else index
-            self._write(self.sitemap.index, index, written, report)
+            self._write(self.sitemap.index_name, index, written, report)
         else:
             stored, soon = early
             if soon is not None:
                 stamp, wrote = soon.placing().place()
                 self._note(stored._replace(stamp=stamp, wrote=wrote), written, report)
-        current = {name for name, _ in listed} | {self.sitemap.index}
+        current = {name for name, _ in listed} | {self.sitemap.index_name}
         if self.config.news is not None:
             current.add(self.config.news.file)
         current |= self._publish_feeds(now, written, report)

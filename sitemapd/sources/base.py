@@ -5,7 +5,7 @@ import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from sitemapd.core.observation import ArticleMeta, Item, Rejected
 from sitemapd.core.urls import URLPolicy
@@ -63,18 +63,36 @@ class Scan:
         self.more = False
 
 
-class Context(NamedTuple):
+class Context:
     """What every scan needs besides its source's own settings."""
+
+    __slots__ = ("alternates", "images", "ledger", "now", "policy", "skip")
 
     policy: URLPolicy
     ledger: "Ledger"
     # The time of the run, canonical W3C.
     now: str
     # Folders that are never content (sitemapd's own output and state).
-    skip: tuple[str, ...] = ()
+    skip: tuple[str, ...]
     # Which extra elements sitemap entries carry.
-    alternates: bool = True
-    images: bool = False
+    alternates: bool
+    images: bool
+
+    def __init__(
+        self,
+        policy: URLPolicy,
+        ledger: "Ledger",
+        now: str,
+        skip: tuple[str, ...] = (),
+        alternates: bool = True,
+        images: bool = False,
+    ) -> None:
+        self.policy = policy
+        self.ledger = ledger
+        self.now = now
+        self.skip = skip
+        self.alternates = alternates
+        self.images = images
 
 
 def entry_extras(meta: ArticleMeta | None, alternates: bool, images: bool) -> str:

@@ -104,12 +104,19 @@ def _size(handle: BinaryIO) -> int:
     return handle.tell()
 
 
-class _File(NamedTuple):
+class _File:
     """A list file read for one cut, and the line ends of the chunks known by digest."""
+
+    __slots__ = ("counts", "read", "size")
 
     read: FileBytes
     size: int
     counts: Mapping[bytes, int]
+
+    def __init__(self, read: FileBytes, size: int, counts: Mapping[bytes, int]) -> None:
+        self.read = read
+        self.size = size
+        self.counts = counts
 
     @classmethod
     @contextlib.contextmanager

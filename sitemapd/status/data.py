@@ -258,7 +258,7 @@ def _report(
             "base_url": config.site.base_url,
             "index": names.index_url,
             "target": s3.url if s3 is not None else str(config.site.output_dir),
-            "partition": f"{partition.number}/{partition.count}" if partition else None,
+            "partition": f"{partition.number}/{partition.total}" if partition else None,
             "role": live.role,
         },
         "health": {

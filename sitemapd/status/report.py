@@ -323,7 +323,7 @@ def _target(config: Config) -> tuple[list[str], Callable[[str], bytes], dict[str
 
     store = S3Store(target)
     store.prepare(write=False)
-    raw = store.read(lease_key(target.prefix, config.sitemap.index))
+    raw = store.read(lease_key(target.prefix, config.sitemap.index_name))
     try:
         lease = json.loads(raw) if raw else None
     except ValueError:
