@@ -213,27 +213,29 @@ def append_correction(page: Page) -> bool:
 def headline(tree: Element, content: Iterable[Element]) -> Element | None:
     """Return the page's headline element: of the `<h1>` a reader sees (`out_of_sight`:
     not a visually hidden label such as `<h1 class="sr-only">News</h1>`), not in a link
-    (a logo), nor saying a link to the home alone (the site's name), nor in a landmark
-    never content by its tag or role and holding under half the page's text (a mobile
-    menu's site name, a menu's label), nor
-    the title of an item of the page's list (another page's), those that say what the
-    document title says when any does (not a login box's "Log in"), the last before the
-    first content paragraph, else the first."""
+    (a logo), nor saying a link to the home alone (the site's name), nor the title of an
+    item of the page's list (another page's), nor in a landmark never content by its tag
+    or role and holding under half the page's text unless it says what the document
+    title says (a mobile menu's site name, a menu's label; not a breadcrumb's last item),
+    those that say what the title says when any does (not a login box's "Log in"), the
+    last before the first content paragraph, else the first."""
     first = next(iter(content), None)
     items = {i for e in content for i in list_items(e, cards=True)}
+    title = next((t for head in tree.iter("head") for t in head.iter("title")), None)
+    said = tokens(text_of(title)) if title is not None else set()
     half = len(text_of(tree)) / 2
     h1s = [
         h
         for h in tree.iter("h1")
         if text_of(h)
         and not out_of_sight(h)
-        and not any(
-            a.tag == "a" or a in items or landmark(a, half) for a in (h, *h.iterancestors())
-        )
+        and not any(a.tag == "a" or a in items for a in (h, *h.iterancestors()))
         and not _logo(h)
+        and (
+            _says(tokens(text_of(h)), said)
+            or not any(landmark(a, half) for a in (h, *h.iterancestors()))
+        )
     ]
-    title = next((t for head in tree.iter("head") for t in head.iter("title")), None)
-    said = tokens(text_of(title)) if title is not None else set()
     h1s = [h for h in h1s if _says(tokens(text_of(h)), said)] or h1s
     if first is None:
         return h1s[0] if h1s else None
