@@ -676,3 +676,106 @@ def test_the_title_of_an_item_of_a_list_page_is_not_its_headline(site: Site) -> 
     rows = drilled(site, home)
     assert "headline element alone" not in rows
     assert rows["a new item in a list page's list"]["moved"] == 6
+
+
+def test_a_site_name_in_a_menu_or_linked_home_is_not_the_headline(site: Site) -> None:
+    # A theme's mobile menu opens with the author's name as an `<h1>`, a menu its label:
+    # a menu is no content, so an `<h1>` there that the title does not say is no headline
+    # the drill edits; nor is the blog's name linked to the home, a logo.
+    def home(n: int) -> str:
+        menu = (
+            "<header><h1 class='author'><a href='/'>Blog</a></h1></header>"
+            "<nav id='mobile-nav'><h1>aliwa</h1><a href='/about/'>About</a></nav>"
+            "<div role='navigation'><h1>Menu</h1><a href='/tags/'>Tags</a></div>"
+        )
+        return card_page(n).replace("<body>", f"<body>{menu}")
+
+    tree = lxml.html.document_fromstring(home(1))
+    assert headline(tree, page_content(tree)) is None
+    rows = drilled(site, home)
+    assert "headline element alone" not in rows
+    # Linked to itself, a post's `<h1>` is its headline.
+    post = home(1).replace("<a href='/'>Blog</a>", "<a href='#'>Blog</a>")
+    tree = lxml.html.document_fromstring(post)
+    assert headline(tree, page_content(tree)) is next(tree.iter("h1"))
+    # A breadcrumb's last item that says the title is the headline, in a `nav` or not.
+    crumb = home(1).replace(
+        "<h1>aliwa</h1>", "<ul><li><a href='/'>Home</a></li><li><h1>Blog 1</h1></li></ul>"
+    )
+    tree = lxml.html.document_fromstring(crumb)
+    assert text_of(headline(tree, page_content(tree))) == "Blog 1"
+
+
+def test_a_sidebar_of_teasers_each_an_article_is_not_content() -> None:
+    # SPIP's and WordPress's "latest" widgets set each teaser as an `<article>` in a
+    # list item: the sidebar holding them is no wrapper of the page, and its summaries,
+    # longer than the story, are not what the page says.
+    teaser = "".join(
+        f"<li><article class='entry'><h3>Story {k}</h3><div class='intro'>"
+        f"<p>{prose_words(k, 60)}</p></div><a href='/s/{k}'>Read on</a></article></li>"
+        for k in range(6)
+    )
+    page = (
+        "<html><head><title>Bridge vote</title></head><body><div id='content'><article>"
+        f"<h1>Bridge vote</h1><div class='main'>{paragraphs(2)}</div></article></div>"
+        f"<div id='aside' class='aside secondary'><ul>{teaser}</ul></div>"
+        f"<nav>{menu('', 80)}</nav></body></html>"
+    )
+    tree = lxml.html.document_fromstring(page)
+    assert {p.getparent().get("class") for p in page_content(tree)} == {"main"}
+    # A block so named that holds the page's own `article` wraps it.
+    wrapped = page.replace("<div id='content'>", "<div class='page has-sidebar'>")
+    tree = lxml.html.document_fromstring(wrapped)
+    assert {p.getparent().get("class") for p in page_content(tree)} == {"main"}
+
+
+def test_a_canvas_s_video_s_or_audio_s_fallback_is_no_text() -> None:
+    # Browsers draw the canvas and play the media: the words inside are for browsers
+    # that lack them, and no edit goes there.
+    for tag in ("canvas", "video", "audio"):
+        tree = lxml.html.document_fromstring(
+            f"<html><body><div id='story'>Hello<p>A short line.</p>"
+            f"<{tag}>Your browser cannot show this drawing of the bridge</{tag}></div>"
+            "</body></html>"
+        )
+        assert "bridge" not in text_of(tree.body), tag
+        assert page_content(tree) == [], tag
+
+
+def test_a_landmark_wrapping_half_the_page_holds_its_content() -> None:
+    # A theme that sets the whole page in its `<header>` (a fixed bar and the story under
+    # it), or ASP.NET's `<form>` around every page: the story inside is the content.
+    for wrapper in ("header id='header'", "form id='aspnetForm'"):
+        tag = wrapper.split()[0]
+        tree = lxml.html.document_fromstring(
+            f"<html><head><title>Bridge vote</title></head><body><{wrapper}>"
+            f"<a href='/'>Gazette</a><div class='story'><h1>Bridge vote</h1>{paragraphs(4)}"
+            f"</div></{tag}><footer>{prose_words(2, 20)}</footer></body></html>"
+        )
+        content = page_content(tree)
+        assert [p.getparent().get("class") for p in content] == ["story"] * 4, tag
+        assert headline(tree, content) is next(tree.iter("h1"))
+    # A header or form holding less is the site's: its prose is not the page's.
+    tree = lxml.html.document_fromstring(
+        f"<html><body><header><p>{prose_words(3, 20)}</p></header>"
+        f"<div class='story'>{paragraphs(4)}</div></body></html>"
+    )
+    assert {p.getparent().get("class") for p in page_content(tree)} == {"story"}
+
+
+def test_a_class_naming_a_layout_with_a_sidebar_is_no_sidebar() -> None:
+    # "c-fixed-sidebar-layout--140@lg" lays the story out beside a sidebar; the sidebar
+    # itself is "layout-3col__right-sidebar" or "sidebar".
+    def page(name: str) -> str:
+        return (
+            "<html><head><title>Bridge vote</title></head><body><article><header>"
+            f"<h1>Bridge vote</h1></header><div class='{name}'><div class='body'>"
+            f"{paragraphs(4)}</div></div></article><nav>{menu('', 40)}</nav></body></html>"
+        )
+
+    for name in ("o-row c-fixed-sidebar-layout--140--left@lg", "sidebarLayout"):
+        tree = lxml.html.document_fromstring(page(name))
+        assert {p.getparent().get("class") for p in page_content(tree)} == {"body"}, name
+    for name in ("layout-3col__right-sidebar", "sidebar grid-layout"):
+        tree = lxml.html.document_fromstring(page(name))
+        assert "body" not in {p.getparent().get("class") for p in page_content(tree)}, name

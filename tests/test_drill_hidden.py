@@ -38,6 +38,7 @@ HIDDEN_LABELS = {
     "ancestor's class": "<div class='a11y-hidden'><div><h1>News</h1></div></div>",
     "ancestor's aria-hidden": "<div aria-hidden='true'><h1>News</h1></div>",
     "ancestor's hidden attribute": "<section hidden><h1>News</h1></section>",
+    "a popup's, until clicked": "<div class='c-modal mfp-hide'><h1>News</h1></div>",
 }
 
 

@@ -28,7 +28,13 @@ from endpoints import Endpoint
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sitegen import STYLES, new_site
-from test_fingerprint_extract import archive_page, bio_page, lead_photo_page, node_list_page
+from test_fingerprint_extract import (
+    archive_page,
+    bio_page,
+    lead_photo_page,
+    node_list_page,
+    wrapped_list_page,
+)
 
 from sitemapd.fingerprint import (
     FINGERPRINT_VERSION,
@@ -212,8 +218,8 @@ def test_a_ledger_of_the_previous_fingerprint_version_moves_nothing(site: Site) 
     # Pages this version reads otherwise than the ones before (an archive of dated
     # links is no longer content since version 8; the posts' linked `<h1>` are since
     # version 9, an author's bio box after the story and the caption of a photograph
-    # above it since version 10): their digests change with the upgrade, their lastmods
-    # do not.
+    # above it since version 10, a list of posts in a wrapper named for a pager since
+    # version 11): their digests change with the upgrade, their lastmods do not.
     titles = [f"Column {n}" for n in range(30)]
     (site.root / "journal.html").write_text(archive_page(titles))
     heads = [f"<a href='/node/{n}'>Commission opposes decision {n}</a>" for n in range(4)]
@@ -221,6 +227,8 @@ def test_a_ledger_of_the_previous_fingerprint_version_moves_nothing(site: Site) 
     bio = "Jane Roe covers the White House. Since joining the Post, she has covered trade."
     (site.root / "talks.html").write_text(bio_page(bio))
     (site.root / "envoys.html").write_text(lead_photo_page("The envoys meet in Geneva."))
+    posts = [f"Notes on release {n}" for n in range(6)]
+    (site.root / "notes.html").write_text(wrapped_list_page(posts))
     summary(site)
     before = change_counts(site)
     # As the release before wrote it: its version's settings, and digests of its own.
@@ -259,6 +267,10 @@ def test_a_ledger_of_the_previous_fingerprint_version_moves_nothing(site: Site) 
     (site.root / "talks.html").write_text(bio_page(bio.replace("trade", "trades")))
     summary(site)
     assert moved(site, before) == {news.stories[3].slug, "section", "talks"}
+    # And a new post on the home whose list a pager-named block wraps.
+    (site.root / "notes.html").write_text(wrapped_list_page(["Notes on caching", *posts]))
+    summary(site)
+    assert moved(site, before) == {news.stories[3].slug, "section", "talks", "notes"}
 
 
 def test_unchanged_bytes_are_not_parsed_again(site: Site) -> None:

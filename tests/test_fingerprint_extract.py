@@ -823,3 +823,30 @@ def test_the_caption_of_the_lead_photograph_above_the_story_is_the_story_s() -> 
     caption = "The envoys meet in Geneva on Tuesday, before the talks. Photo: Jane Roe"
     before = digest(lead_photo_page(caption))
     assert digest(lead_photo_page(caption.replace("Tuesday", "Monday"))) != before
+
+
+def wrapped_list_page(titles: list[str], wrapper: str = "pagination") -> str:
+    """Return a blog's home: its posts' cards, each linked whole (title and excerpt), in a
+    list a theme wraps in a block named `wrapper`, under a menu of the blog's pages."""
+    cards = "".join(
+        f"<li><a href='/posts/{n}/'><h2>{title}</h2><p>A few lines on {title.lower()}, "
+        "as the post opens, for the reader deciding whether to read on.</p></a></li>"
+        for n, title in enumerate(titles)
+    )
+    pages = "".join(f"<li><a href='/{p}/'>{p.title()}</a></li>" for p in ("about", "tags"))
+    return (
+        "<html><head><title>Notes</title></head><body><header><a href='/'>Notes</a>"
+        f"<ul class='menu'>{pages}</ul></header><main><div class='{wrapper}'>"
+        f"<ul class='post-list'>{cards}</ul></div></main></body></html>"
+    )
+
+
+def test_a_list_of_posts_in_a_wrapper_named_for_a_pager_or_menu_is_the_page_s() -> None:
+    # Themes wrap the list of posts in `div.pagination` (it pages) or `div.menu-l` (a
+    # column beside the menu): holding half the page, the block wraps it, and a new
+    # post moves the home.
+    titles = [f"Notes on the {w} release" for w in ("first", "second", "third", "fourth")]
+    titles += ["Notes on packaging", "Notes on testing"]
+    for wrapper in ("pagination", "menu-l"):
+        before = digest(wrapped_list_page(titles, wrapper))
+        assert digest(wrapped_list_page(["Notes on caching", *titles], wrapper)) != before

@@ -10,8 +10,10 @@ and returns False when the page offers nothing to change.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from lxml import etree
 
@@ -23,6 +25,7 @@ from sitemapd.drill.structure import (
     PROSE_TAGS,
     Page,
     comments,
+    landmark,
     link_lists,
 )
 from sitemapd.drill.text import (
@@ -37,6 +40,9 @@ from sitemapd.drill.text import (
 )
 from sitemapd.fingerprint.extract import BLOCKS, drop
 from sitemapd.fingerprint.headline import tokens
+
+# The path of a link to a site's home.
+_HOME = re.compile(r"/?(?:\.?/)?(?:index\.html?)?")
 
 
 def new_item(page: Page) -> bool:
@@ -207,20 +213,29 @@ def append_correction(page: Page) -> bool:
 def headline(tree: Element, content: Iterable[Element]) -> Element | None:
     """Return the page's headline element: of the `<h1>` a reader sees (`out_of_sight`:
     not a visually hidden label such as `<h1 class="sr-only">News</h1>`), not in a link
-    (a logo), nor the title of an item of the page's list (another page's), those that
-    say what the document title says when any does (not a login box's "Log in"), the
+    (a logo), nor saying a link to the home alone (the site's name), nor the title of an
+    item of the page's list (another page's), nor in a landmark never content by its tag
+    or role and holding under half the page's text unless it says what the document
+    title says (a mobile menu's site name, a menu's label; not a breadcrumb's last item),
+    those that say what the title says when any does (not a login box's "Log in"), the
     last before the first content paragraph, else the first."""
     first = next(iter(content), None)
     items = {i for e in content for i in list_items(e, cards=True)}
+    title = next((t for head in tree.iter("head") for t in head.iter("title")), None)
+    said = tokens(text_of(title)) if title is not None else set()
+    half = len(text_of(tree)) / 2
     h1s = [
         h
         for h in tree.iter("h1")
         if text_of(h)
         and not out_of_sight(h)
         and not any(a.tag == "a" or a in items for a in (h, *h.iterancestors()))
+        and not _logo(h)
+        and (
+            _says(tokens(text_of(h)), said)
+            or not any(landmark(a, half) for a in (h, *h.iterancestors()))
+        )
     ]
-    title = next((t for head in tree.iter("head") for t in head.iter("title")), None)
-    said = tokens(text_of(title)) if title is not None else set()
     h1s = [h for h in h1s if _says(tokens(text_of(h)), said)] or h1s
     if first is None:
         return h1s[0] if h1s else None
@@ -228,6 +243,24 @@ def headline(tree: Element, content: Iterable[Element]) -> Element | None:
     # An `<h1>` inside the first paragraph (a container whose text follows it) precedes it.
     before = [h for h in h1s if order[h] < order[first] or first in h.iterancestors()]
     return before[-1] if before else (h1s[0] if h1s else None)
+
+
+def _logo(heading: Element) -> bool:
+    """True when all `heading` says is a link to the site's home: the site's name set as
+    a linked `<h1>` (`<h1><a href="/" rel="home">`), a logo as much as a linked `<h1>`."""
+    said = text_of(heading)
+    return any(
+        text_of(link) == said
+        and ("home" in (link.get("rel") or "").lower().split() or _home(link.get("href") or ""))
+        for link in heading.iter("a")
+    )
+
+
+def _home(href: str) -> bool:
+    """True when `href` links a site's home (`/`, `./`, `https://example.com/`), not the
+    page itself (`#`, empty)."""
+    href = href.strip()
+    return bool(href) and href[0] not in "#?" and bool(_HOME.fullmatch(urlsplit(href).path))
 
 
 def _says(words: set[str], said: set[str]) -> bool:

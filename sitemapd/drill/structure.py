@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import takewhile
 
 from lxml import etree
 
@@ -97,6 +98,8 @@ _AROUND_WORDS = {
     "promotion",
 }
 _AROUND_ROLES = {"navigation", "menu", "menubar", "banner", "contentinfo", "complementary"}
+# Roles of the landmarks never content (`_NEVER_CONTENT`).
+_LANDMARK_ROLES = {"navigation", "menu", "menubar", "contentinfo", "complementary"}
 # A menu's or a share bar's word run together with another: the word that ends it
 # ("topnav", "mainmenu", "hauptnavi", "socialshare"), or that opens it before the part
 # it names ("navlist", "menubar", "sharebuttons", "followicons"). "Follow" opens it
@@ -135,25 +138,20 @@ def prose_paragraphs(tree: Element) -> list[Element]:
 
     What a reader calls the page's text, found by structure alone: blocks of enough words
     with few links (a container's: what it holds between its blocks), not inside `nav`,
-    `header`, `footer`, `aside`, `form` or a link, nor in a block named or playing a
-    footer, sidebar or "related" box, nor unseen, nor in a comment thread, nor another
-    page's teaser.
+    `header`, `footer`, `aside` or `form` (unless it wraps half the page) or a link, nor
+    in a block named or playing a footer, sidebar or "related" box, nor unseen, nor in a
+    comment thread, nor another page's teaser.
     """
     found: list[Element] = []
     chosen: set[Element] = set()
-    around = surroundings(tree)
+    around = surroundings(tree) | landmarks(tree)
     for element in tree.iter(*PROSE_TAGS):
         # A container's own paragraph is the prose it holds between its blocks.
         text = paragraph_text(element) if element.tag in _CONTAINERS else text_of(element)
         if not is_prose(text):
             continue
         if any(
-            a in chosen
-            or a in around
-            or a.tag in _STRUCTURAL
-            or a.tag == "a"
-            or unseen(a)
-            or comments(a)
+            a in chosen or a in around or a.tag == "a" or unseen(a) or comments(a)
             for a in (element, *element.iterancestors())
         ):
             continue
@@ -170,6 +168,15 @@ def never_content(tree: Element) -> set[Element]:
     found = surroundings(tree)
     found.update(tree.iter(*_NEVER_CONTENT))
     return found
+
+
+def landmark(element: Element, half: float) -> bool:
+    """True when `element` is a landmark never content by its tag or role (a menu, an
+    aside, a footer) holding under `half` of the page's text: more, it wraps the page."""
+    return (
+        element.tag in _NEVER_CONTENT
+        or (element.get("role") or "").strip().lower() in _LANDMARK_ROLES
+    ) and len(text_of(element)) < half
 
 
 def page_content(tree: Element) -> list[Element]:
@@ -201,11 +208,11 @@ def main_list(tree: Element) -> Element | None:
     it marks one, a list of teaser cards before a list of bare links (a tag cloud, a
     widget's), and of those the one with most link text."""
     best, most = None, (False, 0)
-    around = surroundings(tree)
+    around = surroundings(tree) | landmarks(tree)
     mains = [m for m in _mains(tree) if not out_of_sight(m)]
     for element in tree.iter(etree.Element):
         ancestry = (element, *element.iterancestors())
-        if any(a.tag in _STRUCTURAL or a in around or unseen(a) for a in ancestry):
+        if any(a in around or unseen(a) for a in ancestry):
             continue
         # A page that marks its main content has its list there: not a feed's widget
         # in a bar above it.
@@ -233,13 +240,21 @@ def _link_text(items: list[Element]) -> int:
     return sum(len(text_of(a)) for item in items for a in item.iter("a"))
 
 
+def landmarks(tree: Element) -> set[Element]:
+    """Return the page's `nav`, `header`, `footer`, `aside` and `form` elements but those
+    holding half its text: a `<header>` or an ASP.NET `<form>` wrapping the whole page
+    holds its content."""
+    half = len(text_of(tree)) / 2
+    return {e for e in tree.iter(*_STRUCTURAL) if len(text_of(e)) < half}
+
+
 def surroundings(tree: Element) -> set[Element]:
     """Return the blocks that are no landmark but play one by their role or name (class,
     id, a custom element's tag): a menu, the site's header or footer, a sidebar, a
     "related" box, a cookie banner. Never one whose name also says content ("content-
     with-sidebar", not "articleSidebarList"), nor one that holds the page's `main`,
-    `article` or an `<h1>` a reader sees, or half its text: a wrapper named "has-sidebar"
-    holds the page."""
+    `article` (not a list's item: a teaser) or an `<h1>` a reader sees, or half its
+    text: a wrapper named "has-sidebar" holds the page."""
     found = set()
     half = len(text_of(tree)) / 2
     for element in tree.iter(etree.Element):
@@ -247,7 +262,8 @@ def surroundings(tree: Element) -> set[Element]:
             continue
         role = (element.get("role") or "").strip().lower()
         tag = str(element.tag) if "-" in str(element.tag) else ""
-        names = f"{element.get('class') or ''} {element.get('id') or ''} {tag}"
+        classes = " ".join(c for c in (element.get("class") or "").split() if not _layout(c))
+        names = f"{classes} {element.get('id') or ''} {tag}"
         words = set(_WORDS.split(_CAMEL.sub(" ", names).lower()))
         fused = {m.group("word") or m.group("follow") for m in map(_FUSED.fullmatch, words) if m}
         # A share bar holds no prose; a block so named that does wraps the story
@@ -256,13 +272,32 @@ def surroundings(tree: Element) -> set[Element]:
         if (
             (role in _AROUND_ROLES or words & _AROUND_WORDS or fused - _SHARING or sharing)
             and (sharing or not set(_WORDS.split(names.lower())) & _CONTENT_WORDS)
-            and not any(
-                h.tag != "h1" or not out_of_sight(h) for h in element.iter("main", "article", "h1")
-            )
+            and not _holds_page(element)
             and len(text_of(element)) < half
         ):
             found.add(element)
     return found
+
+
+def _layout(name: str) -> bool:
+    """True when class `name` names a layout, not a part of it: its head word (the last of
+    its BEM element, modifiers left out) is `layout` ("c-fixed-sidebar-layout--140@lg",
+    "sidebar-layout"; not "layout-3col__right-sidebar")."""
+    block = re.split(r"--|@", name, maxsplit=1)[0].rsplit("__", 1)[-1]
+    words = [w for w in _WORDS.split(_CAMEL.sub(" ", block).lower()) if w]
+    return bool(words) and words[-1] == "layout"
+
+
+def _holds_page(element: Element) -> bool:
+    """True when `element` holds the page's `main`, an `<h1>` a reader sees, or an
+    `article` that is no item of a list (a sidebar's "latest" teasers are each one)."""
+    for held in element.iter("main", "article", "h1"):
+        if held.tag == "main" or (held.tag == "h1" and not out_of_sight(held)):
+            return True
+        up = takewhile(lambda a: a is not element, held.iterancestors())
+        if held.tag == "article" and not any(a.tag == "li" for a in up):
+            return True
+    return False
 
 
 def _holds_prose(element: Element) -> bool:

@@ -2,7 +2,8 @@
 which prose is another page's teaser.
 
 Text is what every reader gets, on screen and read aloud: what a browser never renders
-(scripts, styles, `<noscript>`, templates, dialogs that open over the page, elements
+(scripts, styles, `<noscript>`, templates, a `<canvas>`'s, `<video>`'s or `<audio>`'s
+fallback, dialogs that open over the page, elements
 `hidden`, styled `display:none` or `visibility:hidden`, or of a class that hides them),
 what is drawn for screen readers alone (`sr-only`) and what is kept from them
 (`aria-hidden`) is no text: an editor's headline and prose reach every reader.
@@ -29,8 +30,9 @@ Element = etree._Element
 # A paragraph of prose: this many words (or characters of text written without spaces).
 PROSE_WORDS = 8
 PROSE_CHARACTERS = 40
-# Elements whose text a browser never shows.
-_UNSEEN = {"script", "style", "noscript", "template", "dialog"}
+# Elements whose text a browser never shows: a `<canvas>`'s, a `<video>`'s or an
+# `<audio>`'s is fallback for browsers that lack the element.
+_UNSEEN = {"script", "style", "noscript", "template", "dialog", "canvas", "video", "audio"}
 _DIALOGS = {"dialog", "alertdialog"}
 _STYLED_AWAY = re.compile(r"display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)", re.I)
 # Classes by which CSS frameworks, CMSs and sites hide an element from every reader
@@ -85,6 +87,9 @@ HIDING_CLASSES = (
     "is_blind",
     "screen_out",
     "sound_only",
+    # jQuery plugins' popups, shown on a click: Magnific Popup's, Fancybox's.
+    "mfp-hide",
+    "fancybox-hidden",
 )
 _SQUASH = re.compile(r"[-_]")
 _HIDING = frozenset(_SQUASH.sub("", name.lower()) for name in HIDING_CLASSES)
@@ -121,7 +126,8 @@ def text_of(element: Element) -> str:
 
 def unseen(element: Element) -> bool:
     """True when `element` does not reach every reader with the page: a script, style,
-    template, dialog, comment or processing instruction; an element `hidden`,
+    template, dialog, fallback of a canvas, video or audio, comment or processing
+    instruction; an element `hidden`,
     `aria-hidden`, styled `display:none` or `visibility:hidden`, or of a hiding class
     (`HIDING_CLASSES`). Never the page's `html` or `body`, nor a block holding its
     `main`."""

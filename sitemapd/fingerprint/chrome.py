@@ -24,8 +24,8 @@ from sitemapd.fingerprint import shapes
 
 Element = etree._Element
 
-_STRUCTURAL = {"nav": "navigation", "aside": "aside", "form": "form", "footer": "footer"}
-_ROLES = {
+STRUCTURAL = {"nav": "navigation", "aside": "aside", "form": "form", "footer": "footer"}
+ROLES = {
     "navigation",
     "banner",
     "contentinfo",
@@ -297,10 +297,10 @@ def template_reason(
     small = text <= main_text * _WRAPPER_SHARE
     # A form that holds a paragraph of prose is a page or product wrapped in a form, not
     # a search, login or newsletter box.
-    if tag in _STRUCTURAL and small and not (tag == "form" and _holds_prose(element, sizes)):
-        return _STRUCTURAL[tag]
+    if tag in STRUCTURAL and small and not (tag == "form" and _holds_prose(element, sizes)):
+        return STRUCTURAL[tag]
     role = (element.get("role") or "").strip().lower()
-    if role in _ROLES and small:
+    if role in ROLES and small:
         return f"role={role}"
     if tag not in ("a", "body", "html", "main"):
         article, template, weak, thread = named(element)

@@ -3,7 +3,7 @@ items says."""
 
 from __future__ import annotations
 
-from sitemapd.fingerprint.chrome import Element, Sizes, template_reason
+from sitemapd.fingerprint.chrome import ROLES, STRUCTURAL, Element, Sizes, template_reason
 
 # A page's main list of items: children with a link each, and its link text.
 _LIST_ITEMS = 5
@@ -12,8 +12,10 @@ _MIN_LIST_TEXT = 200
 
 def main_list(body: Element, sizes: Sizes) -> Element | None:
     """Return the page's list of items: the block of most link text among those of
-    `_LIST_ITEMS` or more like children with a link each, in no template part."""
+    `_LIST_ITEMS` or more like children with a link each, in no template part (a block
+    holding half the page's text is none by its name: it wraps the page)."""
     best, most = None, _MIN_LIST_TEXT - 1
+    half = sizes.text[body] / 2
     for element in sizes.elements:
         links = sizes.links[element]
         if links <= most or len(element) < _LIST_ITEMS:
@@ -24,10 +26,20 @@ def main_list(body: Element, sizes: Sizes) -> Element | None:
                 tags[child.tag] = tags.get(child.tag, 0) + 1
         if not tags or max(tags.values()) < _LIST_ITEMS:
             continue
+        # A block holding half the page is its wrapper, whatever its name (a theme that
+        # wraps the list of posts in `div.pagination` or `div.menu-l`); not a menu by its
+        # tag or role (a documentation generator's sidebar of contents).
         if any(
             template_reason(e, sizes, 1 << 62, lists=False)
+            and (sizes.text[e] < half or _landmark(e))
             for e in (element, *element.iterancestors())
+            if e in sizes.text
         ):
             continue
         best, most = element, links
     return best
+
+
+def _landmark(element: Element) -> bool:
+    """True when `element` is a navigation, aside, form or footer by its tag or role."""
+    return element.tag in STRUCTURAL or (element.get("role") or "").strip().lower() in ROLES
