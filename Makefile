@@ -5,15 +5,19 @@ BIN := $(VENV)/bin
 
 .PHONY: run build test lint docs bench clean system-deps install
 
-$(BIN)/sitemapd: pyproject.toml
+$(BIN)/pip:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+
+$(BIN)/sitemapd: pyproject.toml | $(BIN)/pip
 	$(BIN)/pip install --quiet -e .
 	touch $@
 
-$(VENV)/.test-extras: $(BIN)/sitemapd
+# The package comes with its test extras: one resolution and one editable build on a
+# fresh clone, not two.
+$(VENV)/.test-extras: pyproject.toml | $(BIN)/pip
 	$(BIN)/pip install --quiet -e '.[test]'
-	touch $@
+	touch $(BIN)/sitemapd $@
 
 run: $(BIN)/sitemapd
 	$(BIN)/sitemapd run -c examples/sitemapd.toml
