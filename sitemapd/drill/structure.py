@@ -144,7 +144,7 @@ def prose_paragraphs(tree: Element) -> list[Element]:
     """
     found: list[Element] = []
     chosen: set[Element] = set()
-    around = surroundings(tree) | landmarks(tree)
+    around = _around(tree)
     for element in tree.iter(*PROSE_TAGS):
         # A container's own paragraph is the prose it holds between its blocks.
         text = paragraph_text(element) if element.tag in _CONTAINERS else text_of(element)
@@ -208,7 +208,7 @@ def main_list(tree: Element) -> Element | None:
     it marks one, a list of teaser cards before a list of bare links (a tag cloud, a
     widget's), and of those the one with most link text."""
     best, most = None, (False, 0)
-    around = surroundings(tree) | landmarks(tree)
+    around = _around(tree)
     mains = [m for m in _mains(tree) if not out_of_sight(m)]
     for element in tree.iter(etree.Element):
         ancestry = (element, *element.iterancestors())
@@ -240,12 +240,12 @@ def _link_text(items: list[Element]) -> int:
     return sum(len(text_of(a)) for item in items for a in item.iter("a"))
 
 
-def landmarks(tree: Element) -> set[Element]:
-    """Return the page's `nav`, `header`, `footer`, `aside` and `form` elements but those
-    holding half its text: a `<header>` or an ASP.NET `<form>` wrapping the whole page
-    holds its content."""
+def _around(tree: Element) -> set[Element]:
+    """Return what lies around the page's content: its `surroundings`, and its `nav`,
+    `header`, `footer`, `aside` and `form` elements but those holding half its text (a
+    `<header>` or an ASP.NET `<form>` wrapping the whole page holds its content)."""
     half = len(text_of(tree)) / 2
-    return {e for e in tree.iter(*_STRUCTURAL) if len(text_of(e)) < half}
+    return surroundings(tree) | {e for e in tree.iter(*_STRUCTURAL) if len(text_of(e)) < half}
 
 
 def surroundings(tree: Element) -> set[Element]:
