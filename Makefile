@@ -5,18 +5,21 @@ BIN := $(VENV)/bin
 
 .PHONY: run build test lint docs bench clean system-deps install
 
-$(BIN)/pip:
+# uv installs what pip would, from the same index, in a fifth of the time: most of a fresh
+# clone's first `make test` was spent in pip resolving and unpacking the test tools.
+$(BIN)/uv:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet uv
+INSTALL := $(BIN)/uv pip install --quiet --python $(BIN)/python
 
-$(BIN)/sitemapd: pyproject.toml | $(BIN)/pip
-	$(BIN)/pip install --quiet -e .
+$(BIN)/sitemapd: pyproject.toml | $(BIN)/uv
+	$(INSTALL) -e .
 	touch $@
 
 # The package comes with its test extras: one resolution and one editable build on a
 # fresh clone, not two.
-$(VENV)/.test-extras: pyproject.toml | $(BIN)/pip
-	$(BIN)/pip install --quiet -e '.[test]'
+$(VENV)/.test-extras: pyproject.toml | $(BIN)/uv
+	$(INSTALL) -e '.[test]'
 	touch $(BIN)/sitemapd $@
 
 run: $(BIN)/sitemapd
@@ -63,7 +66,7 @@ test: lint docs system-deps
 	$(if $(TEST_TMP),install -d -m 1777 $(TEST_TMP) && TMPDIR=$(TEST_TMP)) $(BIN)/pytest -n 2 --dist worksteal
 
 $(VENV)/.bench-extras: $(VENV)/.test-extras
-	$(BIN)/pip install --quiet -e '.[bench]'
+	$(INSTALL) -e '.[bench]'
 	touch $@
 
 # Bytecode compiled first, as `pip install` does: an editable install under
