@@ -104,3 +104,24 @@ def test_status_and_check_config_load_what_they_report(listed: tuple[Path, Path]
     checked = imported("check-config", "-c", str(config))
     assert not {"json", "concurrent.futures", "sitemapd.ledger.journal"} & checked
     assert not {"dataclasses", "inspect"} & (status | checked)
+
+
+def test_explain_loads_no_dataclasses(tmp_path: Path) -> None:
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    page = pages / "story.html"
+    page.write_text(
+        "<html><head><title>A story</title></head><body><nav>Home</nav><main><h1>A story"
+        "</h1><p>What happened, told in a few words.</p></main></body></html>"
+    )
+    config = tmp_path / "sitemapd.toml"
+    config.write_text(
+        '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "state"\n'
+        f'[[source]]\ntype = "directory"\nroot = "{pages}"\nname = "pages"\n'
+    )
+    modules = imported("explain", "-c", str(config), str(page))
+    # The page is read and its fingerprint explained...
+    assert "sitemapd.fingerprint.extract" in modules
+    # ...by plain classes and named tuples: `dataclasses` costs its import and each class's
+    # generated methods (lxml still loads `inspect`).
+    assert "dataclasses" not in modules

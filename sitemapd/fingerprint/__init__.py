@@ -14,8 +14,8 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from lxml import etree
@@ -79,8 +79,7 @@ _LD_FIELDS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
+class Settings(NamedTuple):
     """How a source's pages are fingerprinted; `key` names them in the ledger."""
 
     mode: str = "content"
@@ -192,21 +191,30 @@ def parse_html(data: bytes, whole: bytes | None = None) -> Element | None:
         return None
 
 
-@dataclass
 class Reading:
     """What a page's fingerprint is taken over, before the site's template is left out."""
 
-    # (label, text) of the page's head, headlines and structured data, in order.
-    parts: list[tuple[str, str]]
-    # The main content's text nodes as (template shape or None, text with whitespace
-    # runs as one space).
-    texts: list[tuple[int | None, str]]
-    # True when no main content was found and the whole body counts.
-    fallback: bool = False
-    # What was left out of the main content, with why, and what lies around it (filled
-    # only when explaining).
-    dropped: list[tuple[str, str]] = field(default_factory=list)
-    around: list[str] = field(default_factory=list)
+    # A plain class, not a dataclass: `dataclasses` (with `inspect`) would be imported by
+    # every command that reads a page, `explain` among them.
+    __slots__ = ("around", "dropped", "fallback", "parts", "texts")
+
+    def __init__(
+        self,
+        parts: list[tuple[str, str]],
+        texts: list[tuple[int | None, str]],
+        fallback: bool = False,
+    ) -> None:
+        # (label, text) of the page's head, headlines and structured data, in order.
+        self.parts = parts
+        # The main content's text nodes as (template shape or None, text with whitespace
+        # runs as one space).
+        self.texts = texts
+        # True when no main content was found and the whole body counts.
+        self.fallback = fallback
+        # What was left out of the main content, with why, and what lies around it
+        # (filled only when explaining).
+        self.dropped: list[tuple[str, str]] = []
+        self.around: list[str] = []
 
     def shapes(self) -> set[int]:
         """Return the template shapes of the main content's short texts."""

@@ -18,7 +18,6 @@ with no article is its main list of items. A CSS selector replaces the search.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 
 from lxml import etree
 
@@ -86,16 +85,20 @@ _LANDMARK_SHARE = 0.5
 _SIBLING = 60
 
 
-@dataclass
 class Extract:
     """What the extractor kept of a page and what it left out."""
 
-    # The elements holding the main content, in document order.
-    main: list[Element]
-    # True when no main content was found and `main` is the whole body.
-    fallback: bool
-    # Elements left out inside `main`, with why.
-    dropped: dict[Element, str] = field(default_factory=dict)
+    __slots__ = ("dropped", "fallback", "main")
+
+    def __init__(
+        self, main: list[Element], fallback: bool, dropped: dict[Element, str] | None = None
+    ) -> None:
+        # The elements holding the main content, in document order.
+        self.main = main
+        # True when no main content was found and `main` is the whole body.
+        self.fallback = fallback
+        # Elements left out inside `main`, with why.
+        self.dropped = {} if dropped is None else dropped
 
 
 def drop(element: Element) -> None:

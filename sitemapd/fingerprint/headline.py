@@ -20,8 +20,10 @@ from sitemapd.fingerprint.score import text_nodes
 # Elements whose `<title>` is not the document's: icons, formulas, embedded documents.
 _FOREIGN = {"svg", "math", "object", "iframe", "template"}
 _WORD = re.compile(r"\w+", re.UNICODE)
-# Scripts written without spaces between words, compared by pairs of characters.
-_UNSPACED = re.compile("[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+# Scripts written without spaces between words (Thai, kana, CJK ideographs, Hangul),
+# compared by pairs of characters. Ranges, not a regex class: the class's 40,000 code
+# points take 7 ms to compile, a tenth of a short command's whole run.
+_UNSPACED = (("\u0e00", "\u0e7f"), ("\u3040", "\u30ff"), ("\u3400", "\u9fff"), ("\uac00", "\ud7af"))
 # Words an `<h1>` must share with the page's stated headlines to be taken for it, unless
 # it shares half of its own.
 _SHARED = 3
@@ -51,7 +53,9 @@ def tokens(text: str) -> set[str]:
     """Return the words of `text`, lower-cased, and pairs of characters of unspaced
     scripts."""
     words = {w for w in _WORD.findall(text.lower()) if len(w) > 1 or not w.isascii()}
-    unspaced = "".join(_UNSPACED.findall(text))
+    unspaced = "".join(
+        c for c in text if not c.isascii() and any(low <= c <= high for low, high in _UNSPACED)
+    )
     words.update(unspaced[n : n + 2] for n in range(len(unspaced) - 1))
     return words
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sitemapd.ledger.journal import run_of, runs
 from sitemapd.ledger.model import (
@@ -58,8 +57,7 @@ def state_columns(table: str = "urls") -> str:
     return ", ".join(read.get(column, f"{table}.{column}") for column in _COLUMNS)
 
 
-@dataclass(frozen=True, slots=True)
-class UrlState:
+class UrlState(NamedTuple):
     """A URL's row as the reasons for its changes need it."""
 
     id: int

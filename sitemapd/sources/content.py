@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urldefrag, urljoin
 
 from lxml import etree
@@ -49,8 +48,7 @@ _LD_MAX_DEPTH = 8
 _POSTING_TYPES = {"BlogPosting", "LiveBlogPosting", "SocialMediaPosting", "DiscussionForumPosting"}
 
 
-@dataclass(frozen=True, slots=True)
-class PageFacts:
+class PageFacts(NamedTuple):
     """What a page's HTML says about itself; hrefs and image URLs as written."""
 
     title: str | None = None

@@ -8,7 +8,6 @@ and its significant-change fingerprint; other files are fingerprinted by their b
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from sitemapd.config.sources import DirectorySource
@@ -30,16 +29,24 @@ from sitemapd.sources.content import PageFacts, ld_articles, read_page
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 
 
-@dataclass
 class PageRead:
     """A file as read: its facts (HTML only) and what its fingerprint is taken over."""
 
-    settings: Settings
-    facts: PageFacts | None
-    # The content fingerprint's material (HTML in "content" mode), else None.
-    reading: Reading | None
-    # The bytes fingerprint ("page" mode and non-HTML files), else None.
-    bytes_fingerprint: str | None
+    __slots__ = ("bytes_fingerprint", "facts", "reading", "settings")
+
+    def __init__(
+        self,
+        settings: Settings,
+        facts: PageFacts | None,
+        reading: Reading | None,
+        bytes_fingerprint: str | None,
+    ) -> None:
+        self.settings = settings
+        self.facts = facts
+        # The content fingerprint's material (HTML in "content" mode), else None.
+        self.reading = reading
+        # The bytes fingerprint ("page" mode and non-HTML files), else None.
+        self.bytes_fingerprint = bytes_fingerprint
 
     def digest(self, memory: TemplateMemory) -> str:
         """Return the fingerprint, the site's template texts in `memory` left out."""
