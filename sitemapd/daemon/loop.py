@@ -242,14 +242,19 @@ class BatchLoop:
                 if OUTPUT_WATCH in batch.rescan:
                     batch.rescan.discard(OUTPUT_WATCH)
                     refresh = self.output_damaged() or refresh
+                written = None
                 if batch.paths or batch.rescan or refresh:
                     result = self.update(batch.paths, batch.rescan, refresh)
                     if result.report.written or batch.rescan:  # a rescan always publishes
-                        self.announce(f"{len(result.report.written)} files written")
+                        written = len(result.report.written)
                 with self.state.engine_lock:
                     self.notify()
                 failures = 0
                 self.batch_error = None
+                # Not while the daemon is still starting (its start says "ready" itself when
+                # this batch_error is None): the log's "ready" is /readyz's.
+                if written is not None and self.state.ready:
+                    self.announce(f"{written} files written")
             except Exception as exc:
                 failures += 1
                 self.state.errors += 1
