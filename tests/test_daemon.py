@@ -85,6 +85,37 @@ def test_each_kind_of_event_ends_in_the_right_sitemap(watched: Site, daemons: li
     assert_valid(site.out)
 
 
+def test_a_page_written_in_place_is_read_once_its_writer_closes_it(
+    watched: Site, daemons: list
+) -> None:
+    site = watched
+    daemon = run(site, daemons)
+    daemon.wait_for_urls(u("", "a.html"))
+    before = published(site.out)
+    count = daemon.publishes()
+    time.sleep(1.1)  # lastmods have one-second resolution
+    text = page("A", "changed at last")
+    with open(site.root / "a.html", "w") as handle:  # truncated: the page is empty now
+        handle.write(text[: len(text) // 2])
+        handle.flush()
+        # Well past the debounce (0.2 s) and max_delay (2 s): a slow writer, or one the
+        # machine's load stalled. Half a page read now would be published.
+        time.sleep(3.0)
+        assert daemon.publishes() == count
+        assert published(site.out) == before
+        handle.write(text[len(text) // 2 :])
+    daemon.wait_until(
+        lambda: (
+            published(site.out)["https://example.com/a.html"]
+            != before["https://example.com/a.html"]
+        )
+    )
+    time.sleep(1.0)  # no second publish follows: the page was read once, whole
+    assert daemon.publishes() == count + 1
+    assert daemon.stop() == 0
+    assert_valid(site.out)
+
+
 def test_changes_made_while_stopped_are_published_before_ready(
     watched: Site, daemons: list
 ) -> None:

@@ -3,7 +3,8 @@
 An event names a path that may have changed; the writer re-reads it and the disk decides.
 Handlers never raise (an exception would silently end watchdog's thread), opened and
 closed-without-writing events are filtered out so that reading pages triggers nothing,
-and paths inside the output or state directory are ignored.
+and paths inside the output or state directory are ignored. A page written in place is
+read once its writer closes it (inotify reports the close), not between two of its writes.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -53,6 +56,10 @@ _EVENTS: list[type[FileSystemEvent]] = [
 # that health checks, WATCHDOG=1 and /healthz tell the truth.
 FAIL_HOOK = "SITEMAPD_TEST_FAIL_WATCHERS"
 
+# Seconds a page written in place waits for its writer to close it before it is read
+# anyway (a writer that keeps it open; a truncate(2) has no close).
+UNCLOSED_FOR = 10.0
+
 OnPaths = Callable[[str, set[str]], None]  # (source name, relative paths)
 OnRescan = Callable[[str], None]  # (source name)
 
@@ -91,6 +98,12 @@ class Watcher:
         # because the folder is missing (an outage of the source, not of sitemapd).
         self.failure: str | None = None
         self.missing = False
+        # Pages written in place whose writer has not closed them yet, with when the first
+        # write was seen: a read between the truncation and the last write would publish
+        # half a page and move its lastmod twice. The observer's thread adds, the health
+        # check releases.
+        self._unclosed: dict[str, float] = {}
+        self._unclosed_lock = threading.Lock()
 
     @property
     def folder(self) -> Path:
@@ -190,9 +203,34 @@ class Watcher:
             if isinstance(event, DirMovedEvent):
                 self._queue(os.fsdecode(event.dest_path))
             return
-        self._queue(os.fsdecode(event.src_path))
+        path = os.fsdecode(event.src_path)
+        if self._held(event, path):
+            return
+        self._queue(path)
         if event.dest_path:
             self._queue(os.fsdecode(event.dest_path))
+
+    def _held(self, event: FileSystemEvent, path: str) -> bool:
+        """True when `event` is a write to `path` whose close inotify will report: the path
+        is queued then (or by `release_unclosed`). Any other event on it ends the wait."""
+        if isinstance(event, FileModifiedEvent) and self.backend == "inotify":
+            with self._unclosed_lock:
+                self._unclosed.setdefault(path, time.monotonic())
+            return True
+        with self._unclosed_lock:
+            self._unclosed.pop(path, None)
+        return False
+
+    def release_unclosed(self) -> None:
+        """Queue the pages written in place whose writer kept them open `UNCLOSED_FOR`
+        seconds or more."""
+        oldest = time.monotonic() - UNCLOSED_FOR
+        with self._unclosed_lock:
+            due = [path for path, since in self._unclosed.items() if since <= oldest]
+            for path in due:
+                del self._unclosed[path]
+        for path in due:
+            self._queue(path)
 
     def _queue(self, path: str) -> None:
         if path.startswith(self._skip) or (path + os.sep).startswith(self._skip):

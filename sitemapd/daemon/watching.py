@@ -194,6 +194,7 @@ class Watching:
 
     def check_watchers(self) -> None:
         for name, watcher in list(self.watchers.items()):
+            watcher.release_unclosed()
             if watcher.healthy():
                 continue
             restarted = watcher.observer is not None
