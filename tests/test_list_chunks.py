@@ -432,6 +432,18 @@ def assert_chunks_of(data: bytes, chunks: list[listchunks.Chunk], counts: dict[b
     assert start == len(data)
 
 
+def write_lines(path: Path, lines: list[str]) -> None:
+    """Write `lines` to `path`, each ended by a line end."""
+    path.write_text("".join(f"{text}\n" for text in lines))
+
+
+def cut_places(path: Path, lines: list[str]) -> list[filedigest.Place]:
+    """Write `lines` to `path`; return its chunks as a recut knows them."""
+    write_lines(path, lines)
+    with path.open("rb") as handle:
+        return [filedigest.Place(c.digest, c.end) for c in listchunks.cut(handle)]
+
+
 def recut_counting_cuts(path: Path, known: list[filedigest.Place]) -> tuple[list[Any], int]:
     """Return the chunks of a recut of `path` from `known`, and how many times it cut."""
     pieces = 0
@@ -458,11 +470,9 @@ def test_a_recut_hashes_the_unchanged_chunks_and_cuts_only_the_changed_stretch(
 ) -> None:
     lines = [line(n, n) for n in range(3_000)]
     path = tmp_path / "urls.txt"
-    path.write_text("".join(f"{text}\n" for text in lines))
-    with path.open("rb") as handle:
-        known = [filedigest.Place(c.digest, c.end) for c in listchunks.cut(handle)]
+    known = cut_places(path, lines)
     lines.insert(1_500, line(10**6, 7))
-    path.write_text("".join(f"{text}\n" for text in lines))
+    write_lines(path, lines)
     chunks, pieces = recut_counting_cuts(path, known)
     assert len(chunks) > 300
     assert 1 <= pieces <= 3  # the changed chunk, and the one or two after it
@@ -473,11 +483,9 @@ def test_a_line_of_the_same_size_changed_keeps_the_chunks_ends_and_cuts_nothing(
 ) -> None:
     lines = [line(n, n) for n in range(3_000)]
     path = tmp_path / "urls.txt"
-    path.write_text("".join(f"{text}\n" for text in lines))
-    with path.open("rb") as handle:
-        known = [filedigest.Place(c.digest, c.end) for c in listchunks.cut(handle)]
+    known = cut_places(path, lines)
     lines[1_500] = line(1_500, 9_999)  # another datetime: the same size
-    path.write_text("".join(f"{text}\n" for text in lines))
+    write_lines(path, lines)
     chunks, pieces = recut_counting_cuts(path, known)
     assert pieces == 0
     assert [chunk.end for chunk in chunks] == [place.end for place in known]
@@ -490,7 +498,7 @@ def test_a_line_of_the_same_size_changed_keeps_the_chunks_ends_and_cuts_nothing(
     # are cut from the first changed one as a file of another size would be (FastCDC
     # finds the known chunks again after it).
     lines.insert(2_500, lines.pop(500))
-    path.write_text("".join(f"{text}\n" for text in lines))
+    write_lines(path, lines)
     chunks, pieces = recut_counting_cuts(path, known)
     assert pieces >= 1
     digests = {place.digest for place in known}
@@ -513,9 +521,7 @@ def test_the_chunks_found_unchanged_are_known_until_the_file_is_written(
     included) stays, and not once the file is written."""
     lines = [line(n, n) for n in range(3_000)]
     path = tmp_path / "urls.txt"
-    path.write_text("".join(f"{text}\n" for text in lines))
-    with path.open("rb") as handle:
-        known = [filedigest.Place(c.digest, c.end) for c in listchunks.cut(handle)]
+    known = cut_places(path, lines)
     assert len(known) > 3
     lines[1_500] = line(1_500, 9_999)  # the same size
     path.write_text("".join(f"{text}\n" for text in lines))
