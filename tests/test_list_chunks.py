@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import xxhash
 from conftest import Site, snapshot, write_atomic
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -368,6 +369,7 @@ def test_a_recut_from_the_known_chunks_equals_a_whole_cut(
     # Edits anywhere (the head, the middle, the last bytes, the whole file, none), the
     # file growing or shrinking: hashing the known chunks in place and cutting between
     # them gives the chunks, offsets, line numbers and bytes a cut of the whole file does.
+    # A file of the same size keeps the chunks' ends instead, wherever each ends a line.
     lines = list(initial)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "urls.txt"
@@ -377,26 +379,73 @@ def test_a_recut_from_the_known_chunks_equals_a_whole_cut(
         for op in ops:
             edit(lines, op)
         path.write_text("".join(f"{text}\n" for text in lines))
+        data = path.read_bytes()
         with path.open("rb") as handle:
             whole = list(listchunks.cut(handle))
             counts = {chunk.digest: chunk.lines for chunk in whole[::2]}
-            assert list(listchunks.recut(handle, known, counts)) == list(
-                listchunks.cut(handle, counts)
-            )
-            assert list(listchunks.recut(handle, known)) == whole
-    event("same chunks" if known == [(c.digest, c.end) for c in whole] else "changed")
+            recut = list(listchunks.recut(handle, known, counts))
+            if not known or len(data) != known[-1].end:
+                assert recut == list(listchunks.cut(handle, counts))
+                assert list(listchunks.recut(handle, known)) == whole
+                event("another size")
+                return
+        assert_chunks_of(data, recut, counts)
+        kept = kept_ends(data, known)
+        assert [chunk.end for chunk in recut][: len(kept)] == kept
+        event("the same size: " + ("all kept" if len(kept) == len(known) else "a stretch cut"))
 
 
-def test_a_recut_hashes_the_unchanged_chunks_and_cuts_only_the_changed_stretch(
-    tiny_chunks: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    lines = [line(n, n) for n in range(3_000)]
-    path = tmp_path / "urls.txt"
+def kept_ends(data: bytes, known: list[filedigest.Place]) -> list[int]:
+    """Return the ends a recut of `data` (of the size of the file cut into `known`) keeps
+    from the start: each chunk's whose bytes are as they were, or end a line before the
+    end of the file or the next chunk's bytes as they were; up to the first that is
+    neither."""
+
+    def same(index: int, start: int) -> bool:
+        place = known[index]
+        return xxhash.xxh3_128_digest(data[start : place.end]) == place.digest
+
+    ends: list[int] = []
+    for index, place in enumerate(known):
+        start = ends[-1] if ends else 0
+        bounded = place.end == len(data) or (
+            data[place.end - 1 : place.end] == b"\n" and same(index + 1, place.end)
+        )
+        if not (same(index, start) or bounded):
+            break
+        ends.append(place.end)
+    return ends
+
+
+def assert_chunks_of(data: bytes, chunks: list[listchunks.Chunk], counts: dict[bytes, int]) -> None:
+    """Check that `chunks` cut `data` in order at line ends, each with its own place,
+    digest, line numbers and bytes (none when its digest is in `counts`)."""
+    start, line = 0, 1
+    for pos, chunk in enumerate(chunks):
+        piece = data[start : chunk.end]
+        assert chunk.end == len(data) or piece.endswith(b"\n")
+        assert (chunk.pos, chunk.start, chunk.first_line) == (pos, start, line)
+        assert chunk.digest == xxhash.xxh3_128_digest(piece)
+        assert chunk.lines == piece.count(b"\n")
+        assert chunk.data == (b"" if chunk.digest in counts else piece)
+        start, line = chunk.end, line + chunk.lines
+    assert start == len(data)
+
+
+def write_lines(path: Path, lines: list[str]) -> None:
+    """Write `lines` to `path`, each ended by a line end."""
     path.write_text("".join(f"{text}\n" for text in lines))
+
+
+def cut_places(path: Path, lines: list[str]) -> list[filedigest.Place]:
+    """Write `lines` to `path`; return its chunks as a recut knows them."""
+    write_lines(path, lines)
     with path.open("rb") as handle:
-        known = [filedigest.Place(c.digest, c.end) for c in listchunks.cut(handle)]
-    lines[1_500] = line(1_500, 9_999)
-    path.write_text("".join(f"{text}\n" for text in lines))
+        return [filedigest.Place(c.digest, c.end) for c in listchunks.cut(handle)]
+
+
+def recut_counting_cuts(path: Path, known: list[filedigest.Place]) -> tuple[list[Any], int]:
+    """Return the chunks of a recut of `path` from `known`, and how many times it cut."""
     pieces = 0
     cut_buf = TINY.cut_buf
 
@@ -408,11 +457,60 @@ def test_a_recut_hashes_the_unchanged_chunks_and_cuts_only_the_changed_stretch(
             pieces += 1
             return cut_buf(buf)
 
-    monkeypatch.setattr(listchunks, "_CDC", Counting())
-    with path.open("rb") as handle:
-        chunks = list(listchunks.recut(handle, known))
+    listchunks._CDC = Counting()  # type: ignore[assignment]
+    try:
+        with path.open("rb") as handle:
+            return list(listchunks.recut(handle, known)), pieces
+    finally:
+        listchunks._CDC = TINY
+
+
+def test_a_recut_hashes_the_unchanged_chunks_and_cuts_only_the_changed_stretch(
+    tiny_chunks: None, tmp_path: Path
+) -> None:
+    lines = [line(n, n) for n in range(3_000)]
+    path = tmp_path / "urls.txt"
+    known = cut_places(path, lines)
+    lines.insert(1_500, line(10**6, 7))
+    write_lines(path, lines)
+    chunks, pieces = recut_counting_cuts(path, known)
     assert len(chunks) > 300
     assert 1 <= pieces <= 3  # the changed chunk, and the one or two after it
+
+
+def test_a_line_of_the_same_size_changed_keeps_the_chunks_ends_and_cuts_nothing(
+    tiny_chunks: None, tmp_path: Path
+) -> None:
+    lines = [line(n, n) for n in range(3_000)]
+    path = tmp_path / "urls.txt"
+    known = cut_places(path, lines)
+    lines[1_500] = line(1_500, 9_999)  # another datetime: the same size
+    write_lines(path, lines)
+    chunks, pieces = recut_counting_cuts(path, known)
+    assert pieces == 0
+    assert [chunk.end for chunk in chunks] == [place.end for place in known]
+    changed = [
+        chunk for chunk, place in zip(chunks, known, strict=True) if chunk.digest != place.digest
+    ]
+    assert len(changed) == 1
+    assert changed[0].data.decode().splitlines()[1_501 - changed[0].first_line] == lines[1_500]
+    # A line moved further down, the same size: the chunks between hold shifted bytes, and
+    # are cut from the first changed one as a file of another size would be (FastCDC
+    # finds the known chunks again after it).
+    lines.insert(2_500, lines.pop(500))
+    write_lines(path, lines)
+    chunks, pieces = recut_counting_cuts(path, known)
+    assert pieces >= 1
+    digests = {place.digest for place in known}
+    assert sum(chunk.digest not in digests for chunk in chunks) <= 6
+    # A line end moved: the chunk whose end is no longer one is cut from its start.
+    at = chunks[len(chunks) // 2].end - 1
+    data = bytearray(path.read_bytes())
+    data[at - 1 : at + 1] = b"\nx"
+    path.write_bytes(bytes(data))
+    chunks, pieces = recut_counting_cuts(path, known)
+    assert pieces >= 1
+    assert_chunks_of(bytes(data), chunks, {})
 
 
 def test_the_chunks_found_unchanged_are_known_until_the_file_is_written(
@@ -423,9 +521,7 @@ def test_the_chunks_found_unchanged_are_known_until_the_file_is_written(
     included) stays, and not once the file is written."""
     lines = [line(n, n) for n in range(3_000)]
     path = tmp_path / "urls.txt"
-    path.write_text("".join(f"{text}\n" for text in lines))
-    with path.open("rb") as handle:
-        known = [filedigest.Place(c.digest, c.end) for c in listchunks.cut(handle)]
+    known = cut_places(path, lines)
     assert len(known) > 3
     lines[1_500] = line(1_500, 9_999)  # the same size
     path.write_text("".join(f"{text}\n" for text in lines))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -20,11 +21,11 @@ from sitemapd.publish.store import LocalStore
 LIST_SOURCE = '[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"'
 
 
-def let_go_all() -> None:
-    """Wait for the threads that free replaced files."""
-    for thread in threading.enumerate():
-        if thread.name == "sitemapd-let-go":
-            thread.join()
+def let_go_all(folder: Path) -> None:
+    """Wait (5 s at most) until the let-go thread freed the replaced files of `folder`."""
+    deadline = time.monotonic() + 5
+    while deleted_but_open(folder) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def deleted_but_open(folder: Path) -> list[str]:
@@ -50,10 +51,33 @@ def test_a_replaced_file_is_freed_once_let_go(tmp_path: Path) -> None:
     path = tmp_path / "sitemap-1.xml"
     atomic_write(path, b"old" * 100_000)
     atomic_write(path, b"new")
-    let_go_all()
+    let_go_all(tmp_path)
     assert path.read_bytes() == b"new"
     assert deleted_but_open(tmp_path) == []
     assert temps(tmp_path) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "O_PATH"), reason="files are held by O_PATH")
+def test_files_replaced_one_after_another_are_freed_by_one_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A thread started for each file waited for the interpreter lock while another ran.
+    path = tmp_path / "sitemap-1.xml"
+    atomic_write(path, b"first")
+    atomic_write(path, b"second")  # the let-go thread started, if not already
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counted(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    for n in range(5):
+        atomic_write(path, b"%d" % n * 100_000)
+    let_go_all(tmp_path)
+    assert [name for name in started if name.startswith("sitemapd-let-go")] == []
+    assert deleted_but_open(tmp_path) == []
 
 
 def test_the_manifest_is_renamed_before_its_shard(

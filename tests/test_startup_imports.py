@@ -50,19 +50,28 @@ def test_a_changed_line_loads_no_news_renderer_for_a_site_without_news(
     listed: tuple[Path, Path],
 ) -> None:
     config, listing = listed
-    lines = listing.read_text().splitlines(keepends=True)
-    lines[250] = "https://example.com/250.html\t2026-02-01T00:00:00+00:00\n"
+    # Chunks of 64 KiB on average: a list of several, built.
+    lines = [f"https://example.com/{n}.html\t2026-01-01T00:00:00+00:00\n" for n in range(8_000)]
+    listing.write_text("".join(lines))
+    assert "pyfastcdc" in imported("build", "-c", str(config))
+    lines[4_000] = "https://example.com/4000.html\t2026-02-01T00:00:00+00:00\n"
     listing.write_text("".join(lines))
     modules = imported("build", "-c", str(config))
-    assert {"sitemapd.engine.engine", "pyfastcdc"} <= modules
+    assert "sitemapd.engine.engine" in modules
     assert "sitemapd.render.news" not in modules
     # Nor OpenSSL: published files are recorded by xxh3 (core/docdigest.py).
     assert "hashlib" not in modules
     # Nor json: change logs and held removals load it, a list's line changes neither.
     assert "json" not in modules
     # Nor dataclasses: the configuration and the ledger's rows are plain classes and named
-    # tuples (pyfastcdc's typing_extensions still loads `inspect`).
+    # tuples.
     assert "dataclasses" not in modules
+    # Nor the chunker, with its typing_extensions and their `inspect`: a line of the same
+    # size keeps the chunks' ends (sources/listchunks.py).
+    assert not {"pyfastcdc", "typing_extensions", "inspect"} & modules
+    # A line added moves the ends after it: the changed stretch is cut.
+    listing.write_text("".join([*lines, "https://example.com/new.html\n"]))
+    assert "pyfastcdc" in imported("build", "-c", str(config))
 
 
 def test_a_command_runs_with_the_collector_on(listed: tuple[Path, Path]) -> None:
