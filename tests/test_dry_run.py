@@ -96,6 +96,12 @@ def test_dry_run_beside_a_daemon(site: Site, endpoint: Endpoint) -> None:
         change(site)
         daemon.wait_for_urls({f"https://example.com/{n}.html" for n in "ace"})
         endpoint.wait("/indexnow", 1)
+        # On a busy host the change's writes can reach the daemon in two batches: the
+        # output is compared once it has published the last.
+        settled = -1
+        while settled != daemon.publishes():
+            settled = daemon.publishes()
+            time.sleep(0.5)
         before = state(site)["out"]
         # The daemon holds the state directory's lock; a dry run takes none, and finds
         # nothing left to do.

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import feedparser
 import pytest
-from conftest import Site, page, snapshot
+from conftest import Site, page, published, snapshot
 from daemon_harness import start
 from endpoints import Endpoint
 from hypothesis import given, settings
@@ -733,3 +733,29 @@ def test_a_description_inside_an_order_form_is_content_a_search_form_is_not() ->
     before = _digest_of(_product(description, "Find"))
     assert _digest_of(_product(description.replace("soft", "softer"), "Find")) != before
     assert _digest_of(_product(description, "Look up")) == before
+
+
+def test_a_page_that_keeps_itself_out_and_comes_back_as_it_was_keeps_its_lastmod(
+    site: Site,
+) -> None:
+    url = "https://example.com/{}.html".format
+    for name in "abc":
+        site.write(f"{name}.html", page(name.upper(), "What the page says."))
+    site.build()
+    first = published(site.out)
+    time.sleep(1.1)  # lastmods have one-second resolution
+    site.write("a.html", page("A", "What the page says.", robots="noindex"))
+    site.write("b.html", page("B", "What the page says.", canonical="/c.html"))
+    site.write("c.html", page("C", "What the page says.", robots="noindex"))
+    site.build()
+    assert set(published(site.out)) == set()
+    time.sleep(1.1)
+    site.write("a.html", page("A", "What the page says."))
+    site.write("b.html", page("B", "What the page says."))
+    site.write("c.html", page("C", "What the page says, edited while it was out."))
+    site.build()
+    back = published(site.out)
+    # Back as they were: their lastmods are those they had. Edited meanwhile: it moves.
+    assert back[url("a")] == first[url("a")]
+    assert back[url("b")] == first[url("b")]
+    assert back[url("c")] > first[url("c")]

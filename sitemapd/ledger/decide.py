@@ -154,7 +154,14 @@ class Decisions(Run):
         """Update `row` for what `obs` says of it now."""
         old_lastmod = row.lastmod
         old_line = _manifest_fields(row)
-        if obs.content_hash is not None:
+        # A page that keeps itself out (noindex, canonical elsewhere) says so in what its
+        # fingerprint covers: its content is neither compared nor kept, so that the page
+        # back as it was keeps its lastmod, and one edited meanwhile moves as it returns.
+        kept = obs.exclusion is not None and row.content_hash is not None
+        if kept:
+            changed = False
+            new_lastmod = row.lastmod
+        elif obs.content_hash is not None:
             # No stored hash (seeded or listed URL): first content, not a change. Taken by
             # other settings, the stored hash is compared with the content's by those.
             measure = obs.content_hash if obs.old_measure is None else obs.old_measure
@@ -173,9 +180,13 @@ class Decisions(Run):
             row.lastmod = max(row.lastmod, new_lastmod)
             row.change_count += 1
         row.source_id = self.source_id(obs.source)
-        row.content_hash = obs.content_hash or row.content_hash
-        if obs.bytes_hash is not None:
-            row.bytes_hash, row.fp_settings, row.fp_fallback = _fingerprint(obs)
+        if not kept:
+            row.content_hash = obs.content_hash or row.content_hash
+            if obs.bytes_hash is not None:
+                row.bytes_hash, row.fp_settings, row.fp_fallback = _fingerprint(obs)
+        elif obs.bytes_hash is not None:
+            # The bytes read, so that these are not parsed again and the page's return is.
+            row.bytes_hash = obs.bytes_hash
         row.source_time = obs.source_time or row.source_time
         row.title = obs.title
         row.file_key = obs.file_key
