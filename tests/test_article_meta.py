@@ -140,6 +140,25 @@ def test_headline_falls_back_to_og_title_and_og_type_marks_articles() -> None:
 
 
 @pytest.mark.parametrize(
+    ("charset", "encoding"),
+    [('<meta charset="iso-8859-1">', "latin-1"), ("", "euc-jp"), ('<meta charset="sjis">', "sjis")],
+)
+def test_json_ld_in_a_legacy_charset_is_read_in_it(charset: str, encoding: str) -> None:
+    headline = "Café résumé" if encoding == "latin-1" else "東京で新しい路面電車が開業した"
+    body = (
+        "Le café ouvre." if encoding == "latin-1" else "新しい路面電車の路線が今日開業した。" * 20
+    )
+    # The headline as written in the page's charset, not as JSON's \\u escapes.
+    data = json.dumps({"@type": "NewsArticle", "headline": headline}, ensure_ascii=False)
+    html = (
+        f"<!doctype html><html><head>{charset}<title>{headline}</title>"
+        f'<script type="application/ld+json">{data}</script>'
+        f"</head><body><p>{body}</p></body></html>"
+    )
+    assert read_page(html.encode(encoding)).headline == headline
+
+
+@pytest.mark.parametrize(
     ("attrs", "language"),
     [(' lang=" en-GB "', "en-GB"), (' xml:lang="de"', "de"), ("", None), (' lang=""', None)],
 )

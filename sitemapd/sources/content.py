@@ -21,6 +21,7 @@ from sitemapd.core.observation import ArticleMeta
 from sitemapd.core.urls import Origin, URLPolicy
 from sitemapd.errors import ConfigError, InvalidURL
 from sitemapd.fingerprint import compile_selector, image_source, parse_html, title_text
+from sitemapd.fingerprint.decode import declared_encoding, detected
 from sitemapd.render.extensions import HREFLANG
 from sitemapd.render.news import news_language
 
@@ -84,7 +85,7 @@ def read_page(
     if head_tree is None:
         return PageFacts()
     facts, meta, images = _head_facts(head_tree)
-    dates, headline, article = _json_ld(head if select is None else data)
+    dates, headline, article = _json_ld(head if select is None else data, data)
     if select is not None:
         if tree is None:
             tree = parse_html(data)
@@ -156,23 +157,33 @@ def _is_translation(link: etree._Element) -> bool:
     return kind in _HTML_TYPES and not (link.get("media") or "").strip()
 
 
-def ld_articles(data: bytes) -> list[dict[str, object]]:
-    """Return the schema.org article objects of the page's JSON-LD, in document order."""
+def ld_articles(data: bytes, whole: bytes | None = None) -> list[dict[str, object]]:
+    """Return the schema.org article objects of the page's JSON-LD, in document order;
+    `whole`, the document `data` begins (its head), is what a charset is detected in."""
     if b"ld+json" not in data:
         return []
     found: list[dict[str, object]] = []
     for block in _LD_JSON.finditer(data):
+        raw = block.group(1)
         try:
-            document = json.loads(block.group(1).decode("utf-8", "replace"))
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            # Written in the page's legacy charset: the one it declares, else the one its
+            # text is detected in (as the page is decoded).
+            codec = declared_encoding(data) or detected(data if whole is None else whole)
+            text = raw.decode(codec, "replace")
+        try:
+            document = json.loads(text)
         except (ValueError, RecursionError):
             continue
         found.extend(node for node in _ld_nodes(document, 0) if _is_article(node.get("@type")))
     return found
 
 
-def _json_ld(data: bytes) -> tuple[list[object], str | None, bool]:
-    """Return (every datePublished, headline, found) of the page's schema.org articles."""
-    articles = ld_articles(data)
+def _json_ld(data: bytes, whole: bytes) -> tuple[list[object], str | None, bool]:
+    """Return (every datePublished, headline, found) of the schema.org articles in `data`,
+    the page `whole` or its head."""
+    articles = ld_articles(data, whole)
     headline = next((h for h in (_text(a.get("headline")) for a in articles) if h), None)
     return [a.get("datePublished") for a in articles], headline, bool(articles)
 
