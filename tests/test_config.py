@@ -459,6 +459,25 @@ def test_malformed_toml_names_the_file_and_line(tmp_path: Path) -> None:
     assert_config_error(result, config, "not valid TOML", "line 3")
 
 
+def test_a_config_not_in_utf8_names_the_file_and_line(tmp_path: Path) -> None:
+    config = tmp_path / "sitemapd.toml"
+    config.write_bytes('[site]\nbase_url = "https://example.com/"\n# café\n'.encode("cp1252"))
+    result = check_config(config)
+    assert_config_error(result, config, "not UTF-8", "line 3: byte 0xe9")
+
+
+def test_a_utf8_byte_order_mark_is_read_past(tmp_path: Path) -> None:
+    # Notepad's UTF-8: a byte order mark first.
+    config = tmp_path / "sitemapd.toml"
+    text = '[site]\nbase_url = "https://example.com/"\noutput_dir = "out"\nstate_dir = "st"\n'
+    (tmp_path / "site").mkdir()
+    config.write_bytes(
+        b"\xef\xbb\xbf" + (text + '[[source]]\ntype = "directory"\nroot = "site"\n').encode()
+    )
+    result = check_config(config)
+    assert result.returncode == 0, result.stderr
+
+
 def test_missing_config_file(tmp_path: Path) -> None:
     config = tmp_path / "nowhere.toml"
     for command in ("check-config", "build"):

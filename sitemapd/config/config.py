@@ -69,12 +69,19 @@ def load(path: str | Path) -> Config:
     """Return the validated configuration in `path`; raises ConfigError naming the key."""
     file = Path(path)
     try:
-        with file.open("rb") as handle:
-            raw = tomllib.load(handle)
+        data = file.read_bytes()
     except FileNotFoundError as exc:
         raise ConfigError(f"{file}: no such file") from exc
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read ({exc.strerror})") from exc
+    try:
+        # A UTF-8 byte order mark (Notepad writes one) is no TOML, but says nothing either.
+        raw = tomllib.loads(data.removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{file}: not UTF-8, as TOML must be (line {line}: byte {data[exc.start]:#04x})"
+        ) from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: not valid TOML ({exc})") from exc
     return parse(raw, file)
