@@ -46,7 +46,12 @@ def refused(*args: str, env: dict[str, str] | None = None) -> str:
             ["build", "-c", "x.toml", "--dry-rnu"],
             "sitemapd: error: unrecognized arguments: --dry-rnu",
         ),
-        (["drill", "-c", "x.toml", "--pages", "many"], "argument --pages: invalid int value: "),
+        (
+            ["drill", "-c", "x.toml", "--pages", "many"],
+            "argument --pages: 'many' is not a whole number of one or more.",
+        ),
+        (["drill", "-c", "x.toml", "--pages", "0"], "argument --pages: '0' is not a whole"),
+        (["drill", "-c", "x.toml", "--pages", "-3"], "argument --pages: '-3' is not a whole"),
         (["explain", "-c", "x.toml"], "the following arguments are required: TARGET"),
         (["import", "-c", "x.toml"], "the following arguments are required: FILE"),
         (["--log-level", "loud", "status"], "argument --log-level: invalid choice: 'loud'"),

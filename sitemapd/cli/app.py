@@ -19,7 +19,7 @@ from typing import Any
 
 from sitemapd import __version__
 from sitemapd.cli import arguments, process
-from sitemapd.cli.arguments import Arg, Command, arg, dir_path, file_path
+from sitemapd.cli.arguments import Arg, Command, arg, count, dir_path, file_path
 
 CONFIG = arg(
     "-c",
@@ -141,7 +141,7 @@ COMMANDS = {
                 CONFIG,
                 arg(
                     "--pages",
-                    type=int,
+                    type=count,
                     default=200,
                     metavar="N",
                     help="Pages drilled per source (default: 200).",

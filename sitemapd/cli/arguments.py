@@ -62,6 +62,17 @@ def file_path(text: str) -> Path:
     return Path(text)
 
 
+def count(text: str) -> int:
+    """Return `text` as a whole number of one or more; raises ArgumentTypeError else."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of one or more.")
+    return value
+
+
 def dir_path(text: str) -> Path:
     """Return `text` as a Path; raises ArgumentTypeError when it is a file."""
     if os.path.exists(text) and not os.path.isdir(text):
