@@ -57,6 +57,8 @@ def refused(*args: str, env: dict[str, str] | None = None) -> str:
         (["--log-level", "loud", "status"], "argument --log-level: invalid choice: 'loud'"),
         (["--log-level", "debug"], "the following arguments are required: COMMAND"),
         (["changelog-sql", "--oracle"], "unrecognized arguments: --oracle"),
+        (["build", "-c", "x.toml", "--json"], "argument --json: only with --dry-run"),
+        (["run", "-c", "x.toml", "--json"], "argument --json: only with --dry-run"),
     ],
 )
 def test_a_usage_error_exits_2_naming_it(args: list[str], said: str) -> None:

@@ -250,7 +250,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(2)
     # The parser of a command alone when the line names it: argparse would take 8 ms to
     # build all thirteen (most of it gettext looking for translations of its words).
-    given = vars(parser(arguments.named(args, COMMANDS)).parse_args(args))
+    command_line = parser(arguments.named(args, COMMANDS))
+    given = vars(command_line.parse_args(args))
+    if given.get("as_json") and given.get("dry_run") is False:
+        # `build` and `run` report as JSON only what a dry run would do.
+        command_line.error("argument --json: only with --dry-run")
     process.configure(given.pop("log_level"))
     # Each line out as soon as it is written: a log of stdout and stderr together keeps
     # their order.
