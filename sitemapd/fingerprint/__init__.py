@@ -16,10 +16,10 @@ import re
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import NamedTuple
-from urllib.parse import urlsplit
 
 from lxml import etree
 
+from sitemapd.fingerprint.assets import asset, image_parts, image_source
 from sitemapd.fingerprint.chrome import Element
 from sitemapd.fingerprint.decode import decoded
 from sitemapd.fingerprint.extract import NEVER, describe, drop, fragments, main_content, outside
@@ -194,8 +194,7 @@ def parse_html(data: bytes, whole: bytes | None = None) -> Element | None:
 class Reading:
     """What a page's fingerprint is taken over, before the site's template is left out."""
 
-    # A plain class, not a dataclass: `dataclasses` (with `inspect`) would be imported by
-    # every command that reads a page, `explain` among them.
+    # Not a dataclass: `dataclasses` (with `inspect`) would load for every page read.
     __slots__ = ("around", "dropped", "fallback", "parts", "texts")
 
     def __init__(
@@ -204,13 +203,10 @@ class Reading:
         texts: list[tuple[int | None, str]],
         fallback: bool = False,
     ) -> None:
-        # (label, text) of the page's head, headlines and structured data, in order.
-        self.parts = parts
-        # The main content's text nodes as (template shape or None, text with whitespace
-        # runs as one space).
-        self.texts = texts
-        # True when no main content was found and the whole body counts.
-        self.fallback = fallback
+        # (label, text) of the head, headlines and structured data, in order; the main
+        # content's texts, whitespace runs as one space, with their template shape or None;
+        # and whether no main content was found (the whole body counts).
+        self.parts, self.texts, self.fallback = parts, texts, fallback
         # What was left out of the main content, with why, and what lies around it
         # (filled only when explaining).
         self.dropped: list[tuple[str, str]] = []
@@ -280,9 +276,9 @@ def read_html(
             if any(a in extract.dropped for a in element.iterancestors()):
                 continue
             if element.tag == "img":
-                assets.update(("img", value) for value in _image(element))
+                assets.update(("img", value) for value in image_parts(element))
             elif element.get("href"):
-                assets.add(("a", _asset(element.get("href", ""))))
+                assets.add(("a", asset(element.get("href", ""))))
     parts.extend(sorted(assets))
     reading = Reading(parts, texts, extract.fallback)
     if explain:
@@ -319,7 +315,7 @@ def _head_parts(tree: Element, labels: set[str]) -> list[tuple[str, str]]:
             elif key in ("description", "og:title", "og:description"):
                 parts.append((key, content))
             elif key == "og:image":
-                parts.append((key, _asset(content)))
+                parts.append((key, asset(content)))
     parts.append(("robots", ",".join(sorted(robots))))
     return parts
 
@@ -366,7 +362,7 @@ def _is_navigation(element: Element) -> bool:
 def _ld_values(value: object, name: str) -> Iterator[str]:
     """Yield the texts of a JSON-LD field: strings, names of persons, image URLs."""
     if isinstance(value, str):
-        yield _asset(value) if name == "image" else _normal(value)
+        yield asset(value) if name == "image" else _normal(value)
     elif isinstance(value, list):
         for item in value[:50]:
             yield from _ld_values(item, name)
@@ -375,33 +371,6 @@ def _ld_values(value: object, name: str) -> Iterator[str]:
             if isinstance(value.get(key), str):
                 yield from _ld_values(value[key], name)
                 return
-
-
-def image_source(img: Element) -> str:
-    """Return the URL an `<img>` shows, as written, or "" when it names none."""
-    src = (img.get("src") or "").strip()
-    if not src or src[:5].lower() == "data:":
-        # Lazy-loading pages keep the real URL in data-src and a placeholder in src.
-        src = (img.get("data-src") or "").strip()
-    return src
-
-
-def _image(img: Element) -> Iterator[str]:
-    src = image_source(img)
-    if src:
-        yield _asset(src)
-    alt = _normal(img.get("alt") or "")
-    if alt:
-        yield alt
-
-
-def _asset(url: str) -> str:
-    """Return `url` without its query and fragment: cache-busters are not content."""
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:
-        return url.strip()
-    return f"{parts.scheme}://{parts.netloc}{parts.path}" if parts.netloc else parts.path
 
 
 def _normal(text: str) -> str:
