@@ -499,7 +499,17 @@ def test_valid_config_prints_ok(tmp_path: Path) -> None:
     result = check_config(config)
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"ok: {config}: 2 sources, index maps.xml\n"
-    assert result.stderr == ""
+    # Neither the folder nor the list is there yet: said, not refused (a deploy makes them).
+    assert result.stderr.splitlines() == [
+        f"sitemapd: warning: source[0].root: {tmp_path / 'site'} is not a folder (yet): "
+        "`build` fails",
+        f"sitemapd: warning: source[1].path: {tmp_path / 'urls.txt'} is not a file (yet): "
+        "`build` fails",
+    ]
+    (tmp_path / "site").mkdir()
+    (tmp_path / "urls.txt").write_text("https://example.com/a.html\n")
+    result = check_config(config)
+    assert (result.returncode, result.stderr) == (0, "")
 
 
 @pytest.mark.parametrize(
@@ -559,4 +569,4 @@ def test_relative_paths_resolve_against_the_config_folder(tmp_path: Path) -> Non
         text=True,
         timeout=120,
     )
-    assert ok.stdout == f"ok: {config}: 1 sources, index sitemap.xml\n"
+    assert ok.stdout == f"ok: {config}: 1 source, index sitemap.xml\n"

@@ -103,7 +103,24 @@ def check_config(config_path: Path) -> None:
     ownership.refuse(cfg, foreign)
     for found in foreign:
         print(f"site.take_over: {found.path} will be replaced (a copy kept)")
-    print(f"ok: {cfg.path}: {len(cfg.sources)} sources, index {cfg.sitemap.index_name}")
+    for message in _absent(cfg):
+        print(f"sitemapd: warning: {message}", file=sys.stderr)
+    count = len(cfg.sources)
+    print(
+        f"ok: {cfg.path}: {count} source{'' if count == 1 else 's'}, index {cfg.sitemap.index_name}"
+    )
+
+
+def _absent(cfg: config.Config) -> list[str]:
+    """Return what is said of each folder or list a source reads that is not there yet:
+    not an error (a deploy may make it), but `build` would fail on it."""
+    said = []
+    for n, source in enumerate(cfg.sources):
+        if isinstance(source, config.DirectorySource) and not source.root.is_dir():
+            said.append(f"source[{n}].root: {source.root} is not a folder (yet): `build` fails")
+        elif isinstance(source, config.UrlListSource) and not source.path.is_file():
+            said.append(f"source[{n}].path: {source.path} is not a file (yet): `build` fails")
+    return said
 
 
 def _missing_drivers(cfg: config.Config) -> list[str]:
