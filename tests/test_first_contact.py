@@ -54,10 +54,16 @@ def test_an_sqlite_commit_wakes_the_daemon_without_a_poll(
 
 def test_explain_takes_a_path_on_the_site(site: Site) -> None:
     site.write("news/a.html", page("A", "Some words of the article."))
+    site.write("news/index.html", page("News", "The section's page."))
     site.build()
     by_url = site.cli("explain", "https://example.com/news/a.html").stdout
     assert site.cli("explain", "/news/a.html").stdout == by_url
+    assert site.cli("explain", "news/a.html").stdout == by_url  # no first slash
     assert "URL:          https://example.com/news/a.html" in by_url
+    # A folder's index file, named by its file name: the page published at the folder.
+    section = site.cli("explain", "/news/index.html").stdout
+    assert section == site.cli("explain", "/news/").stdout
+    assert "URL:          https://example.com/news/\n" in section
 
 
 def url_list_site(site: Site, data: bytes) -> None:

@@ -100,6 +100,8 @@ def _locate(config: Config, policy: URLPolicy, target: str) -> tuple[DirectorySo
                 )
                 return source, relpath, loc
         raise SitemapdError(f"{target} is under no directory source's root")
+    if "://" not in target and not target.startswith("/"):
+        target = "/" + target  # a path on the site, written without its first slash
     try:
         loc = policy.site_url(target)
     except InvalidURL as exc:
@@ -113,14 +115,15 @@ def _locate(config: Config, policy: URLPolicy, target: str) -> tuple[DirectorySo
         rest = path[len(source.url_prefix) :]
         for relpath in _candidates(rest, source):
             if (source.root / relpath).is_file():
+                # The URL the file is published as: `/index.html` names the page at `/`.
                 try:
-                    if (
+                    return (
+                        source,
+                        relpath,
                         policy.for_file(
                             source.url_prefix, relpath, source.strip_html, source.index_files
-                        )
-                        == loc
-                    ):
-                        return source, relpath, loc
+                        ),
+                    )
                 except InvalidURL:
                     continue
     raise SitemapdError(f"no file of a directory source is published as {loc}")
