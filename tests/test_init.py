@@ -204,6 +204,13 @@ def test_init_with_a_url_list_and_refusals(tmp_path: Path) -> None:
     nothing = init_cli("--base-url", BASE, "--project", str(tmp_path), "-c", str(config))
     assert nothing.returncode == 1
     assert "--content" in nothing.stderr
+    # A config written into the built site itself would be served, and so would its state.
+    inside = tmp_path / "built"
+    inside.mkdir()
+    served = init_cli("--base-url", BASE, "--content", str(inside), "-c", str(inside / "s.toml"))
+    assert served.returncode == 1
+    assert "give -c FILE outside it" in served.stderr
+    assert list(inside.iterdir()) == []
 
 
 def test_a_real_mkdocs_site_keeps_its_sitemaps_and_a_clean_build_keeps_lastmods(

@@ -45,6 +45,11 @@ def init_(
             raise SitemapdError("give --base-url URL (the site's address)")
         base_url = _ask("The site's URL (https://example.com/)")
     base = config_path.resolve().parent
+    if content is not None and state is None and base.is_relative_to(content.resolve()):
+        raise SitemapdError(
+            f"{config_path} would be inside the site's folder ({content.resolve()}), served "
+            "to everyone with its state beside it: give -c FILE outside it"
+        )
     output = output or content or base / "sitemaps"
     state = state or base / "sitemapd-state"
     generator = found.generator if found else None
@@ -57,12 +62,12 @@ def init_(
         url_list=None if url_list is None else init.relative(url_list, base),
         generator=generator.name if generator else None,
     )
-    text = init.render(answers)
-    cfg = config.parse(tomllib.loads(text), config_path)
     if content is not None and state.resolve().is_relative_to(content.resolve()):
         raise SitemapdError(
             f"--state {state} is inside the site's folder: the ledger is not public"
         )
+    text = init.render(answers)
+    cfg = config.parse(tomllib.loads(text), config_path)
     config_path.write_text(text)
     print(f"wrote {config_path}: sitemaps into {output}, index {cfg.sitemap.index_name}")
     mine = f"-c {config_path}"
