@@ -510,6 +510,17 @@ def test_valid_config_prints_ok(tmp_path: Path) -> None:
     (tmp_path / "urls.txt").write_text("https://example.com/a.html\n")
     result = check_config(config)
     assert (result.returncode, result.stderr) == (0, "")
+    # A path in base_url places no page: said, with what does.
+    config.write_text(
+        config.read_text().replace("https://example.com/", "https://example.com/blog/")
+    )
+    result = check_config(config)
+    assert result.returncode == 0
+    assert result.stderr == (
+        "sitemapd: warning: site.base_url: its path /blog/ is not used: URLs are "
+        "https://example.com/ and a file's path; for pages served under /blog/, set url_prefix "
+        "on their source\n"
+    )
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ import contextlib
 import sqlite3
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from sitemapd import config
 from sitemapd.cli.common import errors_exit
@@ -103,18 +104,22 @@ def check_config(config_path: Path) -> None:
     ownership.refuse(cfg, foreign)
     for found in foreign:
         print(f"site.take_over: {found.path} will be replaced (a copy kept)")
-    for message in _absent(cfg):
+    for message in _doubtful(cfg):
         print(f"sitemapd: warning: {message}", file=sys.stderr)
-    count = len(cfg.sources)
-    print(
-        f"ok: {cfg.path}: {count} source{'' if count == 1 else 's'}, index {cfg.sitemap.index_name}"
-    )
+    print(f"ok: {cfg.path}: {count(len(cfg.sources), 'source')}, index {cfg.sitemap.index_name}")
 
 
-def _absent(cfg: config.Config) -> list[str]:
-    """Return what is said of each folder or list a source reads that is not there yet:
-    not an error (a deploy may make it), but `build` would fail on it."""
+def _doubtful(cfg: config.Config) -> list[str]:
+    """Return what is said of settings valid but likely not meant: a path in `base_url`
+    (URLs are made from its origin), a folder or list a source reads that is not there
+    (a deploy may make it, but `build` fails on it)."""
     said = []
+    path = urlsplit(cfg.site.base_url).path
+    if path not in ("", "/"):
+        said.append(
+            f"site.base_url: its path {path} is not used: URLs are {cfg.site.origin.root} and "
+            f"a file's path; for pages served under {path}, set url_prefix on their source"
+        )
     for n, source in enumerate(cfg.sources):
         if isinstance(source, config.DirectorySource) and not source.root.is_dir():
             said.append(f"source[{n}].root: {source.root} is not a folder (yet): `build` fails")
