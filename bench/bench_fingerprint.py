@@ -314,22 +314,31 @@ def corpora_truth(
                 continue
             with Pool(2) as pool:
                 reports = pool.map(_drilled, chosen, chunksize=4)
-            totals: dict[str, list[int | bool]] = {}
-            for report in reports:
-                for row in report.rows.values():
-                    total = totals.setdefault(row.name, [row.real, 0, 0])
-                    total[1] += row.applied
-                    total[2] += row.moved
-            rows = [
-                (
-                    change,
-                    f"{moved / max(applied, 1):.1%} moved ({moved}/{applied})",
-                    "should move" if real else "should not",
-                )
-                for change, (real, applied, moved) in totals.items()
-            ]
-            tables.append((f"{name}, {half}, {len(chosen)} pages", rows))
+            tables.append((f"{name}, {half}, {len(chosen)} pages", _totals(reports)))
+            # A set that names its pages' kinds gets a table per kind too.
+            kinds = sorted({s.kind for s in chosen if s.kind})
+            for kind in kinds if len(kinds) > 1 else ():
+                mine = [r for s, r in zip(chosen, reports, strict=True) if s.kind == kind]
+                tables.append((f"{name}, {half}, {kind}, {len(mine)} pages", _totals(mine)))
     return tables
+
+
+def _totals(reports: list[Report]) -> list[tuple[str, str, str]]:
+    """Return a row per change: how many of the pages it was applied to moved."""
+    totals: dict[str, list[int | bool]] = {}
+    for report in reports:
+        for row in report.rows.values():
+            total = totals.setdefault(row.name, [row.real, 0, 0])
+            total[1] += row.applied
+            total[2] += row.moved
+    return [
+        (
+            change,
+            f"{moved / max(applied, 1):.1%} moved ({moved}/{applied})",
+            "should move" if real else "should not",
+        )
+        for change, (real, applied, moved) in totals.items()
+    ]
 
 
 # The chardet project's test files (`tests/` of chardet/chardet, extracted under

@@ -35,9 +35,20 @@ the folder named:
   to GitHub, a few list pages each (the home, its second page, a tag or category page,
   the archive) under `sites/<owner>_<repository>/`, a site's pages all in one half. No
   truth, as for postlight; a page two tests saved alike is read once.
+- `modern/`: 1000 pages of 2025-2026 of every kind (articles, forums, services,
+  products, documentation, listings, collections), tiptopjaw/web-content-extraction-
+  benchmark (`release/html/NNNN.html.gz`, `benchmark/ground-truth/NNNN.json`); truth:
+  the title and `main_content`, its Markdown marks left out and quotes and dashes read
+  plain (the annotation writes straight quotes for a page's curly ones). A page's kind
+  is the annotation's `page_type`. Added, measured once before any change of its round.
+- `products/`: 140 product pages of shops in many countries,
+  scrapinghub/product-extraction-benchmark (`dataset/html/*.html.gz`,
+  `dataset/ground-truth.json`, which names prices and SKUs, no text); no truth, as for
+  postlight. Added with `modern/`.
 
-Each set is split by a hash of the page's name: one half tunes, the other is held out,
-never looked at while tuning; `postlight/` is held out whole.
+Each set is split by a hash of the page's name (of its site's, where one site gives
+several pages: listpages' blogs, modern's and products' hosts): one half tunes, the
+other is held out, never looked at while tuning; `postlight/` is held out whole.
 """
 
 from __future__ import annotations
@@ -50,6 +61,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import lxml.html
 from lxml import etree
@@ -66,6 +78,27 @@ _HELD = 40
 # CleanEval's marks of paragraphs, headings and list items, and its first line.
 _GOLD_MARKS = re.compile(r"<[phl]>|^URL:.*$", re.M)
 _BLOCKS = ("p", "blockquote", "pre", "dd", "li", "td", "div", "h2", "h3", "h4")
+# Markdown's marks at a line's start (headings, bullets, quotes), emphasis, tables' bars
+# and rules. An ordered item's number stays: a heading's "1." is often the page's text.
+_MARKDOWN = re.compile(r"^[ \t|:-]*-{3}[ \t|:-]*$|^[ \t]*(?:#+|[*+>-])[ \t]+|\*\*|__|\|", re.M)
+# Typography a writer types plain: curly quotes, primes, dashes, the non-breaking hyphen.
+_PLAIN = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "\u2032": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u2033": '"',
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2011": "-",
+        "\u2212": "-",
+        "\u2026": "...",
+    }
+)
 
 
 def squashed(text: str) -> str:
@@ -83,6 +116,8 @@ class Sample:
     oracle: Oracle
     # The pages of one site share a template and go to one half: the site's name.
     site: str = ""
+    # The kind of page a set's annotation names (article, forum, listing...), if any.
+    kind: str = ""
 
     @property
     def held_out(self) -> bool:
@@ -97,6 +132,8 @@ class Truth:
     squashed (a class, not a closure: samples go to worker processes)."""
 
     body: str
+    # Whether a block's typography is read plain, as the truth was written.
+    plain: bool = False
 
     def __call__(self, tree: Element) -> list[Element]:
         body = self.body
@@ -109,7 +146,7 @@ class Truth:
             text = text_of(element)
             # Prose the truth holds, and whatever else it holds: a list of links in the
             # article is content too (edits go to its prose alone).
-            held = squashed(text)
+            held = squashed(text.translate(_PLAIN) if self.plain else text)
             if held in body and (
                 len(held) >= _HELD or (is_prose(text) and link_share(element) < PROSE_LINKS)
             ):
@@ -265,6 +302,38 @@ def listpages() -> Iterator[Sample]:
         yield Sample(name, data, page_content, site)
 
 
+def modern() -> Iterator[Sample]:
+    base = WORK / "modern"
+    for path in sorted((base / "benchmark" / "ground-truth").glob("*.json")):
+        page = base / "release" / "html" / f"{path.stem}.html.gz"
+        if not page.exists():
+            continue
+        entry = json.loads(path.read_text())
+        truth = entry["ground_truth"]
+        body = _MARKDOWN.sub("", f"{truth['title']}\n{truth['main_content']}")
+        kind = entry["_internal"]["page_type"]["primary"]
+        yield Sample(
+            f"modern/{path.stem}",
+            gzip.decompress(page.read_bytes()),
+            Truth(squashed(body.translate(_PLAIN)), plain=True),
+            f"modern/{urlsplit(entry['url']).hostname}",
+            {"blog": "article"}.get(kind, kind),
+        )
+
+
+def products() -> Iterator[Sample]:
+    base = WORK / "products" / "dataset"
+    if not (base / "ground-truth.json").exists():
+        return
+    for key, entry in sorted(json.loads((base / "ground-truth.json").read_text()).items()):
+        page = base / "html" / f"{key}.html.gz"
+        if page.exists():
+            site = f"products/{urlsplit(entry['url']).hostname}"
+            yield Sample(
+                f"products/{key[:12]}", gzip.decompress(page.read_bytes()), page_content, site
+            )
+
+
 CORPORA: dict[str, Callable[[], Iterator[Sample]]] = {
     "aeb": aeb,
     "readability": readability,
@@ -274,6 +343,8 @@ CORPORA: dict[str, Callable[[], Iterator[Sample]]] = {
     "cleaneval": cleaneval,
     "fundus": fundus,
     "listpages": listpages,
+    "modern": modern,
+    "products": products,
 }
 # Held out whole: never looked at while tuning.
 HELD_OUT = {"postlight"}
