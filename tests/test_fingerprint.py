@@ -219,7 +219,8 @@ def test_a_ledger_of_the_previous_fingerprint_version_moves_nothing(site: Site) 
     # links is no longer content since version 8; the posts' linked `<h1>` are since
     # version 9, an author's bio box after the story and the caption of a photograph
     # above it since version 10, a list of posts in a wrapper named for a pager since
-    # version 11): their digests change with the upgrade, their lastmods do not.
+    # version 11, JSON-LD in the page's legacy charset since version 12): their digests
+    # change with the upgrade, their lastmods do not.
     titles = [f"Column {n}" for n in range(30)]
     (site.root / "journal.html").write_text(archive_page(titles))
     heads = [f"<a href='/node/{n}'>Commission opposes decision {n}</a>" for n in range(4)]
@@ -229,6 +230,13 @@ def test_a_ledger_of_the_previous_fingerprint_version_moves_nothing(site: Site) 
     (site.root / "envoys.html").write_text(lead_photo_page("The envoys meet in Geneva."))
     posts = [f"Notes on release {n}" for n in range(6)]
     (site.root / "notes.html").write_text(wrapped_list_page(posts))
+    (site.root / "cafe.html").write_bytes(
+        '<html><head><meta charset="iso-8859-1"><title>Café</title><script type='
+        '"application/ld+json">{"@type": "NewsArticle", "headline": "Le café rouvre"}'
+        "</script></head><body><p>Le café de la place rouvre ce matin.</p></body></html>".encode(
+            "latin-1"
+        )
+    )
     summary(site)
     before = change_counts(site)
     # As the release before wrote it: its version's settings, and digests of its own.
