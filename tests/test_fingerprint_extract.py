@@ -850,3 +850,28 @@ def test_a_list_of_posts_in_a_wrapper_named_for_a_pager_or_menu_is_the_page_s() 
     for wrapper in ("pagination", "menu-l"):
         before = digest(wrapped_list_page(titles, wrapper))
         assert digest(wrapped_list_page(["Notes on caching", *titles], wrapper)) != before
+
+
+def short_main_page(sentence: str, offer: str) -> str:
+    """Return a page whose one `<main>` holds a headline and a sentence, too little prose
+    to score, beside an offer box of plain text outside it."""
+    return (
+        "<html><head><title>Derby ends in a draw</title></head><body>"
+        "<header><nav><a href='/'>Home</a> <a href='/sport/'>Sport</a></nav></header>"
+        f"<div class='offer'><p>{offer}</p></div>"
+        f"<main><article><h1>Derby ends in a draw</h1><p>{sentence}</p></article></main>"
+        "<footer><p>Example Gazette</p></footer></body></html>"
+    )
+
+
+def test_a_page_too_short_to_score_is_its_one_main_not_the_whole_body() -> None:
+    sentence = "Neither side could break the deadlock before 41,000 fans."
+    page = short_main_page(sentence, "Subscribe today: half price for a month")
+    reading = read_file("a.html", page.encode(), Settings()).reading
+    assert reading is not None
+    assert not reading.fallback
+    # What lies outside the page's `<main>` is not its content; the sentence in it is.
+    assert digest(short_main_page(sentence, "Subscribe now: three months free")) == digest(page)
+    assert digest(short_main_page(sentence.replace("41,000", "42,000"), "x")) != digest(
+        short_main_page(sentence, "x")
+    )

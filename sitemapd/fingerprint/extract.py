@@ -184,12 +184,16 @@ def _in_order(elements: list[Element], sizes: Sizes) -> list[Element]:
 
 def _without_article(body: Element, sizes: Sizes) -> Extract:
     """Return the main content of a page with no article: its main list of items (a
-    home, section, tag or author page lists links), else the whole body less its
-    template parts, as a fallback."""
+    home, section, tag or author page lists links), else its one `<main>`, else the
+    whole body less its template parts, as a fallback."""
     listing = main_list(body, sizes)
     if listing is not None:
         dropped = template_parts(listing, sizes, listing, lists=False)
         return Extract([listing], fallback=False, dropped=dropped)
+    # Too little prose to score, but the page says where its content is: its one `<main>`.
+    declared = body.findall(".//main")
+    if len(declared) == 1 and sizes.text[declared[0]]:
+        return _finish(declared, sizes)
     return Extract([body], fallback=True, dropped=template_parts(body, sizes, body))
 
 
