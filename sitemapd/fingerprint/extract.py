@@ -93,11 +93,9 @@ class Extract:
     def __init__(
         self, main: list[Element], fallback: bool, dropped: dict[Element, str] | None = None
     ) -> None:
-        # The elements holding the main content, in document order.
-        self.main = main
-        # True when no main content was found and `main` is the whole body.
-        self.fallback = fallback
-        # Elements left out inside `main`, with why.
+        # The elements holding the main content, in document order; whether none was
+        # found (`main` is the whole body); the elements left out inside it, with why.
+        self.main, self.fallback = main, fallback
         self.dropped = {} if dropped is None else dropped
 
 
