@@ -25,7 +25,7 @@ from sitemapd.fingerprint.decode import decoded
 from sitemapd.fingerprint.extract import NEVER, describe, drop, fragments, main_content, outside
 from sitemapd.fingerprint.headline import headline, own_articles, title_text
 from sitemapd.fingerprint.material import Material, kept, material
-from sitemapd.fingerprint.score import text_nodes, text_of
+from sitemapd.fingerprint.score import normal, text_nodes, text_of
 from sitemapd.fingerprint.template import TemplateMemory, shape
 
 __all__ = [
@@ -256,7 +256,7 @@ def read_html(
     if body is None:
         body = tree
     # Text nodes joined by spaces: "<h1>a<span>b</span></h1>" and "a <span>b" read alike.
-    h1s = [(h, _normal(" ".join(text_nodes(h)))) for h in body.iter("h1")]
+    h1s = [(h, normal(" ".join(text_nodes(h)))) for h in body.iter("h1")]
     select = compile_selector(settings.selector) if settings.selector else None
     extract = main_content(body, select, article=article)
     stated = [text for label, text in parts if label in _STATED]
@@ -294,7 +294,7 @@ def _head_parts(tree: Element, labels: set[str]) -> list[tuple[str, str]]:
     generators title pages after it) counts without that label: renaming a navigation
     entry is a template change.
     """
-    title = _normal(title_text(tree) or "")
+    title = normal(title_text(tree) or "")
     for label in sorted(labels, key=len, reverse=True):
         if title.startswith(label):
             title = title[len(label) :]
@@ -307,7 +307,7 @@ def _head_parts(tree: Element, labels: set[str]) -> list[tuple[str, str]]:
             if "canonical" in (element.get("rel") or "").lower().split():
                 parts.append(("canonical", (element.get("href") or "").strip()))
             continue
-        content = _normal(element.get("content") or "")
+        content = normal(element.get("content") or "")
         # Pages write Open Graph tags with name= as often as property=, sometimes both.
         for key in ((element.get(a) or "").strip().lower() for a in ("name", "property")):
             if key in _ROBOTS_NAMES:
@@ -347,7 +347,7 @@ def _navigation_labels(tree: Element) -> set[str]:
         if not current and (href or "").strip() not in _SELF:
             continue
         if any(_is_navigation(a) for a in link.iterancestors()):
-            label = _normal(text_of(link))
+            label = normal(text_of(link))
             if label:
                 labels.add(label)
     return labels
@@ -362,7 +362,7 @@ def _is_navigation(element: Element) -> bool:
 def _ld_values(value: object, name: str) -> Iterator[str]:
     """Yield the texts of a JSON-LD field: strings, names of persons, image URLs."""
     if isinstance(value, str):
-        yield asset(value) if name == "image" else _normal(value)
+        yield asset(value) if name == "image" else normal(value)
     elif isinstance(value, list):
         for item in value[:50]:
             yield from _ld_values(item, name)
@@ -371,7 +371,3 @@ def _ld_values(value: object, name: str) -> Iterator[str]:
             if isinstance(value.get(key), str):
                 yield from _ld_values(value[key], name)
                 return
-
-
-def _normal(text: str) -> str:
-    return " ".join(text.split())

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 from sitemapd.fingerprint.chrome import Element
+from sitemapd.fingerprint.score import normal
 
 
 def image_source(img: Element) -> str:
@@ -23,7 +24,7 @@ def image_parts(img: Element) -> Iterator[str]:
     src = image_source(img)
     if src:
         yield asset(src)
-    alt = " ".join((img.get("alt") or "").split())
+    alt = normal(img.get("alt") or "")
     if alt:
         yield alt
 

@@ -49,6 +49,11 @@ def text_nodes(element: Element) -> list[str]:
     return [t for t in element.itertext() if isinstance(t, str)]
 
 
+def normal(text: str) -> str:
+    """Return `text` with each run of whitespace as one space, and none at either end."""
+    return " ".join(text.split())
+
+
 def text_of(element: Element) -> str:
     """Return the text inside `element` (not its tail)."""
     return "".join(text_nodes(element))
@@ -93,4 +98,4 @@ def loose_text(element: Element) -> str:
     """Return the text `element` holds outside its child elements, stripped."""
     parts = [element.text or ""]
     parts.extend(child.tail or "" for child in element)
-    return " ".join(" ".join(parts).split())
+    return normal(" ".join(parts))
