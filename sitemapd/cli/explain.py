@@ -20,6 +20,7 @@ from sitemapd.errors import InvalidURL, SitemapdError
 from sitemapd.fingerprint import TemplateMemory
 from sitemapd.ledger import history
 from sitemapd.ledger.readonly import open_readonly
+from sitemapd.sources.base import file_url
 from sitemapd.sources.pages import fingerprint_settings, read_file
 
 # Characters of main text shown before the rest is summed up.
@@ -95,10 +96,7 @@ def _locate(config: Config, policy: URLPolicy, target: str) -> tuple[DirectorySo
             root = os.path.realpath(source.root) + os.sep
             if real.startswith(root):
                 relpath = real[len(root) :].replace(os.sep, "/")
-                loc = policy.for_file(
-                    source.url_prefix, relpath, source.strip_html, source.index_files
-                )
-                return source, relpath, loc
+                return source, relpath, file_url(policy, source, relpath)
         raise SitemapdError(f"{target} is under no directory source's root")
     if "://" not in target and not target.startswith("/"):
         target = "/" + target  # a path on the site, written without its first slash
@@ -117,13 +115,7 @@ def _locate(config: Config, policy: URLPolicy, target: str) -> tuple[DirectorySo
             if (source.root / relpath).is_file():
                 # The URL the file is published as: `/index.html` names the page at `/`.
                 try:
-                    return (
-                        source,
-                        relpath,
-                        policy.for_file(
-                            source.url_prefix, relpath, source.strip_html, source.index_files
-                        ),
-                    )
+                    return source, relpath, file_url(policy, source, relpath)
                 except InvalidURL:
                     continue
     raise SitemapdError(f"no file of a directory source is published as {loc}")

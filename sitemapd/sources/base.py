@@ -12,9 +12,16 @@ from sitemapd.core.urls import URLPolicy
 from sitemapd.render.extensions import url_extras
 
 if TYPE_CHECKING:
+    from sitemapd.config.sources import DirectorySource
     from sitemapd.ledger.ledger import Ledger
 
 log = logging.getLogger("sitemapd.sources")
+
+
+def file_url(policy: URLPolicy, source: "DirectorySource", relpath: str) -> str:
+    """Return the URL the file at `relpath` under `source`'s root is published as;
+    raises InvalidURL when it can have none."""
+    return policy.for_file(source.url_prefix, relpath, source.strip_html, source.index_files)
 
 
 def skipped_below(folder: Path, skip: tuple[str, ...]) -> set[str]:

@@ -24,6 +24,7 @@ from sitemapd.errors import InvalidURL, SourceError
 from sitemapd.sources.base import (
     Context,
     Scan,
+    file_url,
     skipped_below,
 )
 from sitemapd.sources.content import FACTS_VERSION
@@ -162,9 +163,7 @@ def _observe_paths(source: DirectorySource, ctx: Context, relpaths: set[str]) ->
                 files.append(iter([(relpath, path)]))
             elif not path.exists():
                 try:
-                    loc = ctx.policy.for_file(
-                        source.url_prefix, relpath, source.strip_html, source.index_files
-                    )
+                    loc = file_url(ctx.policy, source, relpath)
                 except InvalidURL:
                     continue
                 yield Gone(loc, source.name)

@@ -34,6 +34,7 @@ from sitemapd.ledger.model import KnownFile
 from sitemapd.sources.base import (
     Context,
     entry_extras,
+    file_url,
     log,
     rejected,
     with_defaults,
@@ -173,9 +174,7 @@ class PageReader:
         located: list[tuple[str, str, os.DirEntry[str] | Path]] = []
         for relpath, entry in batch:
             try:
-                loc = self.ctx.policy.for_file(
-                    self.source.url_prefix, relpath, self.source.strip_html, self.source.index_files
-                )
+                loc = file_url(self.ctx.policy, self.source, relpath)
             except InvalidURL as exc:
                 items.append(rejected(name, printable(relpath), str(exc)))
                 continue
