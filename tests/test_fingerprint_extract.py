@@ -267,6 +267,19 @@ def test_a_section_id_that_is_its_heading_s_slug_names_no_template_part() -> Non
     assert digest(edited) != before
 
 
+def test_a_numbered_section_s_slug_names_no_template_part() -> None:
+    # Sphinx slugs "5.1. More on Lists" as "more-on-lists", which reads as "more on ...".
+    def numbered(word: str) -> str:
+        return (
+            guide_page("careful")
+            .replace("id='sharing-with-a-single-developer'", "id='more-on-lists'")
+            .replace("<h2>Sharing with a single developer", "<h2>5.1. More on Lists")
+            .replace("a friend, careful", f"a friend, {word}", 1)
+        )
+
+    assert digest(numbered("cautious")) != digest(numbered("careful"))
+
+
 def paywalled_page(lead: str) -> str:
     """Return a paywalled story: its one paragraph shown, in a column that also holds a
     share bar and a "related" box of many links, below a header of links."""
@@ -875,3 +888,141 @@ def test_a_page_too_short_to_score_is_its_one_main_not_the_whole_body() -> None:
     assert digest(short_main_page(sentence.replace("41,000", "42,000"), "x")) != digest(
         short_main_page(sentence, "x")
     )
+
+
+_CONSENT = (
+    "We and our partners use cookies and similar technologies to store and access "
+    "information on your device, to measure how our shop is used, to show you offers "
+    "that suit you, and to improve our services. You can accept all of them, refuse "
+    "them, or choose which purposes you allow; you can change your mind at any time in "
+    "the privacy settings linked at the foot of every page of this shop."
+)
+
+
+def product_page(overlay: str, word: str = "warm") -> str:
+    """Return a shop's product page of a short description, beside `overlay`: a block
+    of more prose than the description that a reader does not see in place."""
+    return (
+        "<html><head><title>Trail jacket</title></head><body>"
+        "<header><a href='/'>Shop</a> <a href='/cart'>Cart</a></header>"
+        f"{overlay}"
+        "<div class='product'><h1>Trail jacket</h1><div class='price'>89.00 EUR</div>"
+        f"<div class='description'><p>A light jacket that keeps you {word} on windy "
+        "ridges, with taped seams, two zipped pockets and a hood that fits over a "
+        "helmet.</p></div></div>"
+        "<footer><p>Example Outdoor Shop</p></footer></body></html>"
+    )
+
+
+@pytest.mark.parametrize(
+    ("opening", "closing"),
+    [
+        ("<div id='cookie-banner'>", "</div>"),
+        ("<div class='cmp-consent'>", "</div>"),
+        ("<div role='dialog'>", "</div>"),
+        ("<div aria-modal='true' class='box'>", "</div>"),
+        ("<form action='/cookieprefs' method='post'>", "</form>"),
+        ("<div class='sign-up' style='display: none'><form action='/join'>", "</form></div>"),
+    ],
+)
+def test_the_product_is_the_content_not_a_longer_banner_a_reader_does_not_see_in_place(
+    opening: str, closing: str
+) -> None:
+    overlay = f"{opening}<p>{_CONSENT}</p>{closing}"
+    page = product_page(overlay)
+    assert digest(product_page(overlay, "dry")) != digest(page)
+    # The banner's text is the consent platform's, not the product's.
+    changed = overlay.replace("your device", "this browser")
+    assert digest(product_page(changed)) == digest(page)
+
+
+def test_a_mega_menu_hidden_until_hovered_is_not_the_page_s_list_however_long() -> None:
+    links = "".join(f"<li><a href='/c/{n}'>Category number {n}</a></li>" for n in range(60))
+    menu = f"<div style='display:none;'><ul>{links}</ul></div>"
+    page = product_page(menu)
+    reading = read_file("a.html", page.encode(), Settings()).reading
+    assert reading is not None
+    assert digest(product_page(menu, "dry")) != digest(page)
+    rotated = menu.replace("Category number 7<", "Category number 77<")
+    assert digest(product_page(rotated)) == digest(page)
+
+
+def test_a_tab_of_prose_hidden_by_its_style_until_clicked_is_the_product_s_content() -> None:
+    def tabbed(word: str) -> str:
+        tab = (
+            "<div class='tab' style='display:none'><p>Made of a recycled shell that sheds "
+            f"rain and snow, {word} to the touch, with a mesh lining that lets sweat out "
+            "on long climbs and packs into its own pocket.</p></div>"
+        )
+        return product_page("").replace("</div></div><footer>", f"</div>{tab}</div><footer>")
+
+    assert digest(tabbed("soft")) != digest(tabbed("smooth"))
+
+
+def category_page(products: list[str], word: str = "light", latest: int = 0) -> str:
+    """Return a shop's category page: a grid of the category's products (each a linked
+    name and its price) opened by a short intro, beside a sidebar of the blog's latest
+    posts from `latest` on."""
+    tiles = "".join(
+        f"<li class='tile'><a href='/p/{n}'>{name}</a><span class='price'>{40 + n}.00 "
+        "EUR</span><span>In stock, ships in two days</span></li>"
+        for n, name in enumerate(products)
+    )
+    posts = "".join(
+        f"<li><a href='/blog/{n}'>Trail notes from the shop, part {n}</a></li>"
+        for n in range(latest, latest + 6)
+    )
+    return (
+        "<html><head><title>Rain jackets | Outdoor shop</title></head><body>"
+        "<header><a href='/'>Shop</a></header><div class='layout'><ul class='grid'>"
+        "<li class='intro'><h1>Rain jackets</h1><p>Our rain jackets keep you dry on "
+        f"long days in the hills: {word}, packable shells for running and warm, "
+        "three-layer ones for winter walks, all tested by our staff.</p></li>"
+        f"{tiles}</ul><div class='latest'><ul>{posts}</ul></div></div>"
+        "<footer><p>Example Outdoor Shop</p></footer></body></html>"
+    )
+
+
+def test_a_category_page_says_what_its_grid_of_products_says_not_only_its_intro() -> None:
+    products = [f"Storm shell jacket model {n}" for n in range(16)]
+    before = digest(category_page(products))
+    assert digest(category_page(["Summit parka", *products[:-1]])) != before
+    assert digest(category_page(products, "airy")) != before
+    # The sidebar beside the catalogue is not what the page says.
+    assert digest(category_page(products, latest=3)) == before
+
+
+def landing_page(price: str = "5", latest: int = 0) -> str:
+    """Return a service's landing page: its one `<main>` of sections (a hero, cards of
+    plans and their prices, a section of prose), beside a sidebar of the latest posts
+    from `latest` on."""
+    plans = "".join(
+        f"<div class='card'><h3>{name}</h3><span>{cost} EUR a month</span></div>"
+        for name, cost in [("Basic", price), ("Team", "20"), ("Shop", "60")]
+    )
+    posts = "".join(
+        f"<li><a href='/blog/{n}'>What we learnt running servers, part {n}</a></li>"
+        for n in range(latest, latest + 6)
+    )
+    return (
+        "<html><head><title>Hosting | Example</title></head><body>"
+        "<header><a href='/'>Example</a></header><main>"
+        "<section class='hero'><h1>Hosting that stays up</h1></section>"
+        f"<section class='plans'>{plans}</section>"
+        "<section class='story'><p>We started in a small office with three servers, "
+        "and we still answer the phone ourselves: when something breaks at night, one "
+        "of us fixes it, and tells you what happened, in plain words, the next morning, "
+        "with what we changed so that it does not happen again.</p><p>Our customers, "
+        "from shops to newsrooms, stay with us for years, and most of them came to us "
+        "because a friend, a colleague or a competitor told them about us.</p>"
+        "</section></main>"
+        f"<aside><ul>{posts}</ul></aside>"
+        "<footer><p>Example Hosting</p></footer></body></html>"
+    )
+
+
+def test_a_page_that_is_no_article_is_its_one_main_not_its_best_section_alone() -> None:
+    before = digest(landing_page())
+    # The plans say what the service is, though the story section outscores them.
+    assert digest(landing_page("6")) != before
+    assert digest(landing_page(latest=2)) == before

@@ -20,7 +20,7 @@ from typing import NamedTuple
 from lxml import etree
 
 from sitemapd.fingerprint.assets import asset, image_parts, image_source
-from sitemapd.fingerprint.chrome import Element
+from sitemapd.fingerprint.chrome import Element, elements
 from sitemapd.fingerprint.decode import decoded
 from sitemapd.fingerprint.extract import NEVER, describe, drop, fragments, main_content, outside
 from sitemapd.fingerprint.headline import headline, own_articles, title_text
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 # Bumped whenever a change to this package can give an unchanged page another digest.
-FINGERPRINT_VERSION = 12
+FINGERPRINT_VERSION = 13
 # Characters of main text below which the site's template is not left out.
 MIN_KEPT = 140
 # Plain elements: lxml.html's element classes cost a Python lookup per element.
@@ -147,16 +147,9 @@ def compile_selector(text: str) -> Callable[[Element], list[Element]]:
         raise ValueError(f"not a CSS selector cssselect understands ({exc})") from exc
 
     def select(root: Element) -> list[Element]:
-        return _elements(selector(root))
+        return elements(selector(root))
 
     return select
-
-
-def _elements(found: object) -> list[Element]:
-    """Return the elements among an XPath result (which lxml types as anything)."""
-    if not isinstance(found, list):
-        return []
-    return [e for e in found if isinstance(e, Element)]
 
 
 def bytes_digest(data: bytes, ignore: tuple[re.Pattern[bytes], ...] = ()) -> str:
@@ -249,7 +242,7 @@ def read_html(
                 parts.append((f"ld:{name}", value))
     article = bool(articles) or _og_article(tree)
     etree.strip_elements(tree, *NEVER, with_tail=False)
-    for hidden in _elements(_HIDDEN(tree)):
+    for hidden in elements(_HIDDEN(tree)):
         drop(hidden)
     # Not find(), nor findtext() below: ElementPath costs more than the rest of a small page.
     body = next(tree.iterchildren("body"), None)

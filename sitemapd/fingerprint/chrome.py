@@ -16,13 +16,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import lru_cache
 
 from lxml import etree
 
 from sitemapd.fingerprint import shapes
+from sitemapd.fingerprint.names import named
 
 Element = etree._Element
+
+
+def elements(found: object) -> list[Element]:
+    """Return the elements among an XPath result (which lxml types as anything)."""
+    if not isinstance(found, list):
+        return []
+    return [e for e in found if isinstance(e, Element)]
+
 
 STRUCTURAL = {"nav": "navigation", "aside": "aside", "form": "form", "footer": "footer"}
 ROLES = {
@@ -37,47 +45,6 @@ ROLES = {
     "alertdialog",
     "toolbar",
 }
-# Class and id words of template parts (and `_COMMENT_WORDS`); a word of _ARTICLE_WORDS
-# in the same element wins.
-_TEMPLATE_WORDS = re.compile(
-    r"nav|navbar|navigation|menu|breadcrumbs?|masthead|header|footer|sidebar|aside|"
-    r"related|recommended|recommendations?|share|sharing|social|commentcount|"
-    r"cookies?|consent|gdpr|newsletter|subscribe|subscription|signup|promo|"
-    r"promotion|advert|advertisement|ads?|adslot|sponsor|sponsored|outbrain|taboola|"
-    r"pagination|pager|toolbar|modal|popup|overlay"
-)
-# A template word run together with the part it names, in one word: "relatedarticles",
-# "sharebar", "footerlinks".
-_TEMPLATE_COMPOUND = re.compile(
-    rf"(?:{_TEMPLATE_WORDS.pattern})"
-    r"(?:articles?|posts?|links?|stories|story|items?|news|box|bar|list|block|area|"
-    r"container|wrapper|section|widget|module|panel|pane|shell|column|content)"
-)
-# Words that name template parts on some sites and content on others (page builders
-# wrap articles in "widgets"): such a block is template only when it is mostly links
-# or too short to say anything.
-_WEAK_WORDS = re.compile(
-    r"widgets?|side|rail|popular|trending|latest|teasers?|tags|skip|print|counter|views|"
-    r"hidden|sr|visually"
-)
-# Template parts named in several words: "more-stories", "most_read", "read-next".
-_TEMPLATE_PHRASES = re.compile(
-    r"more[-_ ]?(?:stories|news|from|articles|on|like|to|in)\b|"
-    r"most[-_ ]?(?:read|popular|viewed|shared)|read[-_ ]?(?:next|also)|see[-_ ]?also|"
-    r"you[-_ ]?may|also[-_ ]?like|in[-_ ]?case"
-)
-_ARTICLE_WORDS = re.compile(
-    r"article|articlebody|body|content|entry|main|post|story|text|prose|blog|page"
-)
-_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
-# Words of a readers' comment thread (WordPress, Drupal, Disqus, in the languages whose
-# counters `_COUNTED` reads): in one name with an article word ("post-comments",
-# "article_comments", "postcomments"), the thread is the article's, not the article.
-_COMMENT_WORDS = re.compile(
-    rf"(?:{_ARTICLE_WORDS.pattern})?"
-    r"(?:comments?|commentlist|disqus|kommentare?|kommentarer|commentaires?|comentarios?|"
-    r"commenti|commento|reacties|komentarze?)"
-)
 # Elements never left out for their links: a link is itself, the rest hold the page, an
 # `<h1>` is a headline, linked (to its own post) or not.
 _NOT_LISTS = {"a", "body", "html", "main", "article", "h1"}
@@ -104,8 +71,6 @@ _COUNT = r"\d[\d.,\u00a0\u202f]*[kKmM]?"
 _COUNTER = re.compile(
     rf"\s*(?:\(?{_COUNT}\)?\s*{_COUNTED}|{_COUNTED}\s*[:(]?\s*{_COUNT}\)?)\s*", re.IGNORECASE
 )
-# Words from which an id may be a heading's slug.
-_SLUG_WORDS = 3
 # Blocks whose words around a count are a sentence's: "the clip had <b>900 views</b>".
 _SENTENCES = ("p", "blockquote", "dd")
 # A paragraph shorter than this says too little to tell article from template.
@@ -200,72 +165,6 @@ class Sizes:
         """Return the share of `element`'s text that is link text."""
         total = self.text[element]
         return self.links[element] / total if total else 0.0
-
-
-def weight(element: Element) -> float:
-    """Return readability's bonus for article-like and malus for template-like names."""
-    article, template, weak, _ = named(element)
-    weight = 25.0 * article - 25.0 * template - 10.0 * weak
-    if element.tag in ("article", "main"):
-        weight += 10
-    return weight
-
-
-def named(element: Element) -> tuple[bool, bool, bool, bool]:
-    """Return whether `element`'s class and id name an article part, a template part,
-    what may be a template part, and a comment thread (with no article part)."""
-    ident = element.get("id")
-    if ident and _slug(ident, element):
-        ident = None
-    return _names(element.get("class"), ident)
-
-
-def _slug(ident: str, element: Element) -> bool:
-    """True when `ident` is the slug of `element`'s first heading, three words or more
-    ("sharing-with-a-single-developer"): documentation generators name sections so; its
-    words name no part of a template."""
-    words = _words(ident)
-    if len(words) < _SLUG_WORDS:
-        return False
-    heading = next(element.iter(*shapes.HEADINGS), None)
-    if heading is None:
-        return False
-    said = " ".join(t for t in heading.itertext() if isinstance(t, str)).lower()
-    return _words(said)[: len(words)] == words
-
-
-@lru_cache(maxsize=4096)
-def _words(name: str) -> tuple[str, ...]:
-    return tuple(w for w in _WORD_SPLIT.split(name.lower()) if w)
-
-
-@lru_cache(maxsize=4096)
-def _names(classes: str | None, ident: str | None) -> tuple[bool, bool, bool, bool]:
-    # A site's pages repeat the same few hundred class and id values: each is read once.
-    names = f"{classes or ''} {ident or ''}".lower()
-    if not names.strip():
-        return False, False, False, False
-    words = [w for w in _WORD_SPLIT.split(names) if w]
-    # An article word counts only in a name that is not a comment thread's: the
-    # `post` of "post-comments" says whose comments they are.
-    article = any(
-        _ARTICLE_WORDS.fullmatch(w)
-        for name in names.split()
-        if not any(_COMMENT_WORDS.fullmatch(p) for p in _WORD_SPLIT.split(name))
-        for w in _WORD_SPLIT.split(name)
-    )
-    return (
-        article,
-        any(
-            _TEMPLATE_WORDS.fullmatch(w)
-            or _COMMENT_WORDS.fullmatch(w)
-            or _TEMPLATE_COMPOUND.fullmatch(w)
-            for w in words
-        )
-        or bool(_TEMPLATE_PHRASES.search(names)),
-        any(_WEAK_WORDS.fullmatch(w) for w in words),
-        not article and any(_COMMENT_WORDS.fullmatch(w) for w in words),
-    )
 
 
 def template_parts(

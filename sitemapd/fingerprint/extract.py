@@ -12,7 +12,8 @@ stories' headlines), and blocks whose class or id names a template part (share b
 "related", "most read", comment threads, cookie banners; see `chrome`), and counters'
 labels alone ("27 comments"). Which container wins is judged by its prose, the template
 parts it holds left out, so that a box that rotates does not change the choice. A page
-with no article is its main list of items. A CSS selector replaces the search.
+that is no article is its one `<main>` when it has one, and its main list of items too
+when its prose is short. A CSS selector replaces the search.
 """
 
 from __future__ import annotations
@@ -26,14 +27,15 @@ from sitemapd.fingerprint.chrome import (
     Element,
     Sizes,
     counter,
+    elements,
     inside,
     template_parts,
     template_reason,
-    weight,
 )
 
 # BLOCKS is the drill's too: named here, where it has always been imported from.
 from sitemapd.fingerprint.listing import main_list
+from sitemapd.fingerprint.names import weight
 from sitemapd.fingerprint.posts import posts
 from sitemapd.fingerprint.score import BLOCKS as BLOCKS
 from sitemapd.fingerprint.score import (
@@ -42,6 +44,7 @@ from sitemapd.fingerprint.score import (
     text_of,
 )
 from sitemapd.fingerprint.strays import PARAGRAPHS, one_line, outermost, paragraph_share, strays
+from sitemapd.fingerprint.voters import Voters
 
 # Never visible content, or not content at all: dropped before anything is measured.
 NEVER = (
@@ -63,6 +66,7 @@ NEVER = (
     "dialog",
 )
 _PARAGRAPHS = set(PARAGRAPHS)
+_ROLE_MAIN = etree.XPath(".//*[@role='main']")
 # Containers whose own loose text counts as a paragraph of theirs.
 _LOOSE = {"div", "article", "section", "main", "center"}
 # Main content with less text than this is not found: the page is fingerprinted whole.
@@ -76,11 +80,6 @@ _DIVIDERS = (1, 2, 6, 9, 12)
 _TOP = 5
 _CLOSE = 0.75
 _MIN_CLOSE = 3
-# Landmarks whose paragraphs say nothing of the article, and the share of the page's
-# text from which one is a wrapper instead. By tag alone: finding roles would read
-# every element's attributes, a tenth of a page's scan.
-_LANDMARKS = ("nav", "aside", "footer")
-_LANDMARK_SHARE = 0.5
 # Characters a sibling of the main content needs to be more of the same article.
 _SIBLING = 60
 
@@ -138,38 +137,41 @@ def main_content(
         if not chosen:
             return Extract([body], fallback=True, dropped=template_parts(body, sizes, body))
         return _finish(chosen, sizes)
-    top = _best_container(body, sizes)
+    among = Voters(body, sizes)
+    top = _best_container(body, sizes, among.elements)
     if top is None:
-        return _without_article(body, sizes)
-    extract = _finish(posts(top, sizes) or _with_siblings(top, sizes), sizes)
+        return _without_article(body, sizes, among)
+    extract = _finish(posts(top, sizes) or _with_siblings(top, sizes, among.unseen), sizes)
     kept = sum(sizes.text[e] for e in extract.main) - sum(
         sizes.text[e] for e in extract.dropped if _inside_any(e, extract.main)
     )
     if kept < _MIN_MAIN:
-        return _without_article(body, sizes)
-    found = strays(body, sizes, extract.main)
-    if found:
+        return _without_article(body, sizes, among)
+    # A page that is no article (a landing page of sections, a product, a category, a
+    # documentation page) is what its one `<main>` holds, when that holds what was found.
+    declared = None if article else _declared(body, sizes, among, _MIN_MAIN)
+    if declared is not None and all(_inside_any(e, [declared]) for e in extract.main):
+        extract = _finish([declared], sizes)
+    elif found := strays(body, sizes, extract.main, among.unseen):
         for stray in found:
             extract.dropped.update(template_parts(stray, sizes, stray))
         extract.main = _in_order([*extract.main, *found], sizes)
     if not article and kept < _LIST_PAGE_PROSE:
-        _add_list(extract, body, sizes)
+        _add_list(extract, body, sizes, among)
     return extract
 
 
-def _add_list(extract: Extract, body: Element, sizes: Sizes) -> None:
+def _add_list(extract: Extract, body: Element, sizes: Sizes, among: Voters) -> None:
     """Add the page's main list of items to `extract`, its links kept: a home or section
-    page whose one teaser scored as an article says what its list says."""
-    listing = main_list(body, sizes)
-    # A list in a block left out stays out; one holding the main content is a wrapper.
-    if (
-        listing is None
-        or any(inside(listing, e) for e in extract.dropped)
-        or any(_inside_any(root, [listing]) for root in extract.main)
-    ):
+    page whose one teaser scored as an article says what its list says, even when the
+    list holds the teaser (a shop's category page whose intro opens its grid)."""
+    listing = main_list(body, sizes, among.elements)
+    # A list in a block left out stays out.
+    if listing is None or any(inside(listing, e) for e in extract.dropped):
         return
+    held = [root for root in extract.main if _inside_any(root, [listing])]
     if not _inside_any(listing, extract.main):
-        extract.main = _in_order([*extract.main, listing], sizes)
+        extract.main = _in_order([*(r for r in extract.main if r not in held), listing], sizes)
     extract.dropped = {e: w for e, w in extract.dropped.items() if not _inside_any(e, [listing])}
     extract.dropped.update(template_parts(listing, sizes, listing, lists=False))
 
@@ -180,19 +182,30 @@ def _in_order(elements: list[Element], sizes: Sizes) -> list[Element]:
     return sorted(elements, key=order.__getitem__)
 
 
-def _without_article(body: Element, sizes: Sizes) -> Extract:
+def _without_article(body: Element, sizes: Sizes, among: Voters) -> Extract:
     """Return the main content of a page with no article: its main list of items (a
     home, section, tag or author page lists links), else its one `<main>`, else the
-    whole body less its template parts, as a fallback."""
-    listing = main_list(body, sizes)
+    whole body less its template parts and what a reader does not see, as a fallback."""
+    listing = main_list(body, sizes, among.elements)
     if listing is not None:
         dropped = template_parts(listing, sizes, listing, lists=False)
         return Extract([listing], fallback=False, dropped=dropped)
     # Too little prose to score, but the page says where its content is: its one `<main>`.
-    declared = body.findall(".//main")
-    if len(declared) == 1 and sizes.text[declared[0]]:
-        return _finish(declared, sizes)
-    return Extract([body], fallback=True, dropped=template_parts(body, sizes, body))
+    declared = _declared(body, sizes, among, 1)
+    if declared is not None:
+        return _finish([declared], sizes)
+    dropped = template_parts(body, sizes, body)
+    dropped.update((element, "not shown") for element in among.unseen)
+    return Extract([body], fallback=True, dropped=dropped)
+
+
+def _declared(body: Element, sizes: Sizes, among: Voters, least: int) -> Element | None:
+    """Return the one `<main>` (or `role="main"`) of `body`, the outermost, when it holds
+    `least` characters of text or more and a reader sees it; else None."""
+    found = outermost([*body.iter("main"), *elements(_ROLE_MAIN(body))])
+    if len(found) != 1 or sizes.text.get(found[0], 0) < least:
+        return None
+    return None if _inside_any(found[0], among.unseen) else found[0]
 
 
 def _finish(main: list[Element], sizes: Sizes) -> Extract:
@@ -202,14 +215,14 @@ def _finish(main: list[Element], sizes: Sizes) -> Extract:
     return Extract(main, fallback=False, dropped=dropped)
 
 
-def _best_container(body: Element, sizes: Sizes) -> Element | None:
-    """Return the element whose paragraphs score highest, or None when no paragraph."""
+def _best_container(body: Element, sizes: Sizes, among: list[Element]) -> Element | None:
+    """Return the element whose paragraphs `among` those of `body` (its voters) score
+    highest, or None when no paragraph."""
     scores: dict[Element, float] = {}
     stop = body.getparent()
-    # A sidebar's or footer's paragraphs are not the article's, however long: they do
-    # not vote for the container they lie in (a sidebar of long listings would win
-    # over a short story beside it).
-    for element in _voters(body, sizes):
+    # A sidebar's, a footer's or a cookie banner's paragraphs are not the article's,
+    # however long: they do not vote for the container they lie in.
+    for element in among:
         tag = element.tag
         leaf = tag in _PARAGRAPHS or (tag == "div" and _is_leaf_block(element))
         if leaf:
@@ -243,33 +256,6 @@ def _best_container(body: Element, sizes: Sizes) -> Element | None:
     final = {e: v * (1 - prose(e)) + _named(e, sizes) for e, v in scores.items()}
     ranked = sorted(final, key=final.__getitem__, reverse=True)
     return _climb(ranked[0], ranked[1:_TOP], final, stop)
-
-
-def _voters(body: Element, sizes: Sizes) -> list[Element]:
-    """Return the elements of `body` in document order but those inside its `nav`,
-    `aside` and `footer` elements that hold less than half of its text: a sidebar's
-    prose widgets, a footer's address. One holding more is a wrapper that misuses the
-    tag."""
-    elements = sizes.elements
-    most = sizes.text[body] * _LANDMARK_SHARE
-    # A landmark's subtree is a run of the pre-order list: cut out by slices, in the
-    # order `iter` finds them.
-    runs = []
-    for landmark in body.iter(*_LANDMARKS):
-        if sizes.text.get(landmark, 0) < most:
-            start = elements.index(landmark)
-            runs.append(
-                (start, start + 1 + sum(1 for _ in landmark.iterdescendants(etree.Element)))
-            )
-    if not runs:
-        return elements
-    kept: list[Element] = []
-    at = 0
-    for start, end in runs:
-        if start >= at:
-            kept += elements[at:start]
-        at = max(at, end)
-    return kept + elements[at:]
 
 
 def _named(element: Element, sizes: Sizes) -> float:
@@ -329,8 +315,9 @@ def _is_leaf_block(element: Element) -> bool:
     return not any(child.tag in BLOCKS for child in element)
 
 
-def _with_siblings(top: Element, sizes: Sizes) -> list[Element]:
-    """Return `top` and those of its siblings that read as more of the same article."""
+def _with_siblings(top: Element, sizes: Sizes, unseen: list[Element]) -> list[Element]:
+    """Return `top` and those of its siblings that read as more of the same article (not
+    a block `unseen`)."""
     parent = top.getparent()
     if parent is None:
         return [top]
@@ -342,7 +329,7 @@ def _with_siblings(top: Element, sizes: Sizes) -> list[Element]:
             kept.append(sibling)
             after = True
             continue
-        if not isinstance(sibling.tag, str) or sibling not in sizes.text:
+        if not isinstance(sibling.tag, str) or sibling not in sizes.text or sibling in unseen:
             continue
         length = sizes.text[sibling]
         density = sizes.link_density(sibling)

@@ -18,15 +18,20 @@ SHARED = (*PARAGRAPHS, "li", "h2", "h3", "h4", "figcaption")
 _RUN = ("p", "blockquote")
 
 
-def strays(body: Element, sizes: Sizes, main: list[Element]) -> list[Element]:
+def strays(
+    body: Element, sizes: Sizes, main: list[Element], unseen: list[Element]
+) -> list[Element]:
     """Return the article's paragraphs that lie outside `main`: long, with few links, in
-    no template part, each with the part of the article it opens, outermost first."""
+    no template part nor block `unseen` (a cookie banner), each with the part of the
+    article it opens, outermost first."""
     held = {element for root in main for element in root.iter()}
+    left_out = {element for root in unseen for element in root.iter()}
     whole = sizes.text[body]
     found = []
     for paragraph in body.iter("p", "blockquote"):
         if (
             paragraph in held
+            or paragraph in left_out
             or sizes.text.get(paragraph, 0) < STRAY
             or sizes.link_density(paragraph) >= STRAY_LINKS
         ):

@@ -1,0 +1,127 @@
+"""What a block's class and id say it is: an article part ("content", "post-body"), a
+template part ("related", "share-bar", "more-stories", "cookie-notice"), a word that
+names either on different sites ("widget", "latest"), or a readers' comment thread.
+A section whose id is its heading's slug names nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from lxml import etree
+
+from sitemapd.fingerprint import shapes
+
+# Class and id words of template parts (and `_COMMENT_WORDS`); a word of _ARTICLE_WORDS
+# in the same element wins.
+_TEMPLATE_WORDS = re.compile(
+    r"nav|navbar|navigation|menu|breadcrumbs?|masthead|header|footer|sidebar|aside|"
+    r"related|recommended|recommendations?|share|sharing|social|commentcount|"
+    r"cookies?|consent|gdpr|newsletter|subscribe|subscription|signup|promo|"
+    r"promotion|advert|advertisement|ads?|adslot|sponsor|sponsored|outbrain|taboola|"
+    r"pagination|pager|toolbar|modal|popup|overlay"
+)
+# A template word run together with the part it names, in one word: "relatedarticles",
+# "sharebar", "footerlinks".
+_TEMPLATE_COMPOUND = re.compile(
+    rf"(?:{_TEMPLATE_WORDS.pattern})"
+    r"(?:articles?|posts?|links?|stories|story|items?|news|box|bar|list|block|area|"
+    r"container|wrapper|section|widget|module|panel|pane|shell|column|content)"
+)
+# Words that name template parts on some sites and content on others (page builders
+# wrap articles in "widgets"): such a block is template only when it is mostly links
+# or too short to say anything.
+_WEAK_WORDS = re.compile(
+    r"widgets?|side|rail|popular|trending|latest|teasers?|tags|skip|print|counter|views|"
+    r"hidden|sr|visually"
+)
+# Template parts named in several words: "more-stories", "most_read", "read-next".
+_TEMPLATE_PHRASES = re.compile(
+    r"more[-_ ]?(?:stories|news|from|articles|on|like|to|in)\b|"
+    r"most[-_ ]?(?:read|popular|viewed|shared)|read[-_ ]?(?:next|also)|see[-_ ]?also|"
+    r"you[-_ ]?may|also[-_ ]?like|in[-_ ]?case"
+)
+_ARTICLE_WORDS = re.compile(
+    r"article|articlebody|body|content|entry|main|post|story|text|prose|blog|page"
+)
+_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
+# Words of a readers' comment thread (WordPress, Drupal, Disqus, in the languages whose
+# counters `chrome` reads): in one name with an article word ("post-comments",
+# "article_comments", "postcomments"), the thread is the article's, not the article.
+_COMMENT_WORDS = re.compile(
+    rf"(?:{_ARTICLE_WORDS.pattern})?"
+    r"(?:comments?|commentlist|disqus|kommentare?|kommentarer|commentaires?|comentarios?|"
+    r"commenti|commento|reacties|komentarze?)"
+)
+# Words from which an id may be a heading's slug.
+_SLUG_WORDS = 3
+
+
+def weight(element: etree._Element) -> float:
+    """Return readability's bonus for article-like and malus for template-like names."""
+    article, template, weak, _ = named(element)
+    weight = 25.0 * article - 25.0 * template - 10.0 * weak
+    if element.tag in ("article", "main"):
+        weight += 10
+    return weight
+
+
+def named(element: etree._Element) -> tuple[bool, bool, bool, bool]:
+    """Return whether `element`'s class and id name an article part, a template part,
+    what may be a template part, and a comment thread (with no article part)."""
+    ident = element.get("id")
+    if ident and _slug(ident, element):
+        ident = None
+    return _names(element.get("class"), ident)
+
+
+def _slug(ident: str, element: etree._Element) -> bool:
+    """True when `ident` is the slug of `element`'s first heading, three words or more
+    ("sharing-with-a-single-developer", "more-on-lists" of "5.1. More on Lists"):
+    documentation generators name sections so; its words name no part of a template."""
+    words = _words(ident)
+    if len(words) < _SLUG_WORDS:
+        return False
+    heading = next(element.iter(*shapes.HEADINGS), None)
+    if heading is None:
+        return False
+    said = list(_words(" ".join(t for t in heading.itertext() if isinstance(t, str))))
+    # A numbered section's heading ("5.1. More on Lists") is slugged without its number.
+    while said and said[0].isdigit():
+        said.pop(0)
+    return tuple(said[: len(words)]) == words
+
+
+@lru_cache(maxsize=4096)
+def _words(name: str) -> tuple[str, ...]:
+    return tuple(w for w in _WORD_SPLIT.split(name.lower()) if w)
+
+
+@lru_cache(maxsize=4096)
+def _names(classes: str | None, ident: str | None) -> tuple[bool, bool, bool, bool]:
+    # A site's pages repeat the same few hundred class and id values: each is read once.
+    names = f"{classes or ''} {ident or ''}".lower()
+    if not names.strip():
+        return False, False, False, False
+    words = [w for w in _WORD_SPLIT.split(names) if w]
+    # An article word counts only in a name that is not a comment thread's: the
+    # `post` of "post-comments" says whose comments they are.
+    article = any(
+        _ARTICLE_WORDS.fullmatch(w)
+        for name in names.split()
+        if not any(_COMMENT_WORDS.fullmatch(p) for p in _WORD_SPLIT.split(name))
+        for w in _WORD_SPLIT.split(name)
+    )
+    return (
+        article,
+        any(
+            _TEMPLATE_WORDS.fullmatch(w)
+            or _COMMENT_WORDS.fullmatch(w)
+            or _TEMPLATE_COMPOUND.fullmatch(w)
+            for w in words
+        )
+        or bool(_TEMPLATE_PHRASES.search(names)),
+        any(_WEAK_WORDS.fullmatch(w) for w in words),
+        not article and any(_COMMENT_WORDS.fullmatch(w) for w in words),
+    )
