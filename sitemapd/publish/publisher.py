@@ -158,12 +158,13 @@ class Publisher:
         # Shards published before this ledger wrote manifests (an upgrade) get theirs once.
         backfill = not self.dry_run and self.ledger.cursor(manifest.WRITTEN) != MANIFEST_VERSION
         reader = manifest.Reader(self.ledger.path)
+        records = self.ledger.published_records()
         try:
             with ThreadPoolExecutor(_STORERS, thread_name_prefix="sitemapd-store") as storing:
                 stored: deque[Future[Stored | None]] = deque()
                 for shard_id in shards:
                     name = self.names.shard(shard_id)
-                    record = self.ledger.published(name)
+                    record = records.get(name)
                     if backfill and not (shard_id in dirty or not self._intact(name, record)):
                         self._check_lease()
                         data = manifest.shard_manifest(self.ledger.conn, shard_id)
