@@ -29,7 +29,6 @@ from sitemapd.publish.report import PublishReport as PublishReport
 from sitemapd.publish.report import Stored
 from sitemapd.publish.shardtext import shard_document, spliced_shard
 from sitemapd.publish.store import Fence, LocalStore, Record, Soon, Store
-from sitemapd.render.keyfile import key_file
 from sitemapd.render.parts import part_name, part_url
 from sitemapd.render.sitemap import sitemap_index
 
@@ -126,6 +125,8 @@ class Publisher:
         # robots.txt names the new index before any retired file goes.
         self._update_robots_txt(report)
         if self.names.key_file is not None and self.config.indexnow is not None:
+            from sitemapd.render.keyfile import key_file  # an IndexNow site's alone
+
             name, data = key_file(self.config.indexnow.key)
             self._write(name, data, written, report)
             current.add(name)
