@@ -24,7 +24,7 @@ from sitemapd.core.observation import Item, ListChunk, file_key
 from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import SourceError
 from sitemapd.ledger.ledger import Ledger
-from sitemapd.ledger.lists import KnownChunk
+from sitemapd.ledger.listqueries import KnownChunk
 from sitemapd.sources.base import Scan, log, reported
 
 if TYPE_CHECKING:
