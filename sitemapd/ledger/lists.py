@@ -20,14 +20,17 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator
 from itertools import islice
+from typing import TYPE_CHECKING
 
 from sitemapd.core.listlines import ListLines
 from sitemapd.core.observation import Gone, ListChunk, Observation, Seen
-from sitemapd.ledger.listfirst import FirstLoad
 from sitemapd.ledger.listqueries import batches, listed_ids
 from sitemapd.ledger.run import Run
 from sitemapd.ledger.schema import EXCLUDED, LIVE, source_time
 from sitemapd.ledger.spool import ShardSpool, SpooledShard
+
+if TYPE_CHECKING:
+    from sitemapd.ledger.listfirst import FirstLoad
 
 log = logging.getLogger("sitemapd.ledger")
 
@@ -64,8 +67,8 @@ class ListLoad:
         # None past it): none listed twice, the staged lines are their own winners and
         # no chunk lists a URL another does (`_repeated`).
         self.staged: dict[str, list[str] | None] = {}
-        # The lines an empty ledger loads.
-        self.first = FirstLoad(run)
+        # The lines an empty ledger loads (`start` makes it).
+        self.first: FirstLoad | None = None
 
     @property
     def sources(self) -> set[str]:
@@ -75,6 +78,10 @@ class ListLoad:
     def start(self) -> None:
         """Make the staging tables of this run, empty."""
         if self.run.bulk:
+            # Loaded for an empty ledger alone: a re-read stages its lines.
+            from sitemapd.ledger.listfirst import FirstLoad
+
+            self.first = FirstLoad(self.run)
             self.run.spool = ShardSpool(self.run.ledger.spool_folder)
             return
         self.conn.execute(
@@ -93,7 +100,7 @@ class ListLoad:
         self.run.observed.add(chunk.source)
         if chunk.lines is None:
             return
-        if self.run.bulk:
+        if self.first is not None:  # a bulk run's
             self.first.load(source_id, chunk.digest, chunk.lines)
         else:
             self.conn.executemany(
@@ -111,6 +118,7 @@ class ListLoad:
 
     def finish_bulk(self, repeated: list[int]) -> None:
         """Record the chunks loaded, and `repeated`: ids of URLs listed more than once."""
+        assert self.first is not None  # `start` made it for the bulk run
         self.first.finish()
         list_ids = {self.run.source_id(source) for source in self.read}
         self.conn.executemany(

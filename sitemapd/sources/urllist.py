@@ -12,6 +12,7 @@ big or a URL of a changed chunk is listed elsewhere too: then the whole file is.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import Counter
 from collections.abc import Iterator
@@ -240,6 +241,8 @@ def _changed_chunks(
 
 def _log_chunks(source: UrlListSource, items: list[Item], size: int) -> None:
     """Log what a re-read by chunks parsed."""
+    if not log.isEnabledFor(logging.INFO):  # what it sums is not looked at
+        return
     chunks = [item for item in items if isinstance(item, ListChunk)]
     # Each chunk starts where the one before it ended (none: an emptied list).
     starts = [0, *(chunk.end for chunk in chunks)][: len(chunks)]
