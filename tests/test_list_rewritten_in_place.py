@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import Site, write_atomic
 
-from sitemapd.core.fileread import FileBytes, FileShrank
+from sitemapd.core.fileread import BLOCK, FileBytes, FileShrank
 from sitemapd.sources import listchunks
 
 ROOT = "https://example.com/"
@@ -75,6 +75,49 @@ def test_bytes_read_by_offset_in_any_order_are_the_files(tmp_path: Path) -> None
                 assert read.find_line_end(at) == lines.find(b"\n", at)
         finally:
             read.close()
+
+
+def test_whole_lines_read_a_buffer_at_a_time_are_the_files(tmp_path: Path) -> None:
+    rng = random.Random(10)
+    # Lines of every length, one of them longer than a buffer; no line end at the end.
+    lines = [rng.randbytes(rng.randint(0, 300)).replace(b"\n", b"-") for _ in range(400)]
+    lines.insert(200, b"x" * 10_000)
+    data = b"\n".join(lines)
+    path = tmp_path / "file"
+    path.write_bytes(data)
+    with path.open("rb") as handle, FileBytes(handle.fileno(), len(data), block=4096) as read:
+        pieces, pos = [], 0
+        while pos < len(data):
+            buffer, lo, hi = read.lines(pos)
+            pieces.append(bytes(buffer[lo:hi]))
+            pos += hi - lo
+    assert b"".join(pieces) == data
+    assert all(piece.endswith(b"\n") for piece in pieces[:-1])
+    assert not pieces[-1].endswith(b"\n")
+    assert any(len(piece) > 4096 for piece in pieces)  # the long line, whole
+
+
+def test_reads_at_once_and_one_after_another_read_their_own_files(tmp_path: Path) -> None:
+    """Reads of BLOCK bytes hand their buffers on to the next: never two reads at once."""
+    files = {
+        name: random.Random(name).randbytes(size)
+        for name, size in (("a", 3 * BLOCK + 5), ("b", BLOCK // 3), ("c", 2 * BLOCK))
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    a, b, c = files.values()
+    for _ in range(3):
+        with (
+            (tmp_path / "a").open("rb") as one,
+            (tmp_path / "b").open("rb") as other,
+            FileBytes(one.fileno(), len(a)) as first,
+            FileBytes(other.fileno(), len(b)) as second,
+        ):
+            for at in range(0, len(a), BLOCK // 2):
+                assert first.view(at, at + 5).tobytes() == a[at : at + 5]
+                assert second.view(0, len(b)).tobytes() == b
+        with (tmp_path / "c").open("rb") as handle, FileBytes(handle.fileno(), len(c)) as third:
+            assert third.view(BLOCK - 3, BLOCK + 3).tobytes() == c[BLOCK - 3 : BLOCK + 3]
 
 
 def test_a_list_rewritten_in_place_during_builds_never_kills_them(site: Site) -> None:

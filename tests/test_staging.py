@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import Site, write_atomic
 
+from sitemapd.core import docdigest
 from sitemapd.errors import PublishError
-from sitemapd.publish.atomic import atomic_write
+from sitemapd.publish.atomic import Unsynced, atomic_write
 from sitemapd.publish.manifestfile import manifest_name
 from sitemapd.publish.store import LocalStore
 
@@ -141,14 +142,22 @@ def test_a_shard_that_cannot_be_stored_leaves_the_index_as_published(site: Site)
     assert (site.out / "sitemap.xml").read_bytes() == index
 
 
-def test_a_buffer_read_holds_the_file_and_none_through_a_symlink(tmp_path: Path) -> None:
+def test_a_splice_reads_the_file_itself_never_through_a_symlink(tmp_path: Path) -> None:
     store = LocalStore(tmp_path, None)
-    (tmp_path / "sitemap-1.xml").write_bytes(b"<urlset>" * 100_000)
+    head = b"<urlset>\n"
+    (tmp_path / "sitemap-1.xml").write_bytes(head + b"<url>a</url>\n" * 100_000)
     (tmp_path / "sitemap-2.xml").symlink_to(tmp_path / "sitemap-1.xml")
     (tmp_path / "sitemap-3.xml").mkdir()
-    buffer = store.read_buffer("sitemap-1.xml")
-    assert buffer == store.read("sitemap-1.xml") == b"<urlset>" * 100_000
-    assert isinstance(buffer, bytearray)
+    recorded = docdigest.of((tmp_path / "sitemap-1.xml").read_bytes())
+    changes = [(b"<url>a</url>\n", b"<url>b</url>\n")]
     for name in ("sitemap-2.xml", "sitemap-3.xml", "missing.xml"):
-        assert store.read_buffer(name) is None
-        assert store.read(name) is None
+        assert store.spliced(name, head, changes, recorded) is None
+    assert temps(tmp_path) == []
+    spliced = store.spliced("sitemap-1.xml", head, changes, recorded)
+    assert spliced is not None
+    assert isinstance(spliced.document, Unsynced)
+    store.put_after("sitemap-1.xml", spliced.document, lambda: b"rows")
+    assert (tmp_path / "sitemap-1.xml").read_bytes() == (
+        head + b"<url>b</url>\n" + b"<url>a</url>\n" * 99_999
+    )
+    assert temps(tmp_path) == []

@@ -116,7 +116,7 @@ def _build(
     with StateLock(cfg.site.state_dir), unchanged.hearing() as heard:
         read = unchanged.inputs(cfg)
         with opened_engine(cfg) as engine, progress_bar(cfg) as bar:
-            ownership.claim(cfg, engine.ledger.published)
+            ownership.claim(cfg, engine.ledger.published_records().get)
             first(engine)
             target = cfg.publish.s3
             # A running daemon renews its lease several times per TTL: two TTLs tell.

@@ -43,8 +43,9 @@ from sitemapd.ledger.lock import StateLock
 from sitemapd.publish.manifestfile import manifest_name
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from sitemapd.ledger.ledger import Ledger
-    from sitemapd.ledger.lists import KnownChunk
 
 log = logging.getLogger("sitemapd.build")
 # Where this sitemapd's modules are, as the prefix of their files' paths: kept as text,
@@ -148,15 +149,21 @@ def recorded(cfg: Config, ledger: Ledger) -> list[str] | None:
     them (see `_chunks`), for `note`; None when `cfg` is not noted."""
     if not eligible(cfg):
         return None
-    return [_chunks(ledger.list_chunks(source.name)) for source in _sources(cfg)]
+    return [_chunks(ledger.conn, source.name) for source in _sources(cfg)]
 
 
-def _chunks(known: list[KnownChunk]) -> str:
-    """Return `c` and, joined by commas, where each of the chunks `known` ends and its
-    digest (`end:hex`); "-" when the ledger recorded them without their ends."""
-    if any(chunk.end is None for chunk in known):
-        return "-"
-    return "c" + ",".join(f"{chunk.end}:{chunk.digest.hex()}" for chunk in known)
+def _chunks(conn: sqlite3.Connection, source: str) -> str:
+    """Return `c` and, joined by commas, where each chunk of the list `source` ends and its
+    digest (`end:hex`), in order, as the ledger open on `conn` records them; "-" when it
+    recorded one without its end. Joined by SQLite: a thousand chunks' records and texts
+    made in Python cost 1-2 ms."""
+    missing, text = conn.execute(
+        "SELECT count(*) - count(end_byte), group_concat(end_byte || ':' || lower(hex(digest)), "
+        "',') FROM (SELECT c.end_byte, c.digest FROM list_chunks c JOIN sources s "
+        "ON s.id = c.source_id WHERE s.name = ? ORDER BY c.pos)",
+        (source,),
+    ).fetchone()
+    return "-" if missing else "c" + (text or "")
 
 
 def _places(chunks: str) -> list[Place] | None:

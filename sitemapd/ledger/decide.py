@@ -239,7 +239,7 @@ class Decisions(Run):
             self.journal.append((row.id, NEW, self.now))
         elif is_live and (row.lastmod != old_lastmod or changed):
             assert row.shard is not None
-            self.shards.touch(row.shard, row.lastmod)
+            self.shards.touch(row.shard, row.lastmod, old_lastmod)
             self.changes.updated += 1
             self.journal.append((row.id, UPDATED, self.now))
 

@@ -22,7 +22,7 @@ from sitemapd.errors import LedgerError
 from sitemapd.ledger.apply import Apply
 from sitemapd.ledger.crawls import CrawlRecords
 from sitemapd.ledger.journal import JournalQueries
-from sitemapd.ledger.lists import ListQueries
+from sitemapd.ledger.listqueries import ListQueries
 from sitemapd.ledger.model import (
     ALLOW_ALL,
     ChangeSet,

@@ -16,24 +16,27 @@ URL of theirs is listed elsewhere) and a full read give the same ledger.
 
 # Annotations evaluated, not text: see core/observation.py.
 import logging
-import sqlite3
 from array import array
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from itertools import islice
-from typing import TypeVar
+from typing import TYPE_CHECKING
 
+from sitemapd.core.listlines import ListLines
 from sitemapd.core.observation import Gone, ListChunk, Observation, Seen
-from sitemapd.ledger.listfirst import FirstLoad
+from sitemapd.ledger.listqueries import batches, listed_ids
 from sitemapd.ledger.run import Run
 from sitemapd.ledger.schema import EXCLUDED, LIVE, source_time
 from sitemapd.ledger.spool import ShardSpool, SpooledShard
-from sitemapd.ledger.transaction import Transactions
+
+if TYPE_CHECKING:
+    from sitemapd.ledger.listfirst import FirstLoad
 
 log = logging.getLogger("sitemapd.ledger")
 
 _BATCH = 2000
-_T = TypeVar("_T")
+# Staged lines of a list whose URLs `ListLoad` keeps to tell that none is listed twice.
+_STAGED_KEPT = 20_000
 # The row of `urls` as a list line would leave it: anything else is a difference.
 _AS_LISTED = (
     "u.source_id = ? AND u.status IN ('live', 'excluded') AND u.page_reason IS NULL "
@@ -43,125 +46,8 @@ _AS_LISTED = (
 )
 
 
-def _listed_ids(conn: sqlite3.Connection, source_id: int, digests: Iterable[bytes]) -> set[int]:
-    """Return the ids of the URLs that the chunks `digests` of a list list."""
-    ids: set[int] = set()
-    for digest in digests:
-        row = conn.execute(
-            "SELECT ids, first_id, id_count FROM list_chunk_urls "
-            "WHERE source_id = ? AND digest = ?",
-            (source_id, digest),
-        ).fetchone()
-        if row is not None:
-            listed = array("q")
-            listed.frombytes(row[0])
-            ids.update(listed)
-            if row[1] is not None:  # a first load's range (schema.py's version 10)
-                ids.update(range(row[1], row[1] + row[2]))
-    return ids
-
-
-def _batches(values: Collection[_T]) -> Iterator[list[_T]]:
-    """Yield `values` in lists of at most 500: SQLite binds up to 999 parameters."""
-    ordered = list(values)
-    for start in range(0, len(ordered), 500):
-        yield ordered[start : start + 500]
-
-
 # A list's chunk read in this run: pos, digest, first line, rejects, end, parsed.
 _ReadChunk = tuple[int, bytes, int, int, int, bool]
-
-
-class KnownChunk:
-    """A chunk of a list as the ledger recorded it."""
-
-    __slots__ = ("digest", "end", "lines", "rejects")
-
-    digest: bytes
-    rejects: int  # lines refused
-    lines: int | None  # line ends it holds; None for the last chunk (not recorded)
-    end: int | None  # offset after its last byte; None when recorded before v8
-
-    def __init__(self, digest: bytes, rejects: int, lines: int | None, end: int | None) -> None:
-        self.digest = digest
-        self.rejects = rejects
-        self.lines = lines
-        self.end = end
-
-
-class ListQueries(Transactions):
-    """What a list source asks before reading: the chunks known, and whether new lines
-    name URLs that other chunks list too."""
-
-    def _source_id(self, source: str) -> int | None:
-        row = self._read().execute("SELECT id FROM sources WHERE name = ?", (source,)).fetchone()
-        return None if row is None else int(row[0])
-
-    def list_chunks(self, source: str) -> list[KnownChunk]:
-        """Return the list's chunks at its last read, in order."""
-        query = (
-            "SELECT c.digest, c.rejects, c.first_line, c.end_byte "
-            "FROM list_chunks c JOIN sources s ON s.id = c.source_id "
-            "WHERE s.name = ? ORDER BY c.pos"
-        )
-        rows = self._read().execute(query, (source,)).fetchall()
-        # A chunk's lines run to the next one's first line (the last one's are not known):
-        # taken here, as a window function (`lead`) took SQLite three times as long as the
-        # rows themselves.
-        nexts = [*(first for _, _, first, _ in rows[1:]), None]
-        return [
-            KnownChunk(digest, rejects, None if after is None else after - first, end)
-            for (digest, rejects, first, end), after in zip(rows, nexts, strict=False)
-        ]
-
-    def list_conflicts(
-        self, source: str, locs: Collection[str], removed: Collection[bytes]
-    ) -> bool:
-        """True when a re-read of only the new chunks could be wrong: one of `locs` is
-        listed by a chunk that stays, or a URL of a `removed` chunk is listed twice."""
-        source_id = self._source_id(source)
-        if source_id is None:
-            return bool(locs or removed)
-        gone_with = _listed_ids(self._read(), source_id, removed)
-        # A changed line mostly lists a URL its removed chunk listed: those are known by
-        # their ids (one chunk's are neighbours, in a few pages of `urls`), and only the
-        # others are looked up by loc (a thousand of those cost 2-5 ms more).
-        elsewhere = set(locs) - self._locs(gone_with)
-        for batch in _batches(elsewhere):
-            if (
-                self._read()
-                .execute(
-                    f"SELECT 1 FROM urls WHERE loc IN ({','.join('?' * len(batch))}) "
-                    "AND status IN (?, ?) LIMIT 1",
-                    [*batch, LIVE, EXCLUDED],
-                )
-                .fetchone()
-            ):
-                return True
-        for ids in _batches(gone_with):
-            if (
-                self._read()
-                .execute(
-                    f"SELECT 1 FROM list_repeats WHERE source_id = ? AND url_id IN "
-                    f"({','.join('?' * len(ids))}) LIMIT 1",
-                    [source_id, *ids],
-                )
-                .fetchone()
-            ):
-                return True
-        return False
-
-    def _locs(self, ids: Collection[int]) -> set[str]:
-        """Return the locs of the URLs `ids` (those still in the ledger)."""
-        locs: set[str] = set()
-        for batch in _batches(sorted(ids)):
-            locs.update(
-                loc
-                for (loc,) in self._read().execute(
-                    f"SELECT loc FROM urls WHERE id IN ({','.join('?' * len(batch))})", batch
-                )
-            )
-        return locs
 
 
 class ListLoad:
@@ -177,8 +63,12 @@ class ListLoad:
         self.read: dict[str, list[_ReadChunk]] = {}  # source name -> its chunks read
         # Lists applied by `finish`: (read whole, digests known before, digests now).
         self.finished: dict[str, tuple[bool, Counter[bytes], Counter[bytes]]] = {}
-        # The lines an empty ledger loads.
-        self.first = FirstLoad(run)
+        # The URLs of the lines each list stages, while they are few (`_STAGED_KEPT`;
+        # None past it): none listed twice, the staged lines are their own winners and
+        # no chunk lists a URL another does (`_repeated`).
+        self.staged: dict[str, list[str] | None] = {}
+        # The lines an empty ledger loads (`start` makes it).
+        self.first: FirstLoad | None = None
 
     @property
     def sources(self) -> set[str]:
@@ -188,6 +78,10 @@ class ListLoad:
     def start(self) -> None:
         """Make the staging tables of this run, empty."""
         if self.run.bulk:
+            # Loaded for an empty ledger alone: a re-read stages its lines.
+            from sitemapd.ledger.listfirst import FirstLoad
+
+            self.first = FirstLoad(self.run)
             self.run.spool = ShardSpool(self.run.ledger.spool_folder)
             return
         self.conn.execute(
@@ -206,7 +100,7 @@ class ListLoad:
         self.run.observed.add(chunk.source)
         if chunk.lines is None:
             return
-        if self.run.bulk:
+        if self.first is not None:  # a bulk run's
             self.first.load(source_id, chunk.digest, chunk.lines)
         else:
             self.conn.executemany(
@@ -214,11 +108,17 @@ class ListLoad:
                 f"VALUES ({source_id}, {chunk.pos}, ?, ?)",
                 chunk.lines,
             )
+            staged = self.staged.setdefault(chunk.source, [])
+            if staged is not None:
+                staged += ListLines.of(chunk.lines).locs
+                if len(staged) > _STAGED_KEPT:
+                    self.staged[chunk.source] = None
 
     # -- an empty ledger ------------------------------------------------------------------
 
     def finish_bulk(self, repeated: list[int]) -> None:
         """Record the chunks loaded, and `repeated`: ids of URLs listed more than once."""
+        assert self.first is not None  # `start` made it for the bulk run
         self.first.finish()
         list_ids = {self.run.source_id(source) for source in self.read}
         self.conn.executemany(
@@ -294,12 +194,19 @@ class ListLoad:
             "CREATE TEMP TABLE list_winners (loc TEXT PRIMARY KEY, stamp TEXT, pos INTEGER) "
             "WITHOUT ROWID"
         )
-        # Of a URL listed twice, its last line: SQLite takes the bare columns of max().
-        self.conn.execute(
-            "INSERT INTO temp.list_winners SELECT loc, stamp, max(pos) FROM temp.list_lines "
-            "WHERE source_id = ? GROUP BY loc",
-            (source_id,),
-        )
+        if self._repeated(source):
+            # Of a URL listed twice, its last line: SQLite takes the bare columns of max().
+            self.conn.execute(
+                "INSERT INTO temp.list_winners SELECT loc, stamp, max(pos) FROM temp.list_lines "
+                "WHERE source_id = ? GROUP BY loc",
+                (source_id,),
+            )
+        else:
+            self.conn.execute(
+                "INSERT INTO temp.list_winners SELECT loc, stamp, pos FROM temp.list_lines "
+                "WHERE source_id = ?",
+                (source_id,),
+            )
         if full and self._empty(source, source_id):
             return
         self._apply(self._differences(source, source_id))
@@ -343,7 +250,7 @@ class ListLoad:
             ).fetchall()
         else:
             rows = []
-            for batch in _batches(sorted(_listed_ids(self.conn, source_id, removed))):
+            for batch in batches(sorted(listed_ids(self.conn, source_id, removed))):
                 rows += self.conn.execute(
                     f"SELECT loc FROM urls WHERE id IN ({','.join('?' * len(batch))}) "
                     "AND loc NOT IN (SELECT loc FROM temp.list_winners)",
@@ -386,6 +293,8 @@ class ListLoad:
             "INSERT OR REPLACE INTO list_chunk_urls (source_id, digest, ids) VALUES (?, ?, ?)",
             [(source_id, digests[chunk], ids.tobytes()) for chunk, ids in listed.items()],
         )
+        if not self._repeated(source):
+            return
         # The URLs listed twice are found among the staged lines first (most often none
         # is), and only they are looked up in `urls`.
         self.conn.execute(
@@ -394,3 +303,12 @@ class ListLoad:
             "GROUP BY loc HAVING count(DISTINCT chunk) > 1) l JOIN urls u ON u.loc = l.loc",
             (source_id, source_id),
         )
+
+    def _repeated(self, source: str) -> bool:
+        """True unless the lines staged of list `source` are known to list no URL twice
+        (a re-read of a few chunks: their URLs in a set, against two queries that group
+        the staged lines by URL). Asked again, it answers the same."""
+        staged = self.staged.get(source, [])
+        repeated = staged is None or len(set(staged)) < len(staged)
+        self.staged[source] = None if repeated else []  # the answer kept, the URLs let go
+        return repeated

@@ -92,6 +92,12 @@ class RenderQueries(Transactions):
         ).fetchone()
         return None if row is None else (row[0], row[1], row[2])
 
+    def published_records(self) -> dict[str, tuple[str, int, int | None]]:
+        """Return `published` of every output file published, by name: one read where a
+        build asks of each."""
+        rows = self.conn.execute("SELECT name, sha256, bytes, mtime_ns FROM published")
+        return {name: (digest, size, stamp) for name, digest, size, stamp in rows}
+
     def published_names(self) -> list[str]:
         """Return the names of every output file sitemapd has published."""
         return [r[0] for r in self.conn.execute("SELECT name FROM published ORDER BY name")]

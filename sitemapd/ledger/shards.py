@@ -121,13 +121,15 @@ class Shards:
         self.dirty.add(shard_id)
         self._shrunk.add(shard_id)
 
-    def touch(self, shard_id: int, lastmod: str) -> None:
-        """Note that a member of `shard_id` changed and now has `lastmod`."""
+    def touch(self, shard_id: int, lastmod: str, was: str) -> None:
+        """Note that a member of `shard_id` changed, its lastmod from `was` to `lastmod`."""
         state = self.states[shard_id]
-        if lastmod > state.lastmod:
+        if lastmod >= state.lastmod:
             state.lastmod = lastmod
-        else:
-            # The member may have been the newest one; recompute at flush.
+        elif was >= state.lastmod:
+            # It may have been the newest member: recomputed at flush, over every member
+            # (20-35 ms for 50,000), which a member that was not needs no more than one
+            # whose lastmod stays or reaches the newest.
             self._shrunk.add(shard_id)
         self.dirty.add(shard_id)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NoReturn
 
 from sitemapd.core.durable import freeing, fsync_dir
 from sitemapd.errors import PublishError
@@ -24,31 +25,78 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> os.stat_re
     return staged.status
 
 
+class Unsynced:
+    """A new temp file beside `path`, written piece by piece: neither synced nor in place
+    (`Staged` syncs it). Its length is the bytes written."""
+
+    def __init__(self, path: Path, mode: int | None = None) -> None:
+        """Create the temp file of `path` (see `atomic_write`); raises PublishError."""
+        self.path = path
+        try:
+            self.fd, self.temp = _create_temp(path)
+        except OSError as exc:
+            raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
+        self._written = 0
+        try:
+            if mode is not None:
+                os.fchmod(self.fd, mode)
+        except OSError as exc:
+            self._failed(exc)
+
+    def __len__(self) -> int:
+        return self._written
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        """Append `data`; raises PublishError (the temp file removed)."""
+        view = memoryview(data)
+        size = len(view)
+        try:
+            while view:
+                view = view[os.write(self.fd, view) :]
+        except OSError as exc:
+            self._failed(exc)
+        self._written += size
+
+    def synced(self) -> os.stat_result:
+        """Sync and close the file; return its status. Raises PublishError (the temp file
+        removed)."""
+        try:
+            os.fsync(self.fd)
+            status = os.fstat(self.fd)
+            fd, self.fd = self.fd, -1
+            os.close(fd)
+        except OSError as exc:
+            self._failed(exc)
+        return status
+
+    def discard(self) -> None:
+        """Close and remove the temp file."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        self.temp.unlink(missing_ok=True)
+
+    def _failed(self, exc: OSError) -> NoReturn:
+        self.discard()
+        raise PublishError(f"cannot write {self.path} ({exc.strerror})") from exc
+
+
 class Staged:
     """Bytes written and synced to a temp file beside their path, not yet in place."""
 
-    def __init__(self, path: Path, data: bytes | bytearray, mode: int | None = None) -> None:
-        """Write and fsync the temp file of `data` for `path` (see `atomic_write`);
-        raises PublishError."""
+    def __init__(
+        self, path: Path, data: bytes | bytearray | Unsynced, mode: int | None = None
+    ) -> None:
+        """Write and fsync the temp file of `data` for `path` (see `atomic_write`), or
+        sync the temp file `data` was written to; raises PublishError."""
         self.path = path
-        try:
-            fd, self.temp = _create_temp(path)
-        except OSError as exc:
-            raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
-        try:
-            try:
-                if mode is not None:
-                    os.fchmod(fd, mode)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-                self.status = os.fstat(fd)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            self.discard()
-            raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
+        if isinstance(data, Unsynced):
+            written = data
+        else:
+            written = Unsynced(path, mode)
+            written.write(data)
+        self.temp = written.temp
+        self.status = written.synced()
 
     def place(self) -> None:
         """Rename the temp file to its path and fsync the folder; raises PublishError

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from sitemapd.config import Config
 from sitemapd.core import docdigest
@@ -22,12 +22,13 @@ from sitemapd.errors import PublishError
 from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.spool import SpooledShard
 from sitemapd.publish import manifest, robots
+from sitemapd.publish.atomic import Unsynced
 from sitemapd.publish.manifestfile import VERSION
 from sitemapd.publish.names import OutputNames, partition_index_urls
 from sitemapd.publish.report import PublishReport as PublishReport
+from sitemapd.publish.report import Stored
 from sitemapd.publish.shardtext import shard_document, spliced_shard
 from sitemapd.publish.store import Fence, LocalStore, Record, Soon, Store
-from sitemapd.render.keyfile import key_file
 from sitemapd.render.parts import part_name, part_url
 from sitemapd.render.sitemap import sitemap_index
 
@@ -35,16 +36,6 @@ if TYPE_CHECKING:
     from sitemapd.render.feedpage import FeedPage
 
 log = logging.getLogger("sitemapd.publish")
-
-
-class _Stored(NamedTuple):
-    """A file `Publisher._store` stored, or found stored byte for byte (`wrote` False)."""
-
-    name: str
-    digest: str
-    size: int
-    stamp: int
-    wrote: bool
 
 
 # Shards stored at once while the next renders: hashing, writing and syncing one wait
@@ -126,7 +117,7 @@ class Publisher:
             stored, soon = early
             if soon is not None:
                 stamp, wrote = soon.placing().place()
-                self._note(stored._replace(stamp=stamp, wrote=wrote), written, report)
+                report.note(stored._replace(stamp=stamp, wrote=wrote), written)
         current = {name for name, _ in listed} | {self.sitemap.index_name}
         if self.config.news is not None:
             current.add(self.config.news.file)
@@ -134,6 +125,8 @@ class Publisher:
         # robots.txt names the new index before any retired file goes.
         self._update_robots_txt(report)
         if self.names.key_file is not None and self.config.indexnow is not None:
+            from sitemapd.render.keyfile import key_file  # an IndexNow site's alone
+
             name, data = key_file(self.config.indexnow.key)
             self._write(name, data, written, report)
             current.add(name)
@@ -166,12 +159,13 @@ class Publisher:
         # Shards published before this ledger wrote manifests (an upgrade) get theirs once.
         backfill = not self.dry_run and self.ledger.cursor(manifest.WRITTEN) != MANIFEST_VERSION
         reader = manifest.Reader(self.ledger.path)
+        records = self.ledger.published_records()
         try:
             with ThreadPoolExecutor(_STORERS, thread_name_prefix="sitemapd-store") as storing:
-                stored: deque[Future[_Stored | None]] = deque()
+                stored: deque[Future[Stored | None]] = deque()
                 for shard_id in shards:
                     name = self.names.shard(shard_id)
-                    record = self.ledger.published(name)
+                    record = records.get(name)
                     if backfill and not (shard_id in dirty or not self._intact(name, record)):
                         self._check_lease()
                         data = manifest.shard_manifest(self.ledger.conn, shard_id)
@@ -179,10 +173,10 @@ class Publisher:
                     elif shard_id in dirty or not self._intact(name, record):
                         job = self._shard_job(shard_id, name, record, reader)
                         if len(stored) == _STORERS:
-                            self._note(stored.popleft().result(), written, report)
+                            report.note(stored.popleft().result(), written)
                         stored.append(storing.submit(job))
                 while stored:
-                    self._note(stored.popleft().result(), written, report)
+                    report.note(stored.popleft().result(), written)
         finally:
             reader.close()
         if backfill:
@@ -190,7 +184,7 @@ class Publisher:
 
     def _shard_job(
         self, shard_id: int, name: str, record: Record | None, reader: manifest.Reader
-    ) -> Callable[[], _Stored | None]:
+    ) -> Callable[[], Stored | None]:
         """Return what stores shard `shard_id` as `name` (on a storing thread), its
         manifest first: a successor adopts the lastmods it holds."""
         spooled = self.ledger.spooled_shard(shard_id)  # as the first load rendered it
@@ -205,7 +199,12 @@ class Publisher:
             # A few members changed since its publish: spliced into the bytes on disk.
             spliced = spliced_shard(self.ledger, self.store, shard_id, name, record, reader)
             if spliced is not None:
-                return partial(self._store, name, spliced[0], record, *spliced[1:])
+                text, spliced_of, digest = spliced
+                if isinstance(text, Unsynced):  # other bytes, in a temp file already
+                    # Stored as `_store` stores one, but for the lease: a folder has none.
+                    put = partial(self.store.put_after, name, text, spliced_of)
+                    return lambda: Stored(name, digest, len(text), *put())
+                return partial(self._store, name, text, record, spliced_of, digest)
         document, manifest_of = shard_document(
             self.ledger, shard_id, spooled, reader, not self.dry_run
         )
@@ -213,7 +212,7 @@ class Publisher:
 
     def _move_in(
         self, name: str, spooled: SpooledShard, reader: manifest.Reader, shard_id: int
-    ) -> _Stored:
+    ) -> Stored:
         """Store a spooled shard by moving its file into the local folder (where nothing
         has its name), after its manifest."""
         assert isinstance(self.store, LocalStore)
@@ -222,7 +221,7 @@ class Publisher:
             self.store.put_manifest(name, reader.spooled(spooled.manifest, shard_id))
         self._check_lease()
         stamp = self.store.move_in(name, spooled.path)
-        return _Stored(name, spooled.digest, spooled.size, stamp, True)
+        return Stored(name, spooled.digest, spooled.size, stamp, True)
 
     def _publish_feeds(
         self, now: str, written: dict[str, tuple[str, int, int]], report: PublishReport
@@ -276,7 +275,7 @@ class Publisher:
             log.warning("no URL is live: publishing an empty sitemap index")
         return sitemap_index((self.site.output_url + n, lastmod) for n, lastmod in listed).encode()
 
-    def _begin(self, name: str, text: bytes) -> tuple[_Stored, Soon | None] | None:
+    def _begin(self, name: str, text: bytes) -> tuple[Stored, Soon | None] | None:
         """Begin storing `text` as `name` in a local folder as `_write` does (not in a dry
         run: then None): return what will be stored, and its temp file being written
         and synced on a thread of its own (None: stored as published already)."""
@@ -285,7 +284,7 @@ class Publisher:
         record = self.ledger.published(name)
         digest = docdigest.recorded(text, docdigest.of(text), record and record[0])
         data = self._encoded(name, text)
-        stored = _Stored(name, digest, len(data), 0, True)
+        stored = Stored(name, digest, len(data), 0, True)
         if record and record[0] == digest and self._intact(name, record):
             return stored, None
         return stored, Soon(self.store, name, data)
@@ -314,7 +313,7 @@ class Publisher:
         written: dict[str, tuple[str, int, int]],
         report: PublishReport,
     ) -> None:
-        self._note(self._store(name, text, self.ledger.published(name), None), written, report)
+        report.note(self._store(name, text, self.ledger.published(name), None), written)
 
     def _store(
         self,
@@ -323,7 +322,7 @@ class Publisher:
         record: Record | None,
         manifest_of: Callable[[], bytes] | None,
         digest: str | None = None,
-    ) -> _Stored | None:
+    ) -> Stored | None:
         """Store `text` (whose `docdigest.of` is `digest`, when known) as `name` unless it
         is stored as published (`record`: then return None), after its manifest (read by
         `manifest_of`). Writes no ledger: may run on a thread of its own."""
@@ -340,10 +339,10 @@ class Publisher:
             self._check_lease()
             if isinstance(self.store, LocalStore) and not self.dry_run:
                 stamp, wrote = self.store.put_after(name, data, manifest_of, intact)
-                return _Stored(name, digest, len(data), stamp, wrote)
+                return Stored(name, digest, len(data), stamp, wrote)
             self.store.put_manifest(name, manifest_of())
         stamp, wrote = (0, True) if self.dry_run else self._put(name, bytes(data))
-        return _Stored(name, digest, len(data), stamp, wrote)
+        return Stored(name, digest, len(data), stamp, wrote)
 
     def _encoded(self, name: str, text: bytes | bytearray) -> bytes | bytearray:
         """Return the bytes that store `text` as `name`: gzipped for a `.gz` name."""
@@ -353,21 +352,6 @@ class Publisher:
 
         # mtime=0 and no file name in the header: the same sitemap gives the same bytes.
         return gzip.compress(text, compresslevel=self.sitemap.gzip_level, mtime=0)
-
-    @staticmethod
-    def _note(
-        stored: _Stored | None, written: dict[str, tuple[str, int, int]], report: PublishReport
-    ) -> None:
-        """Record what `_store` stored in `written` and `report`."""
-        if stored is None:
-            return
-        written[stored.name] = (stored.digest, stored.size, stored.stamp)
-        if not stored.wrote:
-            # Stored already, byte for byte (as after a restart): only the record was missing.
-            return
-        report.written.append(stored.name)
-        report.bytes_written += stored.size
-        log.debug("wrote %s (%d bytes)", stored.name, stored.size)
 
     def _put(self, name: str, data: bytes) -> tuple[int, bool]:
         """Store `name` under the lease; return its stamp and whether it was written."""

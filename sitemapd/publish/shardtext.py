@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from itertools import islice
 
-from sitemapd.core import docdigest
 from sitemapd.ledger.edits import Edit
 from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.spool import SpooledShard
+from sitemapd.publish.atomic import Unsynced
 from sitemapd.publish.manifest import Reader, lines_of, shard_rows
 from sitemapd.publish.manifestfile import (
     encode,
@@ -23,6 +23,7 @@ from sitemapd.publish.manifestfile import (
     unpack,
     with_header,
 )
+from sitemapd.publish.splicefile import found_lines
 from sitemapd.publish.store import LocalStore, Record
 from sitemapd.render.extensions import without_alternates
 from sitemapd.render.sitemap import URLSET_HEAD, column_entries, plain_urlset, url_entry, urlset
@@ -92,7 +93,6 @@ def extended_shard(ledger: Ledger, shard_id: int) -> bytes:
 # splice looks each one up in the published bytes.
 SPLICED_MOST = 2000
 _HEAD = URLSET_HEAD.encode()
-_NEWLINE = ord("\n")
 
 
 def spliced_shard(
@@ -102,12 +102,13 @@ def spliced_shard(
     name: str,
     record: Record | None,
     reader: Reader,
-) -> tuple[bytes | bytearray, Callable[[], bytes], str] | None:
+) -> tuple[bytearray | Unsynced, Callable[[], bytes], str] | None:
     """Return the document of plain shard `shard_id` (stored as `name`, published as
     `record`) made of its published bytes with the entries of the members changed since
-    spliced in, what gives its manifest, and the document's digest (`docdigest.of`); None when it
-    must be rendered in full (see edits.py; its stored bytes are not those published, an
-    entry is not found).
+    spliced in, what gives its manifest, and the document's digest (`docdigest.of`); None
+    when it must be rendered in full (see edits.py; its stored bytes are not those
+    published, an entry is not found). A document of other bytes than those published is
+    the temp file it was written to as the published ones were read (splicefile.py).
 
     Byte for byte what `plain_shard` renders: a plain shard is its members' entries in
     order, and only these members changed."""
@@ -116,69 +117,21 @@ def spliced_shard(
     edits = ledger.edits.of(shard_id, SPLICED_MOST)
     if edits is None or ledger.shard_has_extras(shard_id):
         return None
-    published = store.read_buffer(name)
-    if published is None or not published.startswith(_HEAD):
-        return None
     changes = [
         (url_entry(e.loc, e.old_lastmod).encode(), url_entry(e.loc, e.lastmod).encode())
         for e in edits
     ]
-    places = _places(published, [old for old, _ in changes])
-    if places is None:
+    spliced = store.spliced(name, _HEAD, changes, record[0])
+    if spliced is None:
         return None
-    # Its manifest on the reader's thread meanwhile (zlib lets go of the GIL).
+    # Its manifest on the reader's thread, while the shard's temp file is synced.
     members = ledger.conn.execute("SELECT url_count FROM shards WHERE id = ?", (shard_id,))
     full = partial(reader.file, shard_id)
     manifest = reader.soon(
-        partial(
-            _spliced_manifest,
-            store,
-            name,
-            edits,
-            members.fetchone()[0],
-            full,
-            partial(_entry_numbers, published, places),
-        )
+        partial(_spliced_manifest, store, name, edits, members.fetchone()[0], full, spliced.numbers)
     )
-    # The bytes before the first change are hashed once for both digests: that of the
-    # published bytes, checked against the one recorded, and that of the document (a
-    # record of an earlier release is of another kind: the document is hashed whole).
-    first = places[0] if places else len(published)
-    view = memoryview(published)
-    published_digest = docdigest.checker(record[0])
-    published_digest.update(view[:first])
-    digest = published_digest.copy() if docdigest.is_current(record[0]) else None
-    published_digest.update(view[first:])
-    if published_digest.hexdigest() != record[0]:
-        return None
-    edited = [(at, old, new) for at, (old, new) in zip(places, changes, strict=True)]
-    if all(len(old) == len(new) for _, old, new in edited):
-        # Entries of the same length (a new datetime): replaced in the published bytes
-        # themselves, which a copy would first fault into fresh memory (6 MB, 3 ms).
-        for at, old, new in edited:
-            published[at : at + len(old)] = new
-        document: bytes | bytearray = published
-    else:
-        document = _replaced(published, edited)
-    if digest is None:
-        hexdigest = docdigest.of(document)
-    else:
-        digest.update(memoryview(document)[first:])
-        hexdigest = digest.hexdigest()
     log.debug("%s: %d changed entries spliced into its published bytes", name, len(edits))
-    return document, manifest, hexdigest
-
-
-def _entry_numbers(published: bytes | bytearray, places: Sequence[int]) -> list[int]:
-    """Return the number (from 0) of the entry starting at each of `places` (in order) of
-    the plain shard `published`: its manifest's row of the same URL."""
-    numbers: list[int] = []
-    count, done = 0, 0
-    for at in places:
-        count += published.count(b"<url>", done, at)
-        numbers.append(count)
-        done = at
-    return numbers
+    return spliced.document, manifest, spliced.digest
 
 
 def _spliced_manifest(
@@ -187,10 +140,10 @@ def _spliced_manifest(
     edits: list[Edit],
     members: int,
     full: Callable[[], bytes],
-    numbers: Callable[[], list[int]],
+    numbers: list[int],
 ) -> bytes:
     """Return the manifest file of shard `name`: the published one with the lines of
-    `edits` (rows `numbers()`, as in the shard) replaced, when it holds a line for each of
+    `edits` (rows `numbers`, as in the shard) replaced, when it holds a line for each of
     its `members` and the lines of `edits` as published; else `full()`, read from the
     ledger."""
     stored = store.read(manifest_name(name))
@@ -203,7 +156,7 @@ def _spliced_manifest(
     ]
     if stored is not None and all(len(old) == len(new) for old, new in lines):
         # Each line where it was: its member alone is inflated and packed again.
-        rows = [(n, old, new) for n, (old, new) in zip(numbers(), lines, strict=True)]
+        rows = [(n, old, new) for n, (old, new) in zip(numbers, lines, strict=True)]
         spliced = splice(stored, rows, members)
         if spliced is not None:
             log.debug("%s: %d manifest lines spliced into their members", name, len(rows))
@@ -221,20 +174,11 @@ def _spliced_manifest(
     return with_header(repack(packed, _replaced(packed.rows, changes)))
 
 
-def _places(text: bytes | bytearray, lines: Sequence[bytes]) -> list[int] | None:
+def _places(text: bytes, lines: Sequence[bytes]) -> list[int] | None:
     """Return where each of the whole `lines` (each ending in a newline) starts in `text`,
     each found after the one before; None when one is not."""
-    places: list[int] = []
-    done = 0
-    for line in lines:
-        at = text.find(line, done)
-        while at > 0 and text[at - 1] != _NEWLINE:  # inside a line: not it
-            at = text.find(line, at + 1)
-        if at < 0:
-            return None
-        places.append(at)
-        done = at + len(line)
-    return places
+    places = found_lines(text, 0, len(text), lines)
+    return places if len(places) == len(lines) else None
 
 
 def _replaced(text: bytes | bytearray, changes: Sequence[tuple[int, bytes, bytes]]) -> bytes:

@@ -16,7 +16,8 @@ import logging
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -25,10 +26,12 @@ from sitemapd.errors import PublishError
 from sitemapd.publish.atomic import (
     Placing,
     Staged,
+    Unsynced,
     atomic_write,
     remove_leftover_temps,
 )
 from sitemapd.publish.manifestfile import Row, decode, manifest_name
+from sitemapd.publish.splicefile import Spliced, spliced
 
 log = logging.getLogger("sitemapd.store")
 
@@ -124,12 +127,12 @@ class LocalStore:
     def put(self, name: str, data: bytes, content_type: str) -> tuple[int, bool]:
         return self.stage(name, data).place()
 
-    def stage(self, name: str, data: bytes | bytearray, other: bool = False) -> Placing:
+    def stage(self, name: str, data: bytes | bytearray | Unsynced, other: bool = False) -> Placing:
         """Begin `put(name, data)`: its bytes written and synced to a temp file now (a
         caller may write others meanwhile), put in place by `Placing.place`. `other`: the
-        file stored as `name` is known to hold other bytes. Raises PublishError."""
+        file at `name` holds other bytes, as a `spliced` temp file does. Raises PublishError."""
         path = self.folder / name
-        if other:
+        if other or isinstance(data, Unsynced):
             return Placing(Staged(path, data))
         try:
             # A ledger with no record of a file (a lost state folder) finds it as it
@@ -150,18 +153,14 @@ class LocalStore:
             except OSError:
                 return None
 
-    def read_buffer(self, name: str) -> bytearray | None:
-        """Return what `read` returns in a buffer the caller may change in place."""
+    def spliced(
+        self, name: str, head: bytes, changes: Sequence[tuple[bytes, bytes]], recorded: str
+    ) -> Spliced | None:
+        """Return the regular file `name` (never through a symlink) as `splicefile.spliced`
+        splices it beside itself; None when there is none. Raises PublishError."""
         with self._regular(name) as handle:
-            if handle is None:
-                return None
-            try:
-                data = bytearray(os.fstat(handle.fileno()).st_size)
-                size = handle.readinto(data) or 0
-                rest = handle.read()  # a file that grew meanwhile, or read short
-            except OSError:
-                return None
-            return data if size == len(data) and not rest else data[:size] + rest
+            temp = partial(Unsynced, self.folder / name)
+            return None if handle is None else spliced(handle, head, changes, recorded, temp)
 
     @contextlib.contextmanager
     def _regular(self, name: str) -> Iterator[io.FileIO | None]:
@@ -231,7 +230,7 @@ class LocalStore:
     def put_after(
         self,
         name: str,
-        data: bytes | bytearray,
+        data: bytes | bytearray | Unsynced,
         manifest_of: Callable[[], bytes],
         other: bool = False,
     ) -> tuple[int, bool]:
@@ -341,7 +340,7 @@ class Soon:
     written and synced while the caller goes on."""
 
     def __init__(
-        self, store: LocalStore, name: str, data: bytes | bytearray, other: bool = False
+        self, store: LocalStore, name: str, data: bytes | bytearray | Unsynced, other: bool = False
     ) -> None:
         self._placing: Placing | None = None
         self._error: BaseException | None = None
@@ -350,7 +349,9 @@ class Soon:
         )
         self._thread.start()
 
-    def _stage(self, store: LocalStore, name: str, data: bytes | bytearray, other: bool) -> None:
+    def _stage(
+        self, store: LocalStore, name: str, data: bytes | bytearray | Unsynced, other: bool
+    ) -> None:
         try:
             self._placing = store.stage(name, data, other)
         except BaseException as exc:  # raised where it is waited for

@@ -12,6 +12,7 @@ big or a URL of a changed chunk is listed elsewhere too: then the whole file is.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import Counter
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from sitemapd.core.observation import Item, ListChunk, file_key
 from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import SourceError
 from sitemapd.ledger.ledger import Ledger
-from sitemapd.ledger.lists import KnownChunk
+from sitemapd.ledger.listqueries import KnownChunk
 from sitemapd.sources.base import Scan, log, reported
 
 if TYPE_CHECKING:
@@ -44,15 +45,16 @@ def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger, now: str) -> 
         return Scan(source.name, iter(()), complete=False)
     try:
         known = ledger.list_chunks(source.name)
+        places = _places(known)
         # One read of the bytes: the known chunks hashed in place say whether anything
         # changed (a `touch`, an export that wrote the same bytes), and what did.
-        verified = _matching(handle, known)
+        verified = 0 if places is None else matching(handle, places)
         if known and verified == len(known):
             handle.close()
             _check_key(source, key)
             state = {cursor: f"{key} {_chunks_digest([chunk.digest for chunk in known])}"}
             return Scan(source.name, iter(()), complete=False, cursors=state)
-        changed = _changed_chunks(source, ledger, handle, policy, known) if known else None
+        changed = _changed_chunks(source, ledger, handle, policy, known, places) if known else None
         if changed is not None:
             size = os.fstat(handle.fileno()).st_size
             handle.close()
@@ -103,12 +105,11 @@ def _chunks_digest(digests: list[bytes]) -> str:
     return "c" + xxhash.xxh3_128_hexdigest(b"".join(digests))
 
 
-def _matching(handle: BinaryIO, known: list[KnownChunk]) -> int:
-    """Return how many of the `known` chunks start the file unchanged (`matching`: a
-    build's early check may have found it already, cli/unchanged.py)."""
-    if not known or any(chunk.end is None for chunk in known):
-        return 0
-    return matching(handle, [Place(chunk.digest, chunk.end or 0) for chunk in known])
+def _places(known: list[KnownChunk]) -> list[Place] | None:
+    """Return where each of the `known` chunks ends and its digest; None when one was
+    recorded without its end."""
+    places = [Place(chunk.digest, chunk.end) for chunk in known if chunk.end is not None]
+    return places if len(places) == len(known) else None
 
 
 def _same_chunks(items: list[Item], known: list[KnownChunk]) -> bool:
@@ -178,10 +179,11 @@ def _changed_chunks(
     handle: BinaryIO,
     policy: URLPolicy,
     known: list[KnownChunk],
+    places: list[Place] | None,
 ) -> list[Item] | None:
     """Return the items of a re-read that parses only the chunks the ledger does not
-    know (and those holding rejected lines, whose line numbers may have moved); None
-    when the whole file must be read."""
+    know (and those holding rejected lines, whose line numbers may have moved), given
+    their `places` (see `_places`); None when the whole file must be read."""
     from sitemapd.sources.listchunks import LineParser, cut, recut
 
     parser: LineParser | None = None  # compiled for the first chunk parsed
@@ -199,9 +201,8 @@ def _changed_chunks(
     new_locs: list[str] = []
     present: set[bytes] = set()
     new_bytes = 0
-    places = [Place(chunk.digest, chunk.end) for chunk in known if chunk.end is not None]
     # Chunks recorded before their ends were: the whole file is cut.
-    chunks = recut(handle, places, counts) if len(places) == len(known) else cut(handle, counts)
+    chunks = cut(handle, counts) if places is None else recut(handle, places, counts)
     for chunk in chunks:
         present.add(chunk.digest)
         is_new = chunk.digest not in digests
@@ -240,6 +241,8 @@ def _changed_chunks(
 
 def _log_chunks(source: UrlListSource, items: list[Item], size: int) -> None:
     """Log what a re-read by chunks parsed."""
+    if not log.isEnabledFor(logging.INFO):  # what it sums is not looked at
+        return
     chunks = [item for item in items if isinstance(item, ListChunk)]
     # Each chunk starts where the one before it ended (none: an emptied list).
     starts = [0, *(chunk.end for chunk in chunks)][: len(chunks)]
