@@ -1026,3 +1026,164 @@ def test_a_page_that_is_no_article_is_its_one_main_not_its_best_section_alone() 
     # The plans say what the service is, though the story section outscores them.
     assert digest(landing_page("6")) != before
     assert digest(landing_page(latest=2)) == before
+
+
+def breadcrumb_page(trail: list[str], headline: str = "Where to eat this month") -> str:
+    """Return a story whose breadcrumb trail ends with the page itself, marked current."""
+    steps = "".join(f"<li><a href='/{step.lower()}'>{step}</a></li>" for step in trail)
+    return (
+        f"<html><head><title>{headline}, December | City Magazine</title></head><body>"
+        f"<nav class='breadcrumbs'><ol>{steps}"
+        f"<li><a href='/eat/where-to-eat' aria-current='page'>{headline}</a></li></ol></nav>"
+        f"<article><h1>{headline}</h1>"
+        "<p>Three new kitchens opened on the east side this month, each of them run by "
+        "a chef who cooked for years in the city's older dining rooms, and each serving "
+        "food that their old employers would not have put on a menu.</p>"
+        "<p>The first, in a former garage, serves grilled fish and flat breads, and takes "
+        "no bookings, so the queue starts at six.</p></article></body></html>"
+    )
+
+
+def test_a_breadcrumb_trail_changed_keeps_the_title_and_a_new_headline_moves_it() -> None:
+    before = digest(breadcrumb_page(["Home", "Eat"]))
+    # A trail that no longer names the page (moved, rotated, dropped) is the template's.
+    assert digest(breadcrumb_page(["Home", "Food", "Guides"])) == before
+    assert digest(breadcrumb_page(["Home", "Eat"]).replace("aria-current='page'", "")) == before
+    assert digest(breadcrumb_page(["Home", "Eat"], "Where to eat in December")) != before
+
+
+def test_an_h1_in_a_breadcrumb_trail_beside_the_page_s_own_is_not_its_headline() -> None:
+    def page(trail: str) -> str:
+        # The title says the brand and the name, as the trail's `<h1>` did.
+        return (
+            breadcrumb_page(["Home"], "Oflek")
+            .replace("<title>", "<title>Jeans ")
+            .replace(
+                "<nav class='breadcrumbs'><ol>",
+                f"<div id='filAriane'><a href='/brand'><h1>{trail}</h1></a></div><nav><ol>",
+            )
+        )
+
+    before = digest(page("Jeans Oflek"))
+    assert digest(page("Denim")) == before
+    assert digest(page("Jeans Oflek").replace("<h1>Oflek", "<h1>Oflek II")) != before
+
+
+def classified_page(first: int, price: str = "40") -> str:
+    """Return a classified ad too short to score, above a carousel of the site's posts."""
+    slides = "".join(
+        f"<div class='owl-item'><a href='/blog/{n}'>Around town this month, part {n} of the "
+        f"series</a></div>"
+        for n in range(first, first + 8)
+    )
+    menu = "".join(
+        f"<li><a href='/{n}'>Furniture, bikes and cars for sale in district {n}</a></li>"
+        for n in range(12)
+    )
+    return (
+        "<html><head><title>Child's bike | Classifieds</title></head><body>"
+        "<div id='site-header'><a href='/'>Classifieds</a></div>"
+        f"<div class='item-details'><h1>Child's bike</h1><p>Blue, barely used, {price} dollars.</p>"
+        "<p>Pick up only.</p></div>"
+        f"<div class='owl-carousel'><div class='owl-wrapper'>{slides}</div></div>"
+        f"<nav><ul>{menu}</ul></nav></body></html>"
+    )
+
+
+def test_a_carousel_of_the_site_s_posts_is_neither_the_page_s_list_nor_its_text() -> None:
+    before = digest(classified_page(1))
+    assert digest(classified_page(2)) == before
+    assert digest(classified_page(1, "35")) != before
+
+
+def rain_shell_page(first: int, price: str = "59.90") -> str:
+    """Return a product page (JSON-LD `Product`) with a short description, above a grid of
+    other products a shop turns over."""
+    others = "".join(
+        f"<li><a href='/p/{n}'><img src='/img/{n}.jpg' alt=''><span>Trail jacket {n}, "
+        f"recycled nylon, hood</span></a><span>{n}9.90 EUR</span></li>"
+        for n in range(first, first + 8)
+    )
+    offer = {"@context": "https://schema.org", "@type": "Product", "name": "Rain shell"}
+    return (
+        "<html><head><title>Rain shell | Shop</title>"
+        f"<script type='application/ld+json'>{json.dumps(offer)}</script></head><body>"
+        "<div class='pdp'><h1>Rain shell</h1>"
+        f"<div class='price'>{price} EUR</div><p>Light, packable, taped seams.</p></div>"
+        f"<div class='recs'><h2>You might like</h2><ul>{others}</ul></div></body></html>"
+    )
+
+
+def test_a_product_page_is_not_the_grid_of_other_products_beside_it() -> None:
+    before = digest(rain_shell_page(1))
+    assert digest(rain_shell_page(2)) == before
+    assert digest(rain_shell_page(1, "49.90")) != before
+
+
+def test_a_category_page_whose_structured_data_lists_its_products_says_its_grid() -> None:
+    products = [f"Storm shell jacket model {n}" for n in range(16)]
+    listed = json.dumps([{"@type": "Product", "name": name} for name in products[:3]])
+
+    def page(names: list[str]) -> str:
+        script = f"<script type='application/ld+json'>{listed}</script>"
+        return category_page(names).replace("</title>", "</title>" + script)
+
+    assert digest(page(["Summit parka", *products[:-1]])) != digest(page(products))
+
+
+def forum_page(replies: list[str]) -> str:
+    """Return a forum thread: an opening message and `replies`, each a message of the
+    same markup (a name, a badge, a body, a signature)."""
+    opening = (
+        "<p>Has anyone replaced the water pump on the 2014 model themselves? The dealer "
+        "wants four hundred for the job, and the part costs sixty, so I would rather try "
+        "it, if it can be done with ordinary tools in a weekend.</p><p>The car has done "
+        "ninety thousand miles, mostly on the motorway, and the pump started to weep a "
+        "little coolant last month, after a long drive in the heat.</p><p>I have changed "
+        "the belts, the brakes and the plugs myself before, so I know my way around the "
+        "engine bay, but never took the front of an engine apart.</p>"
+    )
+    bodies = [opening, *(f"<p>{reply}</p>" for reply in replies)]
+    messages = "".join(
+        f"<article class='message'><div class='message-user'><h4><a href='/u/{n}'>"
+        f"member{n}</a></h4><span class='badge'>Regular</span></div>"
+        f"<div class='message-main'><div class='message-content'><div class='bbWrapper'>"
+        f"{body}</div></div><div class='signature'>Driving since 1999</div></div></article>"
+        for n, body in enumerate(bodies)
+    )
+    return (
+        "<html><head><title>Water pump replacement | Owners forum</title></head><body>"
+        "<header><a href='/'>Owners forum</a></header><h1>Water pump replacement</h1>"
+        f"<div class='thread-messages'>{messages}</div></body></html>"
+    )
+
+
+def test_every_message_of_a_forum_thread_is_its_content() -> None:
+    # Replies too short to score: the opening message alone is the best container.
+    replies = ["Did mine, easy job.", "Torque wrench needed."]
+    before = digest(forum_page(replies))
+    assert digest(forum_page([replies[0], replies[1].replace("wrench", "spanner")])) != before
+    assert digest(forum_page(replies[:1])) != before
+    assert digest(forum_page(replies).replace("Regular", "Veteran")) == before
+
+
+def test_a_headline_set_as_a_trail_s_current_step_stays_the_headline_beside_teasers() -> None:
+    teasers = "".join(
+        f"<article><a href='/t/{n}'><h1>Other story number {n} of the day</h1></a></article>"
+        for n in range(3)
+    )
+
+    def page(headline: str) -> str:
+        # The page's one headline is the trail's current step, unlinked (heise.de).
+        return (
+            breadcrumb_page(["Home"], "Lithium from the shredder")
+            .replace(
+                "<a href='/eat/where-to-eat' aria-current='page'>Lithium from the shredder</a>",
+                f"<h1>{headline}</h1>",
+            )
+            .replace("<article><h1>Lithium from the shredder</h1>", "<article>")
+            .replace("</body>", f"<aside>{teasers}</aside></body>")
+        )
+
+    before = digest(page("Lithium from the shredder"))
+    assert digest(page("Lithium from the recycler")) != before

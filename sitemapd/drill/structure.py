@@ -37,6 +37,7 @@ from sitemapd.drill.text import (
     text_of,
     unseen,
 )
+from sitemapd.fingerprint import og_type
 from sitemapd.sources.content import ld_articles
 
 # Link text share below which a block is prose, not a list of links.
@@ -192,7 +193,7 @@ def page_content(tree: Element) -> list[Element]:
 def declares_article(tree: Element) -> bool:
     """True when the page says it is an article: its Open Graph type, or an article
     object in its JSON-LD."""
-    if _og_article(tree):
+    if og_type(tree).startswith("article"):
         return True
     for script in tree.iter("script"):
         if "ld+json" in (script.get("type") or "") and script.text:
@@ -380,12 +381,3 @@ def link_lists(page: Page, title: Element | None) -> list[tuple[Element, list[El
         found.append((element, items))
         taken.add(element)
     return found
-
-
-def _og_article(tree: Element) -> bool:
-    """True when the document's Open Graph type is an article."""
-    for meta in tree.iter("meta"):
-        key = (meta.get("property") or meta.get("name") or "").strip().lower()
-        if key == "og:type":
-            return (meta.get("content") or "").strip().lower().startswith("article")
-    return False

@@ -37,6 +37,7 @@ __all__ = [
     "bytes_digest",
     "compile_selector",
     "image_source",
+    "og_type",
     "parse_html",
     "read_html",
     "title_text",
@@ -44,7 +45,7 @@ __all__ = [
 ]
 
 # Bumped whenever a change to this package can give an unchanged page another digest.
-FINGERPRINT_VERSION = 13
+FINGERPRINT_VERSION = 14
 # Characters of main text below which the site's template is not left out.
 MIN_KEPT = 140
 # Plain elements: lxml.html's element classes cost a Python lookup per element.
@@ -229,18 +230,22 @@ def read_html(
     articles: list[dict[str, object]],
     settings: Settings,
     explain: bool = False,
+    product: bool = False,
 ) -> Reading:
     """Return what the fingerprint of the page `tree` is taken over.
 
-    `articles` are the page's JSON-LD article objects. The tree is cleaned in place
-    (scripts, styles, hidden elements go); read its facts first.
+    `articles` are the page's JSON-LD article objects; `product`, whether its JSON-LD
+    says it is about one product. The tree is cleaned in place (scripts, styles, hidden
+    elements go); read its facts first.
     """
     parts = _head_parts(tree, _navigation_labels(tree))
     for node in own_articles(articles, parts, tree):
         for name in _LD_FIELDS:
             for value in _ld_values(node.get(name), name):
                 parts.append((f"ld:{name}", value))
-    article = bool(articles) or _og_article(tree)
+    declared = og_type(tree)
+    article = bool(articles) or declared.startswith("article")
+    product = product or declared.startswith(("product", "og:product"))
     etree.strip_elements(tree, *NEVER, with_tail=False)
     for hidden in elements(_HIDDEN(tree)):
         drop(hidden)
@@ -250,8 +255,13 @@ def read_html(
         body = tree
     # Text nodes joined by spaces: "<h1>a<span>b</span></h1>" and "a <span>b" read alike.
     h1s = [(h, normal(" ".join(text_nodes(h)))) for h in body.iter("h1")]
+    # An `<h1>` in a breadcrumb trail's link, beside another, is the template's: the trail
+    # changes or goes without the headline changing (the current step, unlinked, may be
+    # the page's one headline).
+    if len(h1s) > 1:
+        h1s = [(h, t) for h, t in h1s if not _linked_step(h)] or h1s
     select = compile_selector(settings.selector) if settings.selector else None
-    extract = main_content(body, select, article=article)
+    extract = main_content(body, select, article=article, product=product)
     stated = [text for label, text in parts if label in _STATED]
     texts: list[tuple[int | None, str]] = []
     opening = None  # the element of the main content's first text
@@ -313,12 +323,12 @@ def _head_parts(tree: Element, labels: set[str]) -> list[tuple[str, str]]:
     return parts
 
 
-def _og_article(tree: Element) -> bool:
-    """True when the page's Open Graph type says it is an article."""
+def og_type(tree: Element) -> str:
+    """Return the document's Open Graph type, lower case ("" when it has none)."""
     for meta in tree.iter("meta"):
         if (meta.get("property") or meta.get("name") or "").strip().lower() == "og:type":
-            return (meta.get("content") or "").strip().lower().startswith("article")
-    return False
+            return (meta.get("content") or "").strip().lower()
+    return ""
 
 
 def _navigation_labels(tree: Element) -> set[str]:
@@ -339,7 +349,10 @@ def _navigation_labels(tree: Element) -> set[str]:
         current = _CURRENT.search(classes) or aria
         if not current and (href or "").strip() not in _SELF:
             continue
-        if any(_is_navigation(a) for a in link.iterancestors()):
+        # A breadcrumb's last step names the page after its headline, not after a menu
+        # entry: a trail changed or gone must not put the headline back into the title.
+        ancestors = list(link.iterancestors())
+        if any(_is_navigation(a) for a in ancestors) and not any(map(_breadcrumb, ancestors)):
             label = normal(text_of(link))
             if label:
                 labels.add(label)
@@ -350,6 +363,19 @@ def _is_navigation(element: Element) -> bool:
     if element.tag == "nav" or (element.get("role") or "").lower() == "navigation":
         return True
     return bool(_NAVIGATION.search(f"{element.get('class') or ''} {element.get('id') or ''}"))
+
+
+def _linked_step(heading: Element) -> bool:
+    """True when `heading` lies in a link of a breadcrumb trail."""
+    ancestors = list(heading.iterancestors())
+    return any(a.tag == "a" for a in ancestors) and any(map(_breadcrumb, ancestors))
+
+
+def _breadcrumb(element: Element) -> bool:
+    """True when `element` is named as a breadcrumb trail (schema.org's BreadcrumbList,
+    "fil d'Ariane" in French)."""
+    named = " ".join(str(element.get(a)) for a in ("class", "id", "aria-label", "itemtype")).lower()
+    return "readcrumb" in named or "ariane" in named
 
 
 def _ld_values(value: object, name: str) -> Iterator[str]:

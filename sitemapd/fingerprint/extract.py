@@ -13,7 +13,8 @@ stories' headlines), and blocks whose class or id names a template part (share b
 labels alone ("27 comments"). Which container wins is judged by its prose, the template
 parts it holds left out, so that a box that rotates does not change the choice. A page
 that is no article is its one `<main>` when it has one, and its main list of items too
-when its prose is short. A CSS selector replaces the search.
+when its prose is short, unless it is a product's (its lists are other products').
+A CSS selector replaces the search.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from sitemapd.fingerprint.chrome import (
 
 # BLOCKS is the drill's too: named here, where it has always been imported from.
 from sitemapd.fingerprint.listing import main_list
-from sitemapd.fingerprint.names import weight
-from sitemapd.fingerprint.posts import posts
+from sitemapd.fingerprint.names import carousel, weight
+from sitemapd.fingerprint.posts import messages, posts
 from sitemapd.fingerprint.score import BLOCKS as BLOCKS
 from sitemapd.fingerprint.score import (
     loose_text,
@@ -123,13 +124,17 @@ def describe(element: Element) -> str:
 
 
 def main_content(
-    body: Element, select: Callable[[Element], list[Element]] | None, article: bool = False
+    body: Element,
+    select: Callable[[Element], list[Element]] | None,
+    article: bool = False,
+    product: bool = False,
 ) -> Extract:
     """Return the main content of `body` (a cleaned document body).
 
     With `select` (an operator's selector), its outermost matches are the main content;
     when it matches nothing the page falls back to the whole body. A page with little
-    prose that does not declare itself an `article` is also its main list of items.
+    prose that does not declare itself an `article` or a `product` is also its main
+    list of items.
     """
     sizes = Sizes(body)
     if select is not None:
@@ -140,13 +145,14 @@ def main_content(
     among = Voters(body, sizes)
     top = _best_container(body, sizes, among.elements)
     if top is None:
-        return _without_article(body, sizes, among)
-    extract = _finish(posts(top, sizes) or _with_siblings(top, sizes, among.unseen), sizes)
+        return _without_article(body, sizes, among, lists=not product)
+    several = posts(top, sizes) or messages(top, sizes)
+    extract = _finish(several or _with_siblings(top, sizes, among.unseen), sizes)
     kept = sum(sizes.text[e] for e in extract.main) - sum(
         sizes.text[e] for e in extract.dropped if _inside_any(e, extract.main)
     )
     if kept < _MIN_MAIN:
-        return _without_article(body, sizes, among)
+        return _without_article(body, sizes, among, lists=not product)
     # A page that is no article (a landing page of sections, a product, a category, a
     # documentation page) is what its one `<main>` holds, when that holds what was found.
     declared = None if article else _declared(body, sizes, among, _MIN_MAIN)
@@ -156,7 +162,8 @@ def main_content(
         for stray in found:
             extract.dropped.update(template_parts(stray, sizes, stray))
         extract.main = _in_order([*extract.main, *found], sizes)
-    if not article and kept < _LIST_PAGE_PROSE:
+    # A product's page lists other products (colours, "you may also like"), not its own.
+    if not (article or product) and kept < _LIST_PAGE_PROSE:
         _add_list(extract, body, sizes, among)
     return extract
 
@@ -182,11 +189,12 @@ def _in_order(elements: list[Element], sizes: Sizes) -> list[Element]:
     return sorted(elements, key=order.__getitem__)
 
 
-def _without_article(body: Element, sizes: Sizes, among: Voters) -> Extract:
-    """Return the main content of a page with no article: its main list of items (a
-    home, section, tag or author page lists links), else its one `<main>`, else the
-    whole body less its template parts and what a reader does not see, as a fallback."""
-    listing = main_list(body, sizes, among.elements)
+def _without_article(body: Element, sizes: Sizes, among: Voters, lists: bool) -> Extract:
+    """Return the main content of a page with no article: its main list of items when
+    `lists` (a home, section, tag or author page lists links), else its one `<main>`,
+    else the whole body less its template parts, carousels and what a reader does not
+    see, as a fallback."""
+    listing = main_list(body, sizes, among.elements) if lists else None
     if listing is not None:
         dropped = template_parts(listing, sizes, listing, lists=False)
         return Extract([listing], fallback=False, dropped=dropped)
@@ -196,6 +204,10 @@ def _without_article(body: Element, sizes: Sizes, among: Voters) -> Extract:
         return _finish([declared], sizes)
     dropped = template_parts(body, sizes, body)
     dropped.update((element, "not shown") for element in among.unseen)
+    # Other pages' teasers turned over in place: the page's surroundings, not its text.
+    half = sizes.text[body] / 2
+    turning = [e for e in sizes.elements if carousel(e) and sizes.text[e] < half]
+    dropped.update((element, "a carousel") for element in outermost(turning))
     return Extract([body], fallback=True, dropped=dropped)
 
 

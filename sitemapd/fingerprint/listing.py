@@ -4,6 +4,7 @@ items says."""
 from __future__ import annotations
 
 from sitemapd.fingerprint.chrome import ROLES, STRUCTURAL, Element, Sizes, template_reason
+from sitemapd.fingerprint.names import carousel
 
 # A page's main list of items: children with a link each, and its link text.
 _LIST_ITEMS = 5
@@ -29,9 +30,10 @@ def main_list(body: Element, sizes: Sizes, among: list[Element]) -> Element | No
             continue
         # A block holding half the page is its wrapper, whatever its name (a theme that
         # wraps the list of posts in `div.pagination` or `div.menu-l`); not a menu by its
-        # tag or role (a documentation generator's sidebar of contents).
+        # tag or role (a documentation generator's sidebar of contents). Nor a carousel:
+        # other pages' teasers turned over in place (a shop's "you may also like").
         if any(
-            template_reason(e, sizes, 1 << 62, lists=False)
+            (carousel(e) or template_reason(e, sizes, 1 << 62, lists=False))
             and (sizes.text[e] < half or _landmark(e))
             for e in (element, *element.iterancestors())
             if e in sizes.text

@@ -54,6 +54,11 @@ _COMMENT_WORDS = re.compile(
     r"(?:comments?|commentlist|disqus|kommentare?|kommentarer|commentaires?|comentarios?|"
     r"commenti|commento|reacties|komentarze?)"
 )
+# Carousels and sliders (and the libraries that draw them): a box that turns its items
+# over, never the page's own list.
+_CAROUSEL = re.compile(
+    r"carousel|slider|swiper|(?:^|[^a-z])(?:owl|slick|glide|splide|flickity)(?:[^a-z]|$)"
+)
 # Words from which an id may be a heading's slug.
 _SLUG_WORDS = 3
 
@@ -74,6 +79,11 @@ def named(element: etree._Element) -> tuple[bool, bool, bool, bool]:
     if ident and _slug(ident, element):
         ident = None
     return _names(element.get("class"), ident)
+
+
+def carousel(element: etree._Element) -> bool:
+    """True when `element`'s class or id names a carousel or a slider."""
+    return bool(_CAROUSEL.search(f"{element.get('class')} {element.get('id')}".lower()))
 
 
 def _slug(ident: str, element: etree._Element) -> bool:

@@ -1,15 +1,19 @@
-"""A blog's home holds several posts in full: each is the page's content, not only the
-one whose paragraphs score best.
+"""A blog's home holds several posts in full, a forum's thread several messages: each is
+the page's content, not only the one whose paragraphs score best.
 
 The best container lies in a post (itself or one of its nearest ancestors); when the
 post's siblings of its tag and class all read as posts too (a heading, prose of few
 links, no template part), they are the content with it. A reader's comment is no post:
-a thread's blocks are template parts by their names.
+a thread's blocks are template parts by their names. A forum's messages are siblings of
+one tag and class too, short or long, each holding a body of the class of the one that
+scored best: those bodies are the content, not the names, badges and signatures
+around them.
 """
 
 from __future__ import annotations
 
 from sitemapd.fingerprint.chrome import Element, Sizes, template_reason
+from sitemapd.fingerprint.names import named
 
 # How far above the best container a post may start.
 _DEPTH = 4
@@ -18,6 +22,8 @@ _DEPTH = 4
 _PROSE = 140
 _LINKS = 0.3
 _HEADINGS = ("h1", "h2", "h3", "h4")
+# How far above a message's body the message may start (XenForo: six levels).
+_MESSAGE_DEPTH = 8
 
 
 def posts(top: Element, sizes: Sizes) -> list[Element] | None:
@@ -49,3 +55,34 @@ def _reads_as_post(element: Element, sizes: Sizes) -> bool:
         and next(element.iter(*_HEADINGS), None) is not None
         and not template_reason(element, sizes, 1 << 62)
     )
+
+
+def messages(top: Element, sizes: Sizes) -> list[Element] | None:
+    """Return the bodies of a thread's messages when `top`, a block with a class, is the
+    body of one: the first block above it with siblings of its tag and class holds a
+    block of `top`'s tag and class in two of them or more; else None."""
+    name = top.get("class")
+    if not name:
+        return None
+    item = top.getparent()
+    for _ in range(_MESSAGE_DEPTH):
+        parent = None if item is None else item.getparent()
+        if item is None or parent is None or item.tag in ("body", "html"):
+            return None
+        if item.get("class") or item.tag in ("article", "li"):
+            like = [s for s in parent if s.tag == item.tag and s.get("class") == item.get("class")]
+            if len(like) > 1:
+                # Readers' comments under a story or a product are no thread of its own.
+                if any(named(a)[3] for a in (item, *item.iterancestors())):
+                    return None
+                bodies = [b for s in like if (b := _body(s, top.tag, name)) is not None]
+                if len(bodies) < 2 or any(template_reason(b, sizes, 1 << 62) for b in bodies):
+                    return None
+                return bodies
+        item = parent
+    return None
+
+
+def _body(message: Element, tag: object, name: str) -> Element | None:
+    """Return the first block of `tag` and class `name` in `message`, or None."""
+    return next((e for e in message.iter(tag) if e.get("class") == name), None)

@@ -47,6 +47,18 @@ _LD_JSON = re.compile(
 _LD_MAX_DEPTH = 8
 # schema.org article-like types whose names do not end in "Article".
 _POSTING_TYPES = {"BlogPosting", "LiveBlogPosting", "SocialMediaPosting", "DiscussionForumPosting"}
+# schema.org types of a thing for sale: a page about one is a product page, whatever lists
+# of other products it shows.
+_PRODUCT_TYPES = {
+    "Product",
+    "ProductGroup",
+    "ProductModel",
+    "IndividualProduct",
+    "SomeProducts",
+    "Vehicle",
+    "Car",
+    "Motorcycle",
+}
 
 
 class PageFacts(NamedTuple):
@@ -157,9 +169,10 @@ def _is_translation(link: etree._Element) -> bool:
     return kind in _HTML_TYPES and not (link.get("media") or "").strip()
 
 
-def ld_articles(data: bytes, whole: bytes | None = None) -> list[dict[str, object]]:
-    """Return the schema.org article objects of the page's JSON-LD, in document order;
-    `whole`, the document `data` begins (its head), is what a charset is detected in."""
+def ld_objects(data: bytes, whole: bytes | None = None) -> list[dict[str, object]]:
+    """Return the objects of the page's JSON-LD (each block's, its list items', @graph's
+    and mainEntity's), in document order; `whole`, the document `data` begins (its
+    head), is what a charset is detected in."""
     if b"ld+json" not in data:
         return []
     found: list[dict[str, object]] = []
@@ -176,8 +189,13 @@ def ld_articles(data: bytes, whole: bytes | None = None) -> list[dict[str, objec
             document = json.loads(text)
         except (ValueError, RecursionError):
             continue
-        found.extend(node for node in _ld_nodes(document, 0) if _is_article(node.get("@type")))
+        found.extend(_ld_nodes(document, 0))
     return found
+
+
+def ld_articles(data: bytes, whole: bytes | None = None) -> list[dict[str, object]]:
+    """Return the schema.org article objects of the page's JSON-LD, in document order."""
+    return [node for node in ld_objects(data, whole) if is_article(node)]
 
 
 def _json_ld(data: bytes, whole: bytes) -> tuple[list[object], str | None, bool]:
@@ -201,16 +219,24 @@ def _ld_nodes(value: object, depth: int) -> Iterator[dict[str, object]]:
             yield from _ld_nodes(value.get(key), depth + 1)
 
 
-def _is_article(types: object) -> bool:
-    """True when a JSON-LD `@type` (a string or a list) names an article type."""
-    names = types if isinstance(types, list) else [types]
-    for name in names:
+def is_article(node: dict[str, object]) -> bool:
+    """True when a JSON-LD object's `@type` (a string or a list) names an article type."""
+    return any(t.endswith("Article") or t in _POSTING_TYPES for t in _types(node))
+
+
+def is_product(node: dict[str, object]) -> bool:
+    """True when a JSON-LD object's `@type` names a product (an offer's object), not a
+    list of them."""
+    return any(t in _PRODUCT_TYPES for t in _types(node))
+
+
+def _types(node: dict[str, object]) -> Iterator[str]:
+    """Yield the short names of a JSON-LD object's types: "NewsArticle" of
+    "schema:NewsArticle" and of a full schema.org URL."""
+    types = node.get("@type")
+    for name in types if isinstance(types, list) else [types]:
         if isinstance(name, str):
-            # Types may come as "NewsArticle", "schema:NewsArticle" or a full schema.org URL.
-            short = name.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
-            if short.endswith("Article") or short in _POSTING_TYPES:
-                return True
-    return False
+            yield name.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
 
 
 def _publication(candidates: list[object]) -> str | None:

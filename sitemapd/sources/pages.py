@@ -24,7 +24,7 @@ from sitemapd.fingerprint import (
     without_ignored,
 )
 from sitemapd.ledger.model import KnownFile
-from sitemapd.sources.content import PageFacts, ld_articles, read_page
+from sitemapd.sources.content import PageFacts, is_article, is_product, ld_objects, read_page
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 
@@ -111,7 +111,11 @@ def read_file(
     facts = read_page(data, images_selector, tree=tree)
     if tree is None:
         return PageRead(settings, facts, Reading([], [], fallback=True), None)
-    reading = read_html(tree, ld_articles(text), settings, explain=explain)
+    objects = ld_objects(text)
+    articles = [o for o in objects if is_article(o)]
+    # One thing for sale, not a category's list of them (each its own object).
+    product = len({str(o.get("name")) for o in objects if is_product(o)}) == 1
+    reading = read_html(tree, articles, settings, explain=explain, product=product)
     return PageRead(settings, facts, reading, None)
 
 
