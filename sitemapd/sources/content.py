@@ -23,7 +23,7 @@ from sitemapd.errors import ConfigError, InvalidURL
 from sitemapd.fingerprint import compile_selector, image_source, parse_html, title_text
 from sitemapd.fingerprint.decode import declared_encoding, detected
 from sitemapd.render.extensions import HREFLANG
-from sitemapd.render.news import news_language
+from sitemapd.render.newslanguage import news_language
 
 _BODY = re.compile(rb"<body[\s>]", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
