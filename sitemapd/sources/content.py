@@ -6,8 +6,7 @@ Graph tags and schema.org article data (JSON-LD). The body is read only when a c
 selector is configured: then its JSON-LD and the article's images count too.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import json
 import re
 from collections.abc import Callable, Iterator
