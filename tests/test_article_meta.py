@@ -20,13 +20,8 @@ from usp.tree import sitemap_from_str
 from sitemapd.core.urls import Origin, URLPolicy
 from sitemapd.fingerprint import compile_selector
 from sitemapd.render.extensions import alternates_xml, images_xml, url_extras
-from sitemapd.render.news import (
-    MAX_NEWS_ITEMS,
-    NEWS_NS,
-    NewsItem,
-    news_language,
-    news_urlset,
-)
+from sitemapd.render.news import MAX_NEWS_ITEMS, NEWS_NS, NewsItem, news_urlset
+from sitemapd.render.newslanguage import news_language
 from sitemapd.render.sitemap import IMAGE_NS, URLSET_EXTENDED_HEAD, URLSET_TAIL, XHTML_NS
 from sitemapd.sources.content import (
     MAX_IMAGES,

@@ -63,6 +63,8 @@ def test_a_changed_line_loads_no_news_renderer_for_a_site_without_news(
     assert "hashlib" not in modules
     # Nor json: change logs and held removals load it, a list's line changes neither.
     assert "json" not in modules
+    # Nor the change-log rows' loading, which a list's chunks never go through.
+    assert "sitemapd.ledger.changes" not in modules
     # Nor dataclasses: the configuration and the ledger's rows are plain classes and named
     # tuples.
     assert "dataclasses" not in modules
@@ -134,3 +136,7 @@ def test_explain_loads_no_dataclasses(tmp_path: Path) -> None:
     # ...by plain classes and named tuples: `dataclasses` costs its import and each class's
     # generated methods (lxml still loads `inspect`).
     assert "dataclasses" not in modules
+    # The page's news language is worked out without the news renderer and the sitemap
+    # module under it.
+    assert "sitemapd.render.newslanguage" in modules
+    assert not {"sitemapd.render.news", "sitemapd.render.sitemap"} & modules

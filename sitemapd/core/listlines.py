@@ -6,8 +6,7 @@ Carried as columns, a million lines reach the ledger's inserts without a tuple a
 they still read as `(loc, datetime or "")` pairs where a reader wants pairs.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import NamedTuple, overload
@@ -45,7 +44,7 @@ class ListLines(Sequence[tuple[str, str]]):
         self.rendered = rendered
 
     @classmethod
-    def of(cls, lines: Iterable[tuple[str, str]]) -> ListLines:
+    def of(cls, lines: Iterable[tuple[str, str]]) -> "ListLines":
         """Return `(loc, datetime or "")` pairs as columns (without anything rendered)."""
         if isinstance(lines, ListLines):
             return lines
@@ -53,12 +52,12 @@ class ListLines(Sequence[tuple[str, str]]):
         # Not `zip(*pairs)`: it runs an iterator for each line, which costs 7 times more.
         return cls(list(map(_LOC, pairs)), list(map(_STAMP, pairs)))
 
-    def only(self, keep: Callable[[str], bool]) -> ListLines:
+    def only(self, keep: Callable[[str], bool]) -> "ListLines":
         """Return the lines whose URL `keep` accepts; what was rendered stays only when
         that is every line."""
         return self.split(keep)[0]
 
-    def split(self, keep: Callable[[str], bool]) -> tuple[ListLines, ListLines]:
+    def split(self, keep: Callable[[str], bool]) -> "tuple[ListLines, ListLines]":
         """Return the lines whose URL `keep` accepts and the others, asking it once a
         line; what was rendered stays only with all of them."""
         kept = [keep(loc) for loc in self.locs]
@@ -66,7 +65,7 @@ class ListLines(Sequence[tuple[str, str]]):
             return self, ListLines([], [])
         return self._where(kept, True), self._where(kept, False)
 
-    def _where(self, kept: list[bool], value: bool) -> ListLines:
+    def _where(self, kept: list[bool], value: bool) -> "ListLines":
         """Return the lines whose entry in `kept` is `value`."""
         return ListLines(
             [loc for loc, ok in zip(self.locs, kept, strict=True) if ok is value],
@@ -83,9 +82,9 @@ class ListLines(Sequence[tuple[str, str]]):
     def __getitem__(self, index: int) -> tuple[str, str]: ...
 
     @overload
-    def __getitem__(self, index: slice) -> ListLines: ...
+    def __getitem__(self, index: slice) -> "ListLines": ...
 
-    def __getitem__(self, index: int | slice) -> tuple[str, str] | ListLines:
+    def __getitem__(self, index: int | slice) -> "tuple[str, str] | ListLines":
         if isinstance(index, slice):
             return ListLines(self.locs[index], self.stamps[index])
         return self.locs[index], self.stamps[index]

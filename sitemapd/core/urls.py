@@ -5,8 +5,7 @@ A sitemap URL is absolute http(s) on the site's own scheme, host and port, at mo
 credentials or dot segments. XML escaping happens at render time.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import os
 import re
 from collections.abc import Sequence
@@ -49,7 +48,7 @@ class Origin(NamedTuple):
         return f"{self.scheme}://{self.netloc}/"
 
     @classmethod
-    def from_base_url(cls, base_url: str) -> Origin:
+    def from_base_url(cls, base_url: str) -> "Origin":
         """Return the origin of `base_url`; raises ConfigError when it is not http(s) or
         holds a query or fragment, which no sitemap URL could keep."""
         try:

@@ -21,7 +21,6 @@ from sitemapd.core.observation import (
     Rejected,
     Seen,
 )
-from sitemapd.ledger.changes import insert_new, load_changes
 from sitemapd.ledger.decide import CHUNK, UNSEEN, Decisions
 from sitemapd.ledger.journal import MAX_RUNS, journal_first_load
 from sitemapd.ledger.lists import ListLoad
@@ -89,7 +88,10 @@ class Apply(Decisions):
         batch: list[Item] = []
         for item in items:
             if isinstance(item, Changes) and not self.bulk:
-                # Its new URLs inserted at once, after what came before it.
+                # Its new URLs inserted at once, after what came before it. Change-log
+                # rows' modules load with the first of them: a list's build has none.
+                from sitemapd.ledger.changes import insert_new
+
                 self._consume_batch(batch)
                 batch = []
                 item = insert_new(self, item)
@@ -101,6 +103,8 @@ class Apply(Decisions):
                 if isinstance(item, ListChunk):
                     self.lists.take(item)
                 else:
+                    from sitemapd.ledger.changes import load_changes
+
                     load_changes(self, item)
                 continue
             for one in item.items() if isinstance(item, Changes) else (item,):

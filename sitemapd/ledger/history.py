@@ -6,8 +6,7 @@ its present state (the exclusion that took it out, a return after a removal). `e
 and the status page both word changes through `why`.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import json
 import sqlite3
 from typing import Any, NamedTuple

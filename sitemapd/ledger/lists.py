@@ -48,6 +48,9 @@ _AS_LISTED = (
 
 # A list's chunk read in this run: pos, digest, first line, rejects, end, parsed.
 _ReadChunk = tuple[int, bytes, int, int, int, bool]
+# A list's chunk as `list_chunks` records it: source id, pos, digest, first line, rejects,
+# end.
+_ChunkRow = tuple[int, int, bytes, int, int, int]
 
 
 class ListLoad:
@@ -61,8 +64,9 @@ class ListLoad:
         self.update_chunk = update_chunk
         self.conn = run.conn
         self.read: dict[str, list[_ReadChunk]] = {}  # source name -> its chunks read
-        # Lists applied by `finish`: (read whole, digests known before, digests now).
-        self.finished: dict[str, tuple[bool, Counter[bytes], Counter[bytes]]] = {}
+        # Lists applied by `finish`: (read whole, the chunk records and their digests
+        # before, digests now).
+        self.finished: dict[str, tuple[bool, set[_ChunkRow], Counter[bytes], Counter[bytes]]] = {}
         # The URLs of the lines each list stages, while they are few (`_STAGED_KEPT`;
         # None past it): none listed twice, the staged lines are their own winners and
         # no chunk lists a URL another does (`_repeated`).
@@ -127,7 +131,8 @@ class ListLoad:
             [(url_id, source_id) for url_id in repeated for source_id in list_ids],
         )
         for source, chunks in self.read.items():
-            self._record(self.run.source_id(source), chunks)
+            source_id = self.run.source_id(source)
+            self._record(source_id, chunks, self._recorded(source_id))
 
     def spooled(self, trusted: bool) -> dict[int, SpooledShard]:
         """Return the shards the load spooled that hold what the ledger now does; none
@@ -140,17 +145,21 @@ class ListLoad:
             return {}
         return spool.keep(self.run.shards.states)
 
-    def _record(self, source_id: int, chunks: list[_ReadChunk]) -> None:
-        """Make the list's chunk records those of `chunks`, writing only the rows that
-        differ: a changed line rewrites one row, not the pages of every chunk's."""
-        rows = {(source_id, *chunk) for *chunk, _ in chunks}
-        recorded = set(
+    def _recorded(self, source_id: int) -> set[_ChunkRow]:
+        """Return the list's chunk records."""
+        return set(
             self.conn.execute(
                 "SELECT source_id, pos, digest, first_line, rejects, end_byte FROM list_chunks "
                 "WHERE source_id = ?",
                 (source_id,),
             )
         )
+
+    def _record(self, source_id: int, chunks: list[_ReadChunk], recorded: set[_ChunkRow]) -> None:
+        """Make the list's chunk records, `recorded` until now, those of `chunks`, writing
+        only the rows that differ: a changed line rewrites one row, not the pages of every
+        chunk's."""
+        rows = {(source_id, *chunk) for *chunk, _ in chunks}
         positions = {pos for _, pos, *_ in rows}
         self.conn.executemany(
             "DELETE FROM list_chunks WHERE source_id = ? AND pos = ?",
@@ -173,21 +182,19 @@ class ListLoad:
     def record(self, held: Collection[str]) -> None:
         """Remember the chunks of each list applied, but of those whose removals are
         `held`: their next read must find the same changes again."""
-        for source, (full, known, now_listed) in self.finished.items():
+        for source, (full, recorded, known, now_listed) in self.finished.items():
             if source not in held:
                 source_id = self.run.source_id(source)
-                self._record(source_id, self.read[source])
+                self._record(source_id, self.read[source], recorded)
                 self._record_urls(source, source_id, full, known, now_listed)
 
     def _finish_source(self, source: str, chunks: list[_ReadChunk]) -> None:
         source_id = self.run.source_id(source)
         full = all(parsed for *_, parsed in chunks)
-        known = Counter(
-            digest
-            for (digest,) in self.conn.execute(
-                "SELECT digest FROM list_chunks WHERE source_id = ?", (source_id,)
-            )
-        )
+        # Read once for the digests known here and for `record`, which rewrites those
+        # that differ: nothing writes the list's chunk records in between.
+        recorded = self._recorded(source_id)
+        known = Counter(digest for _, _, digest, *_ in recorded)
         now_listed = Counter(digest for _, digest, *_ in chunks)
         self.conn.execute("DROP TABLE IF EXISTS temp.list_winners")
         self.conn.execute(
@@ -212,7 +219,7 @@ class ListLoad:
         self._apply(self._differences(source, source_id))
         removed = [digest for digest in known if digest not in now_listed]
         self._apply(self._gone(source, source_id, full, removed))
-        self.finished[source] = (full, known, now_listed)
+        self.finished[source] = (full, recorded, known, now_listed)
 
     def _empty(self, source: str, source_id: int) -> bool:
         """True, logged, when a full read found no line while the list had URLs."""

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from sitemapd.config import NewsConfig, SitemapConfig
 from sitemapd.core import w3c
 from sitemapd.ledger.ledger import Ledger
-from sitemapd.render.news import NewsItem, news_files, news_language, news_urlset
+from sitemapd.render.news import NewsItem, news_files, news_urlset
+from sitemapd.render.newslanguage import news_language
 from sitemapd.render.parts import part_name
 
 

@@ -1,4 +1,4 @@
-"""Google News sitemaps: a `<urlset>` whose entries carry `<news:news>`, and news languages.
+"""Google News sitemaps: a `<urlset>` whose entries carry `<news:news>`.
 
 Children follow sitemap-news.xsd's sequence: publication (name, language),
 publication_date, title. Titles and publication names are free text, so they get full
@@ -7,7 +7,6 @@ XML text escaping; URLs are canonical and dates are stored in W3C form already.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Iterator
 from itertools import islice
@@ -26,14 +25,6 @@ NEWS_TAIL = "</urlset>\n"
 
 # Characters XML 1.0 cannot carry at all, even escaped.
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-_SUBTAG = re.compile(r"[a-z0-9]{1,8}\Z")
-_PRIMARY = re.compile(r"[a-z]{2,3}\Z")
-# ISO 639 codes that name no language: undetermined, multiple, none, uncoded.
-_NOT_A_LANGUAGE = {"und", "mul", "zxx", "mis"}
-# Regions, and Cantonese (`yue`, `zh-yue`), mostly written in Traditional characters.
-_TRADITIONAL = {"tw", "hk", "mo", "yue"}
-# ISO 639-3 languages of the Chinese macrolanguage.
-_CHINESE = {"cmn", "yue", "wuu", "hak", "nan", "gan", "hsn", "cdo", "cjy", "cpx", "czh", "czo"}
 
 
 class NewsItem(NamedTuple):
@@ -88,29 +79,3 @@ def news_files(items: Iterable[NewsItem], max_bytes: int) -> Iterator[tuple[str,
         size += length
     if taken:
         yield NEWS_HEAD + "".join(entries) + NEWS_TAIL, taken
-
-
-# Pages of a site share a handful of languages: each tag is worked out once.
-@functools.lru_cache(maxsize=1024)
-def news_language(tag: str | None) -> str | None:
-    """Return the Google News language for a BCP 47 `tag` (`en`, `zh-cn`, `zh-tw`), or None."""
-    if tag is None:
-        return None
-    primary, *subtags = tag.strip().lower().replace("_", "-").split("-")
-    if not _PRIMARY.match(primary) or primary in _NOT_A_LANGUAGE:
-        return None
-    if not all(_SUBTAG.match(subtag) for subtag in subtags):
-        return None
-    if primary in _CHINESE:
-        # Mandarin, Cantonese, ... (ISO 639-3) are Chinese to Google News.
-        subtags.append(primary)
-        primary = "zh"
-    if primary != "zh":
-        return primary
-    # Google knows only Simplified (zh-cn) and Traditional (zh-tw) Chinese; a script
-    # subtag says which outright, a region or language only implies it.
-    if "hans" in subtags:
-        return "zh-cn"
-    if "hant" in subtags or _TRADITIONAL.intersection(subtags):
-        return "zh-tw"
-    return "zh-cn"

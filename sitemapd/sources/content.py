@@ -6,8 +6,7 @@ Graph tags and schema.org article data (JSON-LD). The body is read only when a c
 selector is configured: then its JSON-LD and the article's images count too.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -23,7 +22,7 @@ from sitemapd.errors import ConfigError, InvalidURL
 from sitemapd.fingerprint import compile_selector, image_source, parse_html, title_text
 from sitemapd.fingerprint.decode import declared_encoding, detected
 from sitemapd.render.extensions import HREFLANG
-from sitemapd.render.news import news_language
+from sitemapd.render.newslanguage import news_language
 
 _BODY = re.compile(rb"<body[\s>]", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")

@@ -5,8 +5,7 @@ and its significant-change fingerprint; other files are fingerprinted by their b
 `load` does all of it from the path, in whichever process reads it.
 """
 
-from __future__ import annotations
-
+# Annotations evaluated, not text: see core/observation.py.
 import os
 from typing import NamedTuple
 
