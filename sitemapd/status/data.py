@@ -251,6 +251,17 @@ def _report(
     cursors, feed_sha = json.loads(cursors), json.loads(feed_sha)
     partition = config.site.partition
     s3 = config.publish.s3
+    held = [
+        {
+            "source": hold.source,
+            "removing": hold.removing,
+            "live": hold.live,
+            "since": hold.since,
+            "reason": hold.reason(),
+            "confirm_command": f"sitemapd build -c {config.path} --confirm-removal",
+        }
+        for hold in holds(conn)
+    ]
     return {
         "schema": SCHEMA,
         "generated_at": now,
@@ -262,7 +273,8 @@ def _report(
             "role": live.role,
         },
         "health": {
-            "ready": not live.problems,
+            # A hold the ledger shows is one whatever the loop has noted yet.
+            "ready": not live.problems and not held,
             "live": not live.faults,
             "problems": mask.all(live.problems),
             "faults": mask.all(live.faults),
@@ -277,17 +289,7 @@ def _report(
             _source(source.name, type(source).__name__, live, epoch, mask)
             for source in config.sources
         ],
-        "holds": [
-            {
-                "source": hold.source,
-                "removing": hold.removing,
-                "live": hold.live,
-                "since": hold.since,
-                "reason": hold.reason(),
-                "confirm_command": f"sitemapd build -c {config.path} --confirm-removal",
-            }
-            for hold in holds(conn)
-        ],
+        "holds": held,
         "counts": {"live_urls": int(live_urls), "shards": int(shards)}
         | _entries(published_counts(config, names)),
         "chart": chart.read(conn, epoch, last, int(cursors.get(BASELINE_CURSOR) or 0)),
