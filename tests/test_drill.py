@@ -245,6 +245,15 @@ def test_pages_holding_control_characters_are_drilled() -> None:
     assert not report.skipped
 
 
+def test_a_page_holding_raw_text_shown_as_is_moves_with_no_change_of_its_surroundings() -> None:
+    # `<xmp>` holds raw text: an HTML serialiser escapes it, a parser does not unescape it.
+    code = "<pre><code><xmp>if a > b && c < d:\n    print('a &amp; b')</xmp></code></pre>"
+    page = article(3, "").replace("</article>", f"{code}</article><div>{teasers(6)}</div>")
+    report = drill([("a", page.encode())], Settings(), TemplateMemory())
+    for name in ("link lists outside the content rotate", "cache-busters, nonces, tokens"):
+        assert (report.rows[name].applied, report.rows[name].moved) == (1, 0), name
+
+
 def test_banners_menus_and_comments_by_any_name_are_not_content() -> None:
     rng = random.Random(3)
 

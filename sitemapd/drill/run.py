@@ -25,6 +25,8 @@ from sitemapd.sources.pages import PageRead, read_file
 # A page that is not valid UTF-8 would be decoded by its own declaration: the BOM wins.
 _BOM = b"\xef\xbb\xbf"
 _RAW = re.compile(r"(<(pre|textarea|script|style)\b.*?</\2>)", re.S | re.I)
+# Raw text elements that a browser shows as preformatted text.
+_ESCAPED_RAW = ("xmp", "plaintext")
 # Control characters a page may hold that lxml will not set as text again: a drill
 # copying a list item that holds one would fail. Browsers show none of them.
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -83,9 +85,16 @@ def parse(data: bytes) -> Element:
     """
     text, _ = decoded(data)
     try:
-        return lxml.html.document_fromstring(_CONTROL.sub("", text))
+        tree = lxml.html.document_fromstring(_CONTROL.sub("", text))
     except (etree.ParserError, ValueError) as exc:
         raise ValueError(f"not an HTML document ({exc})") from exc
+    # The parser reads these as raw text and the serialiser escapes it: each round trip
+    # would add a level of `&amp;` and move the page. `<pre>` shows the same text (a
+    # `<span>` inside one, which a parser would otherwise close).
+    for element in list(tree.iter(*_ESCAPED_RAW)):
+        inside = any(a.tag == "pre" for a in element.iterancestors())
+        element.tag = "span" if inside else "pre"
+    return tree
 
 
 def rewhitespace(text: str) -> str:
