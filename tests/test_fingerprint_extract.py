@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Callable
 
 import pytest
 from lxml import etree
@@ -1090,12 +1091,6 @@ def classified_page(first: int, price: str = "40") -> str:
     )
 
 
-def test_a_carousel_of_the_site_s_posts_is_neither_the_page_s_list_nor_its_text() -> None:
-    before = digest(classified_page(1))
-    assert digest(classified_page(2)) == before
-    assert digest(classified_page(1, "35")) != before
-
-
 def rain_shell_page(first: int, price: str = "59.90") -> str:
     """Return a product page (JSON-LD `Product`) with a short description, above a grid of
     other products a shop turns over."""
@@ -1114,10 +1109,21 @@ def rain_shell_page(first: int, price: str = "59.90") -> str:
     )
 
 
-def test_a_product_page_is_not_the_grid_of_other_products_beside_it() -> None:
-    before = digest(rain_shell_page(1))
-    assert digest(rain_shell_page(2)) == before
-    assert digest(rain_shell_page(1, "49.90")) != before
+@pytest.mark.parametrize(
+    ("page", "price"),
+    [
+        # A carousel of the site's posts is neither the page's list nor its text.
+        (classified_page, "35"),
+        # A product's page is not the grid of other products beside it.
+        (rain_shell_page, "49.90"),
+    ],
+)
+def test_a_short_page_is_not_the_other_pages_turned_over_beside_it(
+    page: Callable[..., str], price: str
+) -> None:
+    before = digest(page(1))
+    assert digest(page(2)) == before
+    assert digest(page(1, price)) != before
 
 
 def test_a_category_page_whose_structured_data_lists_its_products_says_its_grid() -> None:
