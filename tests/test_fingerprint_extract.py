@@ -1193,3 +1193,12 @@ def test_a_headline_set_as_a_trail_s_current_step_stays_the_headline_beside_teas
 
     before = digest(page("Lithium from the shredder"))
     assert digest(page("Lithium from the recycler")) != before
+
+
+def test_text_for_browsers_without_plugins_or_frames_is_not_content() -> None:
+    def page(fallback: str) -> str:
+        return breadcrumb_page(["Home"]).replace(
+            "</article>", f"<noembed>{fallback}</noembed><noframes>{fallback}</noframes></article>"
+        )
+
+    assert digest(page("Your browser cannot show this video.")) == digest(page("Update it."))

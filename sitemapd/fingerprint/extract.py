@@ -1,20 +1,19 @@
 """Find a page's main content: the article, not the template around it.
 
 Works on any template, landmarks or not. Paragraph-like blocks are scored by their text
-(readability's measure: length and commas, discounted by link text) and the scores are
-given to their parents and grandparents (a block of `<br>` lines as the paragraphs they
-are; see `score`); the best container and those of its siblings that score near it are
-the main content; on a blog's home, every post in full (see `posts`). A class or id
+(readability's measure: length and commas, less link text) and the scores are given to
+their parents and grandparents (a block of `<br>` lines as its paragraphs; see `score`);
+the best container and those of its siblings that score near it are the main content;
+every post of a blog's home, a forum thread's every message (see `posts`). A class or id
 saying "content" counts in full only on a block holding a short article's text. Inside
 it, what a reader would not call the article is left out: navigation, forms, asides,
 link lists (most of their text inside `<a>`, whatever their tag: bylines, labels, other
 stories' headlines), and blocks whose class or id names a template part (share bars,
 "related", "most read", comment threads, cookie banners; see `chrome`), and counters'
-labels alone ("27 comments"). Which container wins is judged by its prose, the template
-parts it holds left out, so that a box that rotates does not change the choice. A page
-that is no article is its one `<main>` when it has one, and its main list of items too
-when its prose is short, unless it is a product's (its lists are other products').
-A CSS selector replaces the search.
+labels alone ("27 comments"). Which container wins is judged by its prose less the
+template parts it holds: a box that rotates does not change the choice. A page that is
+no article is its one `<main>` when it has one, and its main list of items too when its
+prose is short, unless it is a product's. A CSS selector replaces the search.
 """
 
 from __future__ import annotations
@@ -52,6 +51,8 @@ NEVER = (
     "script",
     "style",
     "noscript",
+    "noembed",
+    "noframes",
     "template",
     "svg",
     "canvas",
