@@ -102,6 +102,15 @@ def test_bad_json_ld_is_ignored_and_later_blocks_still_count() -> None:
     assert read_page(page(bad)) == read_page(page())
 
 
+def test_character_references_written_into_a_json_ld_headline_are_resolved() -> None:
+    # Some CMSs HTML-escape their JSON-LD: the news sitemap's title says what readers read.
+    head = ld({"@type": "NewsArticle", "headline": "America&#039;s R&amp;D&nbsp; bakery"})
+    assert read_page(page(head)).headline == "America's R&D bakery"
+    # Text that only looks like a reference stays as written.
+    plain = ld({"@type": "NewsArticle", "headline": "Q&A: ask me anything"})
+    assert read_page(page(plain)).headline == "Q&A: ask me anything"
+
+
 def test_date_without_zone_yields_to_one_with_a_zone_else_reads_as_utc() -> None:
     head = ld({"@type": "NewsArticle", "datePublished": "2026-11-20T10:00:00"}) + (
         '<meta property="article:published_time" content="2026-11-19T10:00:00-05:00">'

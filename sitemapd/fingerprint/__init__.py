@@ -23,7 +23,7 @@ from sitemapd.fingerprint.assets import asset, image_parts, image_source
 from sitemapd.fingerprint.chrome import Element, elements
 from sitemapd.fingerprint.decode import decoded
 from sitemapd.fingerprint.extract import NEVER, describe, drop, fragments, main_content, outside
-from sitemapd.fingerprint.headline import headline, own_articles, title_text
+from sitemapd.fingerprint.headline import headline, ld_text, own_articles, title_text
 from sitemapd.fingerprint.material import Material, kept, material
 from sitemapd.fingerprint.score import normal, text_nodes, text_of
 from sitemapd.fingerprint.template import TemplateMemory, shape
@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 # Bumped whenever a change to this package can give an unchanged page another digest.
-FINGERPRINT_VERSION = 14
+FINGERPRINT_VERSION = 15
 # Characters of main text below which the site's template is not left out.
 MIN_KEPT = 140
 # Plain elements: lxml.html's element classes cost a Python lookup per element.
@@ -381,7 +381,7 @@ def _breadcrumb(element: Element) -> bool:
 def _ld_values(value: object, name: str) -> Iterator[str]:
     """Yield the texts of a JSON-LD field: strings, names of persons, image URLs."""
     if isinstance(value, str):
-        yield asset(value) if name == "image" else normal(value)
+        yield asset(value) if name == "image" else normal(ld_text(value))
     elif isinstance(value, list):
         for item in value[:50]:
             yield from _ld_values(item, name)

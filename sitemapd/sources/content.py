@@ -21,6 +21,7 @@ from sitemapd.core.urls import Origin, URLPolicy
 from sitemapd.errors import ConfigError, InvalidURL
 from sitemapd.fingerprint import compile_selector, image_source, parse_html, title_text
 from sitemapd.fingerprint.decode import declared_encoding, detected
+from sitemapd.fingerprint.headline import ld_text
 from sitemapd.render.extensions import HREFLANG
 from sitemapd.render.newslanguage import news_language
 
@@ -202,6 +203,9 @@ def _json_ld(data: bytes, whole: bytes) -> tuple[list[object], str | None, bool]
     the page `whole` or its head."""
     articles = ld_articles(data, whole)
     headline = next((h for h in (_text(a.get("headline")) for a in articles) if h), None)
+    if headline is not None:
+        # "&nbsp;" resolved is a space too.
+        headline = _text(ld_text(headline))
     return [a.get("datePublished") for a in articles], headline, bool(articles)
 
 
