@@ -7,7 +7,6 @@ A section whose id is its heading's slug names nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Set
 from functools import lru_cache
 
 from lxml import etree
@@ -16,7 +15,8 @@ from sitemapd.fingerprint import shapes
 
 # Class and id words of template parts (and `_COMMENT_WORDS`); a word of _ARTICLE_WORDS
 # in the same element wins. The word lists are sets, matched against a name's whole
-# words: as regular expressions they cost every start 13 M instructions to compile.
+# words: as regular expressions they cost every start 13 M instructions to compile, as
+# sets (with every run-together word) 1.5 M to build.
 _TEMPLATE_WORDS = {
     "nav",
     "navbar",
@@ -63,8 +63,8 @@ _TEMPLATE_WORDS = {
     "popup",
     "overlay",
 }
-# A template word run together with the part it names, in one word: "relatedarticles",
-# "sharebar", "footerlinks".
+# What a template word names, run together with it in one word ("relatedarticles",
+# "sharebar", "footerlinks": `_TEMPLATE_COMPOUND`).
 _TEMPLATE_PARTS = {
     "article",
     "articles",
@@ -93,6 +93,7 @@ _TEMPLATE_PARTS = {
     "column",
     "content",
 }
+_TEMPLATE_COMPOUND = {word + part for word in _TEMPLATE_WORDS for part in _TEMPLATE_PARTS}
 # Words that name template parts on some sites and content on others (page builders
 # wrap articles in "widgets"): such a block is template only when it is mostly links
 # or too short to say anything.
@@ -137,9 +138,9 @@ _ARTICLE_WORDS = {
 }
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 # Words of a readers' comment thread (WordPress, Drupal, Disqus, in the languages whose
-# counters `chrome` reads), alone or after an article word in one name ("post-comments",
-# "article_comments", "postcomments"): the thread is the article's, not the article.
-_COMMENT_WORDS = {
+# counters `chrome` reads): in one name with an article word ("post-comments",
+# "article_comments", "postcomments"), the thread is the article's, not the article.
+_COMMENTS = {
     "comment",
     "comments",
     "commentlist",
@@ -157,6 +158,7 @@ _COMMENT_WORDS = {
     "komentarz",
     "komentarze",
 }
+_COMMENT_WORDS = _COMMENTS | {article + word for article in _ARTICLE_WORDS for word in _COMMENTS}
 # Carousels and sliders (and the libraries that draw them): a box that turns its items
 # over, never the page's own list.
 _CAROUSEL = re.compile(
@@ -223,26 +225,13 @@ def _names(classes: str | None, ident: str | None) -> tuple[bool, bool, bool, bo
     article = any(
         w in _ARTICLE_WORDS
         for name in names.split()
-        if not any(_comment(p) for p in _WORD_SPLIT.split(name))
+        if not any(p in _COMMENT_WORDS for p in _WORD_SPLIT.split(name))
         for w in _WORD_SPLIT.split(name)
     )
     return (
         article,
-        any(
-            w in _TEMPLATE_WORDS or _comment(w) or _joined(w, _TEMPLATE_WORDS, _TEMPLATE_PARTS)
-            for w in words
-        )
+        any(w in _TEMPLATE_WORDS or w in _COMMENT_WORDS or w in _TEMPLATE_COMPOUND for w in words)
         or bool(_TEMPLATE_PHRASES.search(names)),
         any(w in _WEAK_WORDS for w in words),
-        not article and any(_comment(w) for w in words),
+        not article and any(w in _COMMENT_WORDS for w in words),
     )
-
-
-def _comment(word: str) -> bool:
-    """True when `word` names a comment thread, alone or after an article word."""
-    return word in _COMMENT_WORDS or _joined(word, _ARTICLE_WORDS, _COMMENT_WORDS)
-
-
-def _joined(word: str, heads: Set[str], tails: Set[str]) -> bool:
-    """True when `word` is a word of `heads` run together with a word of `tails`."""
-    return any(word[:i] in heads and word[i:] in tails for i in range(1, len(word)))
