@@ -1071,6 +1071,44 @@ def test_an_h1_in_a_breadcrumb_trail_beside_the_page_s_own_is_not_its_headline()
     assert digest(page("Jeans Oflek").replace("<h1>Oflek", "<h1>Oflek II")) != before
 
 
+def hero_page(trail: list[str], headline: str = "Get free tax help") -> str:
+    """Return a page whose header holds its breadcrumb trail and its headline, no more."""
+    steps = "".join(f"<li><a href='/{n}'>{step}</a></li>" for n, step in enumerate(trail))
+    return (
+        f"<html><head><title>{headline} | City services</title></head><body><main>"
+        f"<section class='hero'><ol>{steps}</ol><h1>{headline}</h1></section>"
+        "<div><p>Volunteers prepare returns for households that earned less than the "
+        "limit last year, at the library on Tuesdays and at the town hall on Fridays.</p>"
+        "<p>Bring your letters from the tax office, your bank details and a photo "
+        "identity document for everyone named on the return.</p></div></main></body></html>"
+    )
+
+
+def test_a_header_holding_the_headline_is_no_link_list_however_long_its_trail() -> None:
+    before = digest(hero_page(["Home", "Help"]))
+    assert digest(hero_page(["Home", "Get help", "Taxes", "Free help"])) == before
+    assert digest(hero_page(["Home", "Help"], "Get free tax advice")) != before
+
+
+def question_page(tags: list[str], word: str = "paper") -> str:
+    """Return a question whose notice under it lists its tags between two captions."""
+    links = "".join(f"<a href='/tags/{tag}'>{tag}</a>" for tag in tags)
+    return (
+        "<html><head><title>Catering for forty people</title></head><body><main>"
+        "<h1>Catering for forty people</h1><div class='post'><p>I am starting a catering "
+        f"service, casual for now, with {word} plates and plastic cutlery, for events of "
+        "about forty people. How do I keep curry and rice warm for three hours?</p></div>"
+        f"<div class='notice'>Explore related questions<div>{links}</div>"
+        "See similar questions with these tags.</div></main></body></html>"
+    )
+
+
+def test_a_caption_beside_a_list_of_tags_is_no_row_of_links_whatever_the_tags() -> None:
+    before = digest(question_page(["equipment", "bulk-cooking", "catering"]))
+    assert digest(question_page(["budget", "equipment", "bulk-cooking"])) == before
+    assert digest(question_page(["equipment", "bulk-cooking", "catering"], "china")) != before
+
+
 def classified_page(first: int, price: str = "40") -> str:
     """Return a classified ad too short to score, above a carousel of the site's posts."""
     slides = "".join(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from itertools import islice
 
 from lxml import etree
 
@@ -226,6 +227,9 @@ def template_reason(
             # What is left without named parts says less than the whole outside links:
             # measured only where the whole says something.
             and (text - links < _SHORT_LINKED or _linked(*sizes.unnamed(element)))
+            # A page's header: its headline under the breadcrumb trail, whose share of
+            # links moves with the trail's steps.
+            and not _holds_headline(element)
         ):
             return f"link list ({round(100 * links / text)}% link text)"
         # A row of links holds no heading: an article's header (its headline above a
@@ -236,6 +240,7 @@ def template_reason(
                 count >= _ROW_COUNT
                 and text - links < _ROW_OWN * count
                 and next(element.iter(*shapes.HEADINGS), None) is None
+                and _row_share(element, sizes) > _ROW_LINKS
             ):
                 return f"row of links ({round(100 * links / text)}% link text)"
         # However short its links: a pager's numbers, an alphabet's letters.
@@ -274,6 +279,35 @@ def counter(element: Element, text: str, root: Element) -> bool:
         if block is root:
             break
     return True
+
+
+def _row_share(element: Element, sizes: Sizes) -> float:
+    """Return the share of links in `element`'s text outside the blocks in it that are
+    nothing but links (a list of tags between its captions): such a list is a link list
+    of its own, and whether the captions are a row must not hang on the list's words."""
+    text, links = sizes.text[element], sizes.links[element]
+    blocks = list(element)
+    while blocks:
+        block = blocks.pop()
+        said = sizes.text.get(block, 0)
+        if not said or block.tag == "a":
+            continue
+        if sizes.links[block] == said and _link_count(block) >= 2:
+            text -= said
+            links -= said
+        else:
+            blocks.extend(block)
+    return links / text if text > 0 else 0.0
+
+
+def _holds_headline(element: Element) -> bool:
+    """True when `element` holds one `<h1>`, neither linked nor linking: a headline, not
+    another story's title in a list."""
+    found = list(islice(element.iter("h1"), 2))
+    if len(found) != 1:
+        return False
+    h1 = found[0]
+    return next(h1.iter("a"), None) is None and all(a.tag != "a" for a in h1.iterancestors())
 
 
 def _holds_prose(element: Element, sizes: Sizes) -> bool:
