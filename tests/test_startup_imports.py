@@ -99,8 +99,8 @@ def test_a_quiet_build_loads_no_engine_and_no_gzip(listed: tuple[Path, Path]) ->
     assert not {"sitemapd.engine.engine", "gzip"} & modules
     assert "sitemapd.cli.unchanged" in modules
     # Nor dataclasses, whose `inspect` (with `ast`, `dis` and `tokenize`) is a sixth of
-    # the start-up's instructions.
-    assert not {"dataclasses", "inspect"} & modules
+    # the start-up's instructions; nor `logging`, as the build shows no record.
+    assert not {"dataclasses", "inspect", "logging"} & modules
 
 
 def test_status_and_check_config_load_what_they_report(listed: tuple[Path, Path]) -> None:
@@ -115,6 +115,8 @@ def test_status_and_check_config_load_what_they_report(listed: tuple[Path, Path]
     checked = imported("check-config", "-c", str(config))
     assert not {"json", "concurrent.futures", "sitemapd.ledger.journal"} & checked
     assert not {"dataclasses", "inspect"} & (status | checked)
+    # A command that shows no record loads no `logging` (with traceback and threading).
+    assert "logging" not in status | checked
 
 
 def test_explain_loads_no_dataclasses(tmp_path: Path) -> None:
@@ -142,3 +144,4 @@ def test_explain_loads_no_dataclasses(tmp_path: Path) -> None:
     assert not {"sitemapd.render.news", "sitemapd.render.sitemap"} & modules
     # Nor OpenSSL: the fingerprint's blake2b is hashlib's own, taken from `_blake2`.
     assert "hashlib" not in modules
+    assert "logging" not in modules

@@ -13,7 +13,6 @@ the log from the snapshot's position.
 from __future__ import annotations
 
 import json
-import logging
 import math
 import struct
 import time
@@ -44,9 +43,10 @@ from sitemapd.config.changelog import (
     redact,
     source_error,
 )
+from sitemapd.core import logs
 from sitemapd.errors import ConfigError, SourceError
 
-log = logging.getLogger("sitemapd.changelog")
+log = logs.Logger("sitemapd.changelog")
 
 CONNECT_TIMEOUT = 10
 # After a read that found rows, the log is read again once it has been quiet this long,

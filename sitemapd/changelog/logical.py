@@ -12,7 +12,6 @@ lacks, and what it has is skipped by position.
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from collections.abc import Iterator
@@ -45,9 +44,10 @@ from sitemapd.config.changelog import (
     redact,
     source_error,
 )
+from sitemapd.core import logs
 from sitemapd.errors import ConfigError, SourceError
 
-log = logging.getLogger("sitemapd.changelog")
+log = logs.Logger("sitemapd.changelog")
 
 # How long a read waits for the first message when none is buffered: the stream is
 # live, so this only bounds a poll that finds nothing.

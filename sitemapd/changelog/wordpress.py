@@ -15,7 +15,6 @@ author's nicename) and what polling cannot see catch up then.
 from __future__ import annotations
 
 import json
-import logging
 import math
 import time
 from collections.abc import Iterator
@@ -37,9 +36,10 @@ from sitemapd.config.changelog import (
     redact,
     source_error,
 )
+from sitemapd.core import logs
 from sitemapd.errors import ConfigError, SourceError
 
-log = logging.getLogger("sitemapd.changelog")
+log = logs.Logger("sitemapd.changelog")
 
 # A row's key: the columns of its permalink, the slug last (it holds no '|').
 _KEY = "{ID}|{post_type}|{post_parent}|{post_author}|{post_date}|{post_name}"

@@ -8,7 +8,6 @@ gives each item's link and date.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
@@ -18,13 +17,13 @@ from urllib.parse import unquote, urlsplit
 
 from lxml import etree
 
-from sitemapd.core import w3c
+from sitemapd.core import logs, w3c
 from sitemapd.core.urls import URLPolicy
 from sitemapd.core.words import count
 from sitemapd.errors import InvalidURL, SitemapdError
 from sitemapd.render.sitemapfile import Entry, entries, open_sitemap, root_tag
 
-log = logging.getLogger("sitemapd.importer")
+log = logs.Logger("sitemapd.importer")
 
 
 @dataclass

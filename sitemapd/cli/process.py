@@ -1,5 +1,5 @@
-"""Process set-up at start: logging to stderr (one event a line, no timestamps under
-journald), the open-files limit (raised so that sockets never starve content reads), the
+"""Process set-up at start: logging to stderr (`logsetup`, once a record is shown), the
+open-files limit (raised so that sockets never starve content reads), the
 garbage collector turned on once the modules are loaded, and an exit without the
 interpreter's last search for garbage."""
 
@@ -7,46 +7,24 @@ from __future__ import annotations
 
 import atexit
 import gc
-import logging
-import os
-import re
 import resource
-import sys
 
-log = logging.getLogger("sitemapd.fdlimit")
+from sitemapd.core import logs
 
-# Characters that would garble a log line or hide in it (NUL, CR, other controls, a
-# byte-order mark, Unicode line separators) when inputs carry them into a message. A line
-# feed stays: inputs cannot carry one into a message (file names are shown escaped), and
-# a worker's traceback is logged with its lines. Kept as text: `re` compiles it with the
-# first record, and a command that logs nothing does not.
-_UNPRINTABLE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\ufeff\u2028\u2029]"
-
-
-class _Escaping(logging.Formatter):
-    """Formats a record with the control characters of its message escaped (`\\x00`,
-    `\\r`, `\\ufeff`), as Python spells them."""
-
-    def formatMessage(self, record: logging.LogRecord) -> str:
-        text = super().formatMessage(record)
-        return re.sub(_UNPRINTABLE, lambda m: repr(m.group())[1:-1], text)
+log = logs.Logger("sitemapd.fdlimit")
 
 
 def configure(level: str) -> None:
-    """Send sitemapd's log records to stderr at `level` (a logging level name), and the
-    warnings of the libraries it watches with (watchdog) in the same format."""
-    # journald stamps every line itself; a second timestamp is noise.
-    if os.environ.get("JOURNAL_STREAM"):
-        fmt = "%(levelname)s %(name)s: %(message)s"
-    else:
-        fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_Escaping(fmt))
-    for name, at in (("sitemapd", level.upper()), ("watchdog", "WARNING")):
-        logger = logging.getLogger(name)
-        logger.handlers[:] = [handler]
-        logger.setLevel(at)
-        logger.propagate = False
+    """Send sitemapd's log records to stderr at `level` (a name `--log-level` takes), and
+    the warnings of the libraries it watches with (watchdog) in the same format: set up
+    before the first record shown, `logging` unloaded until then (`core.logs`)."""
+
+    def set_up() -> None:
+        from sitemapd.cli import logsetup
+
+        logsetup.to_stderr(level)
+
+    logs.defer(set_up, logs.LEVELS[level])
 
 
 def raise_open_files_limit() -> None:

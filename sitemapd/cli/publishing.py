@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from collections.abc import Callable
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING
 from sitemapd import config
 from sitemapd.cli import process, unchanged
 from sitemapd.cli.common import errors_exit, locked_engine, opened_engine, progress_bar
+from sitemapd.core import logs
 from sitemapd.core.words import count
 from sitemapd.errors import LockError
 from sitemapd.ledger.lock import StateLock
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 # The engine, the publisher and what they use load in the bodies of the commands that run
 # them: a build that finds nothing changed (unchanged.py) ends without them.
 
-log = logging.getLogger("sitemapd.build")
+log = logs.Logger("sitemapd.build")
 
 
 def _print_dry_run(cfg: config.Config, as_json: bool, confirm_removal: bool = False) -> None:
@@ -113,7 +113,8 @@ def _build(
     from sitemapd.publish import ownership
     from sitemapd.status import problems
 
-    with StateLock(cfg.site.state_dir), unchanged.hearing() as heard:
+    with StateLock(cfg.site.state_dir):
+        heard = unchanged.Heard()
         read = unchanged.inputs(cfg)
         with opened_engine(cfg) as engine, progress_bar(cfg) as bar:
             ownership.claim(cfg, engine.ledger.published_records().get)
@@ -176,6 +177,9 @@ def run(config_path: Path, dry_run: bool, as_json: bool) -> None:
     from sitemapd.daemon.daemon import Daemon
     from sitemapd.publish import ownership
 
+    # The daemon loads `logging` with its libraries: set up now, their warnings (watchdog's)
+    # show in sitemapd's format from the start.
+    logs.settle()
     process.raise_open_files_limit()
     with StateLock(cfg.site.state_dir) as lock:
         unchanged.forget(cfg.site.state_dir)

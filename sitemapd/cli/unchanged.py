@@ -25,18 +25,17 @@ and with what is owed).
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
 import stat
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import sitemapd
 from sitemapd import __version__
 from sitemapd.config import Config, UrlListSource
+from sitemapd.core import logs
 from sitemapd.core.durable import freeing
 from sitemapd.core.filedigest import Place, matching, open_regular
 from sitemapd.ledger.lock import StateLock
@@ -47,7 +46,7 @@ if TYPE_CHECKING:
 
     from sitemapd.ledger.ledger import Ledger
 
-log = logging.getLogger("sitemapd.build")
+log = logs.Logger("sitemapd.build")
 # Where this sitemapd's modules are, as the prefix of their files' paths: kept as text,
 # as their paths are (a Path of each of a build's ~80 files cost 2 ms).
 _PACKAGE = os.path.join(os.path.dirname(sitemapd.__file__), "")
@@ -68,29 +67,19 @@ def eligible(cfg: Config) -> bool:
     )
 
 
-class Heard(logging.Handler):
-    """Whether sitemapd logged a warning or an error while this was attached: a build
-    that did would log it again, so it did not end quiet."""
+class Heard:
+    """Whether sitemapd showed a warning or an error since this was made: a build that
+    did would show it again, so it did not end quiet."""
 
     def __init__(self) -> None:
-        super().__init__(logging.WARNING)
+        self._before = logs.warned()
         # Warnings the log level hides cannot be heard: they count as said.
-        self.said = not logging.getLogger("sitemapd").isEnabledFor(logging.WARNING)
+        self._hidden = not log.isEnabledFor(logs.WARNING)
 
-    def emit(self, record: logging.LogRecord) -> None:
-        self.said = True
-
-
-@contextlib.contextmanager
-def hearing() -> Iterator[Heard]:
-    """Yield a Heard attached to sitemapd's logger until the block ends."""
-    heard = Heard()
-    logger = logging.getLogger("sitemapd")
-    logger.addHandler(heard)
-    try:
-        yield heard
-    finally:
-        logger.removeHandler(heard)
+    @property
+    def said(self) -> bool:
+        """True when a warning was shown since, or the log level hides them."""
+        return self._hidden or logs.warned() > self._before
 
 
 def as_noted(cfg: Config) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import math
 import re
 import threading
@@ -15,10 +14,10 @@ from typing import Any, NamedTuple, overload
 from urllib.parse import unquote, urlsplit
 
 from sitemapd.config.urltemplate import template_fields
-from sitemapd.core import w3c
+from sitemapd.core import logs, w3c
 from sitemapd.errors import ConfigError, SourceError
 
-log = logging.getLogger("sitemapd.changelog")
+log = logs.Logger("sitemapd.changelog")
 
 # backlog() counts at most this many rows: a health figure, not an audit.
 MAX_BACKLOG = 1_000_000

@@ -10,7 +10,6 @@ its watchers and its health, around the state they share.
 from __future__ import annotations
 
 import functools
-import logging
 import signal
 import threading
 from types import FrameType
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING
 from sitemapd import config as config_module
 from sitemapd.config import Config
 from sitemapd.config.sources import AccessLogSource, ChangelogSource
+from sitemapd.core import logs
 from sitemapd.daemon.fleet import Fleet
 from sitemapd.daemon.health import Health
 from sitemapd.daemon.loop import BatchLoop
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from sitemapd.daemon.sidecar import Sidecar
 
-log = logging.getLogger("sitemapd.daemon")
+log = logs.Logger("sitemapd.daemon")
 
 _HEALTH_EVERY = 2.0  # seconds between watcher health checks
 # Seconds between re-renders of what ages with time (news sitemaps, the feed window).

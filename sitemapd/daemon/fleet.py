@@ -3,14 +3,14 @@ and publish everything owed when it is taken."""
 
 from __future__ import annotations
 
-import logging
 import threading
 
+from sitemapd.core import logs
 from sitemapd.daemon.state import DaemonState
 from sitemapd.daemon.workqueue import TAKEOVER
 from sitemapd.errors import SitemapdError
 
-log = logging.getLogger("sitemapd.daemon")
+log = logs.Logger("sitemapd.daemon")
 
 
 class Fleet:

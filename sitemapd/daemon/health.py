@@ -4,13 +4,12 @@ may cure (for /livez and WATCHDOG=1), the one-line status and the saved health r
 from __future__ import annotations
 
 import json
-import logging
 import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from sitemapd.core import w3c
+from sitemapd.core import logs, w3c
 from sitemapd.core.words import count
 from sitemapd.daemon.fleet import Fleet
 from sitemapd.daemon.loop import BatchLoop
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
     from sitemapd.daemon.watch import Watcher
     from sitemapd.status.data import LiveState
 
-log = logging.getLogger("sitemapd.daemon")
+log = logs.Logger("sitemapd.daemon")
 
 
 class Health:

@@ -3,13 +3,12 @@ transaction and one publish, retries what failed and hands notifications to the 
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 
 from sitemapd.changelog.walretention import SlotWatch
 from sitemapd.config.sources import ChangelogSource
-from sitemapd.core import w3c
+from sitemapd.core import logs, w3c
 from sitemapd.daemon.state import DaemonState
 from sitemapd.daemon.watching import OUTPUT_WATCH
 from sitemapd.daemon.workqueue import REFRESH, TAKEOVER
@@ -19,7 +18,7 @@ from sitemapd.errors import SitemapdError
 from sitemapd.ledger import removals
 from sitemapd.notify import outbox
 
-log = logging.getLogger("sitemapd.daemon")
+log = logs.Logger("sitemapd.daemon")
 
 _MAX_BACKOFF = 60.0
 
@@ -266,7 +265,7 @@ class BatchLoop:
                 message = f"batch failed ({exc}); reconciling its sources in {delay:.0f}s"
                 self.state.last_error = (w3c.now(), message)
                 bug = not isinstance(exc, SitemapdError | OSError)
-                log.log(logging.ERROR, message, exc_info=bug)
+                log.log(logs.ERROR, message, exc_info=bug)
                 for name in batch.paths.keys() | batch.rescan:
                     self.state.queue.add_rescan(name)
                 for task in batch.tasks:

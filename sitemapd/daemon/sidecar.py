@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
-import logging
 import os
 import re
 import resource
@@ -39,12 +38,13 @@ from urllib.parse import unquote, urlsplit
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from sitemapd.config.daemon import parse_listen
+from sitemapd.core import logs
 from sitemapd.daemon.prometheus import Exported
 from sitemapd.daemon.statuspage import PATHS as STATUS_PATHS
 from sitemapd.daemon.statuspage import StatusPage
 from sitemapd.ledger.ledger import is_published
 
-log = logging.getLogger("sitemapd.sidecar")
+log = logs.Logger("sitemapd.sidecar")
 
 # Seconds a client may take to send a request head, counted from the connection or from
 # the end of the previous response.

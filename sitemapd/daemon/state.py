@@ -3,12 +3,11 @@ writer holds per batch, the work queue, and the errors a status report shows."""
 
 from __future__ import annotations
 
-import logging
 import threading
 from pathlib import Path
 
 from sitemapd.config import Config
-from sitemapd.core import w3c
+from sitemapd.core import logs, w3c
 from sitemapd.daemon.metrics import Metrics
 from sitemapd.daemon.systemd import Notifier
 from sitemapd.daemon.workqueue import WorkQueue
@@ -16,7 +15,7 @@ from sitemapd.engine.engine import Engine
 from sitemapd.ledger.lock import StateLock
 from sitemapd.notify.outbox import Courier
 
-log = logging.getLogger("sitemapd.daemon")
+log = logs.Logger("sitemapd.daemon")
 
 
 class DaemonState:

@@ -4,7 +4,6 @@ history with `?url=URL`."""
 from __future__ import annotations
 
 import json
-import logging
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,10 +12,11 @@ from pathlib import Path
 from urllib.parse import parse_qs
 
 from sitemapd.config import Config
+from sitemapd.core import logs
 from sitemapd.status.data import LiveState, StatusData
 from sitemapd.status.html import render_report, render_url
 
-log = logging.getLogger("sitemapd.statuspage")
+log = logs.Logger("sitemapd.statuspage")
 
 PATHS = ("/status", "/status.json")
 _HTML = "text/html; charset=utf-8"

@@ -10,7 +10,6 @@ read once its writer closes it (inotify reports the close), not between two of i
 from __future__ import annotations
 
 import errno
-import logging
 import os
 import threading
 import time
@@ -35,9 +34,10 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
 from sitemapd.config.sources import DirectorySource, SourceConfig, UrlListSource
+from sitemapd.core import logs
 from sitemapd.sources.base import skipped_below
 
-log = logging.getLogger("sitemapd.watch")
+log = logs.Logger("sitemapd.watch")
 
 # Events that can mean content changed; opened / closed-no-write / dir-modified cannot.
 _EVENTS: list[type[FileSystemEvent]] = [

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 
 from sitemapd.changelog import notifies
 from sitemapd.config.sources import ChangelogSource, DirectorySource, UrlListSource
+from sitemapd.core import logs
 from sitemapd.daemon.state import DaemonState
 from sitemapd.errors import SitemapdError
 
 if TYPE_CHECKING:
     from sitemapd.daemon.watch import OutputWatcher, Watcher
 
-log = logging.getLogger("sitemapd.daemon")
+log = logs.Logger("sitemapd.daemon")
 
 ROBOTS_WATCH = "robots.txt"  # the watcher of a robots.txt outside every source root
 OUTPUT_WATCH = "output"  # the watcher of sitemapd's own names in the output folder

@@ -4,19 +4,19 @@ in the ledger (a feed fetched moves the feed window)."""
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from sitemapd.config import Config
 from sitemapd.config.sources import AccessLogSource
+from sitemapd.core import logs
 from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import InvalidURL, SourceError
 
 if TYPE_CHECKING:
     from sitemapd.ledger.ledger import Ledger
 
-log = logging.getLogger("sitemapd.engine")
+log = logs.Logger("sitemapd.engine")
 
 
 def read_access_log(

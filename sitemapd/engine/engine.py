@@ -1,7 +1,6 @@
 """The engine: scan sources, apply to the ledger, publish. `build` and the daemon share it."""
 
 # Annotations evaluated, not text: see core/observation.py.
-import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING
 from sitemapd import sources
 from sitemapd.config import Config
 from sitemapd.config.sources import ChangelogSource, ContentSource, DirectorySource
-from sitemapd.core import w3c
+from sitemapd.core import logs, w3c
 from sitemapd.core.urls import URLPolicy
 from sitemapd.engine.accesslogs import access_logs, read_access_logs
 from sitemapd.engine.progress import Progress, log_report
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
     from sitemapd.changelog import Reader
     from sitemapd.publish.lease import Lease
 
-log = logging.getLogger("sitemapd.engine")
+log = logs.Logger("sitemapd.engine")
 
 
 class BuildResult:
@@ -335,7 +334,7 @@ class Engine:
             self.adopting = False
         seconds = time.perf_counter() - started
         log.log(
-            logging.INFO if report.written or changes.changed else logging.DEBUG,
+            logs.INFO if report.written or changes.changed else logs.DEBUG,
             "%s: %d new, %d updated, %d gone, %d invalid; wrote %d files (%d bytes) in %.2fs",
             "dry run, not published" if self.publisher.dry_run else "published",
             changes.new,

@@ -7,7 +7,6 @@ raises Interrupted so that the transaction is rolled back and nothing is half-ap
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
@@ -15,11 +14,12 @@ from collections.abc import Callable, Iterable, Iterator
 
 from sitemapd.config import Config
 from sitemapd.config.sources import DirectorySource
+from sitemapd.core import logs
 from sitemapd.core.globs import compile_globs
 from sitemapd.core.observation import Changes, Item, ListChunk, Observation, Seen
 from sitemapd.errors import Interrupted
 
-log = logging.getLogger("sitemapd.progress")
+log = logs.Logger("sitemapd.progress")
 
 LOG_EVERY = 10.0  # seconds between INFO lines of progress
 STATUS_EVERY = 1.0  # seconds between STATUS= messages to systemd

@@ -3,13 +3,12 @@ keeps one writer per bucket, and the lastmods a new ledger adopts from what is p
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from typing import TYPE_CHECKING
 
 from sitemapd.config import Config
-from sitemapd.core import w3c
+from sitemapd.core import logs, w3c
 from sitemapd.errors import PublishError
 from sitemapd.publish import manifest
 from sitemapd.publish.publisher import Publisher
@@ -18,7 +17,7 @@ if TYPE_CHECKING:
     from sitemapd.ledger.ledger import Ledger
     from sitemapd.publish.lease import Lease
 
-log = logging.getLogger("sitemapd.engine")
+log = logs.Logger("sitemapd.engine")
 
 
 class Target:

@@ -3,7 +3,6 @@ removals, keeping what a source gave before it failed part-way."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from itertools import chain
 from typing import TYPE_CHECKING
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING
 from sitemapd import sources
 from sitemapd.config import Config
 from sitemapd.config.sources import ChangelogSource
+from sitemapd.core import logs
 from sitemapd.core.observation import Item, Unreadable
 from sitemapd.engine.progress import Progress
 from sitemapd.errors import SourceError
@@ -20,7 +20,7 @@ from sitemapd.ledger.removals import RemovalGuard
 if TYPE_CHECKING:
     from sitemapd.ledger.ledger import Ledger
 
-log = logging.getLogger("sitemapd.engine")
+log = logs.Logger("sitemapd.engine")
 
 
 def removal_guard(config: Config, scans: list[sources.Scan], confirm: bool) -> RemovalGuard:

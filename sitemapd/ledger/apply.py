@@ -6,11 +6,11 @@ are inserted without lookups and the indexes are built once at the end.
 
 from __future__ import annotations
 
-import logging
 import os
 import sqlite3
 from collections.abc import Collection, Iterable
 
+from sitemapd.core import logs
 from sitemapd.core.observation import (
     Changes,
     Checkpoint,
@@ -39,7 +39,7 @@ from sitemapd.ledger.schema import (
     insert_rows,
 )
 
-log = logging.getLogger("sitemapd.ledger")
+log = logs.Logger("sitemapd.ledger")
 # Rows a run updates with the shard edits noted (edits.py): each costs SQLite twice its
 # time, worth it for the few rows a publish splices into a shard's published bytes.
 NOTED_MOST = 500

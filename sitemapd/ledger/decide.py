@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
+from sitemapd.core import logs
 from sitemapd.core.observation import (
     Gone,
     Observation,
@@ -29,7 +29,7 @@ from sitemapd.ledger.schema import (
 from sitemapd.ledger.urlrow import UrlRow
 from sitemapd.render.sitemap import entry_size
 
-log = logging.getLogger("sitemapd.ledger")
+log = logs.Logger("sitemapd.ledger")
 
 # Rows read or written per statement: a source that lost a million URLs is not held whole.
 CHUNK = 2000

@@ -7,7 +7,6 @@ Its queries by job live in the modules it is made of (rendering, journal, crawls
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import sqlite3
 import threading
@@ -15,7 +14,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from sitemapd.core import w3c
+from sitemapd.core import logs, w3c
 from sitemapd.core.durable import freeing, fsync_dir
 from sitemapd.core.observation import Item
 from sitemapd.errors import LedgerError
@@ -39,7 +38,7 @@ from sitemapd.ledger.transaction import Transaction
 from sitemapd.ledger.writeback import EarlyWriteback
 from sitemapd.render.sitemap import entry_size
 
-log = logging.getLogger("sitemapd.ledger")
+log = logs.Logger("sitemapd.ledger")
 # SQLite's default: the commit that takes the WAL past this many pages copies it back.
 _AUTOCHECKPOINT = 1000
 # How long a write waits for another connection's lock.

@@ -15,13 +15,13 @@ URL of theirs is listed elsewhere) and a full read give the same ledger.
 """
 
 # Annotations evaluated, not text: see core/observation.py.
-import logging
 from array import array
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING
 
+from sitemapd.core import logs
 from sitemapd.core.listlines import ListLines
 from sitemapd.core.observation import Gone, ListChunk, Observation, Seen
 from sitemapd.ledger.listqueries import batches, listed_ids
@@ -32,7 +32,7 @@ from sitemapd.ledger.spool import ShardSpool, SpooledShard
 if TYPE_CHECKING:
     from sitemapd.ledger.listfirst import FirstLoad
 
-log = logging.getLogger("sitemapd.ledger")
+log = logs.Logger("sitemapd.ledger")
 
 _BATCH = 2000
 # Staged lines of a list whose URLs `ListLoad` keeps to tell that none is listed twice.

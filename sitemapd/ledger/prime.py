@@ -14,13 +14,14 @@ never syncs the WAL at all.
 
 from __future__ import annotations
 
-import logging
 import os
 import sqlite3
 import threading
 from pathlib import Path
 
-log = logging.getLogger("sitemapd.ledger")
+from sitemapd.core import logs
+
+log = logs.Logger("sitemapd.ledger")
 
 
 class Primer:

@@ -19,7 +19,6 @@ place too.
 """
 
 # Annotations evaluated, not text: see core/observation.py.
-import logging
 import os
 import zlib
 from collections import deque
@@ -28,12 +27,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
-from sitemapd.core import docdigest
+from sitemapd.core import docdigest, logs
 from sitemapd.ledger.shards import ShardState
 from sitemapd.render.members import HEADER_MEMBER, boundaries, labelled
 from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, column_entries, manifest_lines
 
-log = logging.getLogger("sitemapd.ledger")
+log = logs.Logger("sitemapd.ledger")
 
 _T = TypeVar("_T")
 

@@ -16,13 +16,14 @@ is no `fdatasync` (macOS), and on any error, the commit does it all.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-log = logging.getLogger(__name__)
+from sitemapd.core import logs
+
+log = logs.Logger(__name__)
 
 _INTERVAL = 0.25
 # Once the rows are in (`hurry`): the URL index built next writes its pages in its last

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import heapq
 import json
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -20,14 +19,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sitemapd.config import Config
-from sitemapd.core import w3c
+from sitemapd.core import logs, w3c
 from sitemapd.ledger.model import BASELINE_CURSOR, PUBLISHED_CURSOR
 
 if TYPE_CHECKING:
     from sitemapd.ledger.ledger import Ledger
     from sitemapd.notify import Outcome
 
-log = logging.getLogger("sitemapd.outbox")
+log = logs.Logger("sitemapd.outbox")
 
 INDEXNOW = "indexnow"
 WEBSUB = "websub"

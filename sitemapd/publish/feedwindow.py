@@ -19,13 +19,12 @@ first page before they moved).
 from __future__ import annotations
 
 import bisect
-import logging
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from sitemapd.config.feeds import FeedConfig
-from sitemapd.core import w3c
+from sitemapd.core import logs, w3c
 from sitemapd.ledger.model import BASELINE_CURSOR, FeedPageRange
 from sitemapd.render.feedpage import FeedEntry
 from sitemapd.render.parts import part_number
@@ -33,7 +32,7 @@ from sitemapd.render.parts import part_number
 if TYPE_CHECKING:
     from sitemapd.ledger.ledger import Ledger
 
-log = logging.getLogger("sitemapd.feedwindow")
+log = logs.Logger("sitemapd.feedwindow")
 
 NEXT_PAGE_CURSOR = "feed_next_page"
 

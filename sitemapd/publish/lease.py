@@ -16,7 +16,6 @@ Rules (docs/fleet.md, "One writer per target", gives the argument):
 from __future__ import annotations
 
 import json
-import logging
 import os
 import secrets
 import socket
@@ -24,12 +23,12 @@ import threading
 import time
 from typing import Any
 
-from sitemapd.core import w3c
+from sitemapd.core import logs, w3c
 from sitemapd.errors import PublishError
 from sitemapd.publish.manifestfile import PRIVATE
 from sitemapd.publish.s3store import failure, status_of
 
-log = logging.getLogger("sitemapd.lease")
+log = logs.Logger("sitemapd.lease")
 
 
 class Lease:

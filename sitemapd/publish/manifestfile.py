@@ -17,10 +17,11 @@ first time one of its rows changes.
 """
 
 # Annotations evaluated, not text: see core/observation.py.
-import logging
 import zlib
 from collections.abc import Iterator, Sequence
 from itertools import accumulate
+
+from sitemapd.core import logs
 
 # The header line and its member are render/members.py's: a first load's spool writes it.
 from sitemapd.render.members import HEADER as _HEADER
@@ -28,7 +29,7 @@ from sitemapd.render.members import HEADER_MEMBER as _HEADER_MEMBER
 from sitemapd.render.members import VERSION as VERSION
 from sitemapd.render.members import label, member_ends, pack_member
 
-log = logging.getLogger("sitemapd.manifestfile")
+log = logs.Logger("sitemapd.manifestfile")
 
 # Where sitemapd keeps what crawlers never read: leases and manifests.
 PRIVATE = ".sitemapd/"

@@ -11,7 +11,6 @@ is foreign: an error naming the file and the setting that renames sitemapd's, un
 """
 
 # Annotations evaluated, not text: see core/observation.py.
-import logging
 import sqlite3
 import stat
 import zlib
@@ -19,13 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sitemapd.config import Config
+from sitemapd.core import logs
 from sitemapd.errors import ConfigError, SitemapdError
 from sitemapd.publish.names import OutputNames
 from sitemapd.publish.store import LocalStore, Record
 from sitemapd.render.parts import part_number
 from sitemapd.render.sitemap import INDEX_HEAD, URLSET_EXTENDED_HEAD, URLSET_HEAD
 
-log = logging.getLogger("sitemapd.ownership")
+log = logs.Logger("sitemapd.ownership")
 
 # Where copies of the files taken over are kept, in the state folder.
 REPLACED = "replaced"

@@ -9,7 +9,6 @@ renews it first.
 """
 
 # Annotations evaluated, not text: see core/observation.py.
-import logging
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,7 +16,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from sitemapd.config import Config
-from sitemapd.core import docdigest
+from sitemapd.core import docdigest, logs
 from sitemapd.errors import PublishError
 from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.spool import SpooledShard
@@ -35,7 +34,7 @@ from sitemapd.render.sitemap import sitemap_index
 if TYPE_CHECKING:
     from sitemapd.render.feedpage import FeedPage
 
-log = logging.getLogger("sitemapd.publish")
+log = logs.Logger("sitemapd.publish")
 
 
 # Shards stored at once while the next renders: hashing, writing and syncing one wait

@@ -1,10 +1,11 @@
 """What one publish wrote and removed."""
 
 # Annotations evaluated, not text: see core/observation.py.
-import logging
 from typing import NamedTuple
 
-log = logging.getLogger("sitemapd.publish")
+from sitemapd.core import logs
+
+log = logs.Logger("sitemapd.publish")
 
 
 class Stored(NamedTuple):

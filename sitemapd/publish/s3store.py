@@ -9,15 +9,15 @@ the partitions of one site never undo each other's lines.
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from sitemapd.config.fleet import S3Target
+from sitemapd.core import logs
 from sitemapd.errors import PublishError
 from sitemapd.publish.manifestfile import Row, decode, manifest_name
 
-log = logging.getLogger("sitemapd.s3store")
+log = logs.Logger("sitemapd.s3store")
 
 _DELETE_BATCH = 1000  # DeleteObjects takes at most 1,000 keys
 _ROBOTS_TRIES = 10

@@ -4,12 +4,12 @@ ledger."""
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from itertools import islice
 
+from sitemapd.core import logs
 from sitemapd.ledger.edits import Edit
 from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.spool import SpooledShard
@@ -28,7 +28,7 @@ from sitemapd.publish.store import LocalStore, Record
 from sitemapd.render.extensions import without_alternates
 from sitemapd.render.sitemap import URLSET_HEAD, column_entries, plain_urlset, url_entry, urlset
 
-log = logging.getLogger("sitemapd.publish")
+log = logs.Logger("sitemapd.publish")
 
 
 def shard_document(

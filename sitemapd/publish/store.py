@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import io
-import logging
 import os
 import stat
 import threading
@@ -21,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol
 
+from sitemapd.core import logs
 from sitemapd.core.durable import fsync_dir
 from sitemapd.errors import PublishError
 from sitemapd.publish.atomic import (
@@ -33,7 +33,7 @@ from sitemapd.publish.atomic import (
 from sitemapd.publish.manifestfile import Row, decode, manifest_name
 from sitemapd.publish.splicefile import Spliced, spliced
 
-log = logging.getLogger("sitemapd.store")
+log = logs.Logger("sitemapd.store")
 
 # (digest of the rendered text, stored size, stamp), as the ledger records a published file
 # (the digest: `core/docdigest.py`).

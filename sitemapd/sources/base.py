@@ -1,12 +1,12 @@
 """What every source shares: the shape of a scan and how a bad item is reported."""
 
 # Annotations evaluated, not text: see core/observation.py.
-import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sitemapd.core import logs
 from sitemapd.core.observation import ArticleMeta, Item, Rejected
 from sitemapd.core.urls import URLPolicy
 from sitemapd.render.extensions import url_extras
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from sitemapd.config.sources import DirectorySource
     from sitemapd.ledger.ledger import Ledger
 
-log = logging.getLogger("sitemapd.sources")
+log = logs.Logger("sitemapd.sources")
 
 
 def file_url(policy: URLPolicy, source: "DirectorySource", relpath: str) -> str:

@@ -12,13 +12,13 @@ big or a URL of a changed chunk is listed elsewhere too: then the whole file is.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections import Counter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
 from sitemapd.config.sources import UrlListSource
+from sitemapd.core import logs
 from sitemapd.core.filedigest import Place, file_digest, matching, open_regular
 from sitemapd.core.fileread import FileShrank
 from sitemapd.core.observation import Item, ListChunk, file_key
@@ -241,7 +241,7 @@ def _changed_chunks(
 
 def _log_chunks(source: UrlListSource, items: list[Item], size: int) -> None:
     """Log what a re-read by chunks parsed."""
-    if not log.isEnabledFor(logging.INFO):  # what it sums is not looked at
+    if not log.isEnabledFor(logs.INFO):  # what it sums is not looked at
         return
     chunks = [item for item in items if isinstance(item, ListChunk)]
     # Each chunk starts where the one before it ended (none: an emptied list).
