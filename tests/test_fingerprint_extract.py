@@ -1176,9 +1176,10 @@ def test_a_category_page_whose_structured_data_lists_its_products_says_its_grid(
     assert digest(page(["Summit parka", *products[:-1]])) != digest(page(products))
 
 
-def forum_page(replies: list[str]) -> str:
+def forum_page(replies: list[str], opening_apart: bool = False) -> str:
     """Return a forum thread: an opening message and `replies`, each a message of the
-    same markup (a name, a badge, a body, a signature)."""
+    same markup (a name, a badge, a body, a signature); with `opening_apart`, the opening
+    one in a card of its own above the replies (XenForo's original post)."""
     opening = (
         "<p>Has anyone replaced the water pump on the 2014 model themselves? The dealer "
         "wants four hundred for the job, and the part costs sixty, so I would rather try "
@@ -1189,17 +1190,20 @@ def forum_page(replies: list[str]) -> str:
         "engine bay, but never took the front of an engine apart.</p>"
     )
     bodies = [opening, *(f"<p>{reply}</p>" for reply in replies)]
-    messages = "".join(
+    messages = [
         f"<article class='message'><div class='message-user'><h4><a href='/u/{n}'>"
         f"member{n}</a></h4><span class='badge'>Regular</span></div>"
         f"<div class='message-main'><div class='message-content'><div class='bbWrapper'>"
         f"{body}</div></div><div class='signature'>Driving since 1999</div></div></article>"
         for n, body in enumerate(bodies)
-    )
+    ]
+    first = ""
+    if opening_apart:
+        first = f"<div class='original-post'>{messages.pop(0)}</div>"
     return (
         "<html><head><title>Water pump replacement | Owners forum</title></head><body>"
         "<header><a href='/'>Owners forum</a></header><h1>Water pump replacement</h1>"
-        f"<div class='thread-messages'>{messages}</div></body></html>"
+        f"{first}<div class='thread-messages'>{''.join(messages)}</div></body></html>"
     )
 
 
@@ -1210,6 +1214,23 @@ def test_every_message_of_a_forum_thread_is_its_content() -> None:
     assert digest(forum_page([replies[0], replies[1].replace("wrench", "spanner")])) != before
     assert digest(forum_page(replies[:1])) != before
     assert digest(forum_page(replies).replace("Regular", "Veteran")) == before
+
+
+def test_a_thread_s_opening_message_apart_from_the_replies_is_content() -> None:
+    # A long reply is the best container, and the short ones make the replies no blog's
+    # posts: the replies' bodies are the thread's messages.
+    step = (
+        "Step {}: I did it on mine last spring, and it was easier than the dealer makes "
+        "it sound. Drain the coolant into a clean tray, mark the pulley before you undo "
+        "it, and keep the bolts in order on a sheet of card so that each goes back in "
+        "its own hole; the new pump goes on with a fresh gasket and a little sealant."
+    )
+    long_reply = "</p><p>".join(step.format(n) for n in range(5))
+    replies = [long_reply, "Did mine, easy job.", "Torque wrench needed."]
+    before = digest(forum_page(replies, opening_apart=True))
+    edited = forum_page(replies, opening_apart=True).replace("weekend", "fortnight")
+    assert digest(edited) != before
+    assert digest(forum_page(replies, opening_apart=True).replace("Regular", "Veteran")) == before
 
 
 def test_a_headline_set_as_a_trail_s_current_step_stays_the_headline_beside_teasers() -> None:

@@ -7,7 +7,7 @@ links, no template part), they are the content with it. A reader's comment is no
 a thread's blocks are template parts by their names. A forum's messages are siblings of
 one tag and class too, short or long, each holding a body of the class of the one that
 scored best: those bodies are the content, not the names, badges and signatures
-around them.
+around them, with the opening message's when it stands apart above the replies.
 """
 
 from __future__ import annotations
@@ -78,9 +78,33 @@ def messages(top: Element, sizes: Sizes) -> list[Element] | None:
                 bodies = [b for s in like if (b := _body(s, top.tag, name)) is not None]
                 if len(bodies) < 2 or any(template_reason(b, sizes, 1 << 62) for b in bodies):
                     return None
-                return bodies
+                return _with_opening(bodies, top, sizes)
         item = parent
     return None
+
+
+def _with_opening(bodies: list[Element], top: Element, sizes: Sizes) -> list[Element]:
+    """Return `bodies` after the blocks of their tag and class that stand before them
+    and read as a message (prose of few links, no template part): a thread's opening
+    message often stands apart from the replies (XenForo's original post). Blocks after
+    the first body are the page's own (a footer's, a grid's), whatever their class."""
+    found = set(bodies)
+    opening: list[Element] = []
+    for element in sizes.elements:
+        if element in found:
+            break
+        text, links = sizes.text[element], sizes.links[element]
+        if (
+            element.tag == top.tag
+            and element.get("class") == top.get("class")
+            and text - links >= _PROSE
+            and links < _LINKS * text
+            and not any(b in found for b in element.iterdescendants(top.tag))
+            and not template_reason(element, sizes, 1 << 62)
+            and not any(named(a)[3] for a in element.iterancestors())
+        ):
+            opening.append(element)
+    return [*opening, *bodies]
 
 
 def _body(message: Element, tag: object, name: str) -> Element | None:
