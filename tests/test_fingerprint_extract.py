@@ -1262,3 +1262,37 @@ def test_text_for_browsers_without_plugins_or_frames_is_not_content() -> None:
         )
 
     assert digest(page("Your browser cannot show this video.")) == digest(page("Update it."))
+
+
+def streamed_page(story: str, completion: str = "$RC") -> str:
+    """Return a page as React streams it (Next.js): the shell, then the story in a hidden
+    segment that a script puts in place: in a boundary's with `$RC`, a placeholder's with
+    `$RS`, nowhere with ``."""
+    scripts = {
+        "$RC": '<script>$RC=function(b,c){};$RC("B:0","S:0")</script>',
+        "$RS": '<script>$RS("S:0","P:0")</script>',
+        "": "",
+    }
+    return (
+        "<html><head><title>Tide tables | Harbour news</title></head><body>"
+        "<nav><a href='/'>Home</a> <a href='/news'>News</a></nav><main>"
+        "<template id='B:0'></template><div class='skeleton'>Loading</div>"
+        "<template id='P:0'></template></main><footer><a href='/about'>About us</a></footer>"
+        f"<div hidden id='S:0'><article><h1>Tide tables</h1><p>{story}</p>"
+        "<p>The harbour master publishes the tables every month, and the ferry times "
+        "follow them, so that no crossing runs aground at the lowest water.</p></article>"
+        f"</div>{scripts[completion]}</body></html>"
+    )
+
+
+@pytest.mark.parametrize("completion", ["$RC", "$RS"])
+def test_a_streamed_segment_is_read_where_its_script_puts_it(completion: str) -> None:
+    story = (
+        "The spring tides this week reach their highest in a decade, and the council "
+        "asks owners of boats moored in the inner basin to check their lines twice a day."
+    )
+    before = digest(streamed_page(story, completion))
+    assert digest(streamed_page(story.replace("twice", "three times"), completion)) != before
+    # A segment no script completes stays hidden, as in a browser.
+    hidden = digest(streamed_page(story, ""))
+    assert digest(streamed_page(story.replace("twice", "three times"), "")) == hidden

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from lxml import etree
 
+from sitemapd.fingerprint import streamed
 from sitemapd.fingerprint.assets import asset, image_parts, image_source
 from sitemapd.fingerprint.chrome import Element, elements
 from sitemapd.fingerprint.decode import decoded
@@ -248,6 +249,7 @@ def read_html(
     declared = og_type(tree)
     article = bool(articles) or declared.startswith("article")
     product = product or declared.startswith(("product", "og:product"))
+    streamed.complete(tree)
     etree.strip_elements(tree, *NEVER, with_tail=False)
     for hidden in elements(_HIDDEN(tree)):
         drop(hidden)

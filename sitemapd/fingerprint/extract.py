@@ -105,13 +105,22 @@ def drop(element: Element) -> None:
     parent = element.getparent()
     if parent is None:
         return
-    if element.tail:
-        previous = element.getprevious()
-        if previous is not None:
-            previous.tail = (previous.tail or "") + element.tail
-        else:
-            parent.text = (parent.text or "") + element.tail
+    leave_tail(element)
     parent.remove(element)
+
+
+def leave_tail(element: Element) -> None:
+    """Give the text that follows `element` to what precedes it, so that `element` can
+    move or go without it."""
+    parent = element.getparent()
+    if parent is None or not element.tail:
+        return
+    previous = element.getprevious()
+    if previous is not None:
+        previous.tail = (previous.tail or "") + element.tail
+    else:
+        parent.text = (parent.text or "") + element.tail
+    element.tail = None
 
 
 def describe(element: Element) -> str:
