@@ -1296,3 +1296,33 @@ def test_a_streamed_segment_is_read_where_its_script_puts_it(completion: str) ->
     # A segment no script completes stays hidden, as in a browser.
     hidden = digest(streamed_page(story, ""))
     assert digest(streamed_page(story.replace("twice", "three times"), "")) == hidden
+
+
+def buttons_page(story: str, tabs: list[str], replies: int) -> str:
+    """Return a story after a menu button whose inner `<div>` is left open, with tabs of
+    prose as buttons and a "more replies" button under it."""
+    tab_buttons = "".join(
+        f"<button role='tab'><p class='summary'>Tab {n}</p><p>{tab}</p></button>"
+        for n, tab in enumerate(tabs)
+    )
+    return (
+        "<html><head><title>Tide tables | Harbour news</title></head><body><header>"
+        "<button class='menu-button'><div class='inner'><svg></svg><div></button></div>"
+        f"<a href='/'>Harbour news</a></header><article><h1>Tide tables</h1><p>{story}</p>"
+        "<p>The harbour master publishes the tables every month, and the ferry times "
+        f"follow them, so that no crossing runs aground.</p><div>{tab_buttons}</div>"
+        f"<button class='more'>Show {replies} more replies</button></article></body></html>"
+    )
+
+
+def test_a_button_holding_prose_is_read_and_one_holding_a_label_is_not() -> None:
+    story = (
+        "The spring tides this week reach their highest in a decade, and the council "
+        "asks owners of boats moored in the inner basin to check their lines twice a day."
+    )
+    tabs = ["Times for the inner basin and the outer harbour, every day of the month."]
+    before = digest(buttons_page(story, tabs, 3))
+    # The menu button's open `<div>` does not take the story into the button.
+    assert digest(buttons_page(story.replace("twice", "three times"), tabs, 3)) != before
+    assert digest(buttons_page(story, [tabs[0].replace("month", "year")], 3)) != before
+    assert digest(buttons_page(story, tabs, 4)) == before

@@ -21,11 +21,11 @@ from typing import NamedTuple
 
 from lxml import etree
 
-from sitemapd.fingerprint import streamed
+from sitemapd.fingerprint import visible
 from sitemapd.fingerprint.assets import asset, image_parts, image_source
 from sitemapd.fingerprint.chrome import Element, elements
 from sitemapd.fingerprint.decode import decoded
-from sitemapd.fingerprint.extract import NEVER, describe, drop, fragments, main_content, outside
+from sitemapd.fingerprint.extract import describe, fragments, main_content, outside
 from sitemapd.fingerprint.headline import headline, ld_text, own_articles, title_text
 from sitemapd.fingerprint.material import Material, kept, material
 from sitemapd.fingerprint.score import normal, text_nodes, text_of
@@ -58,7 +58,6 @@ _UTF8_PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True, encoding=
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*>")
 # Fingerprint version 1 also tested `style` for display:none, through a translate() that
 # dropped the colon, so that test never matched: leaving it out keeps every digest.
-_HIDDEN = etree.XPath("//*[@hidden or @aria-hidden='true']")
 _ROBOTS_NAMES = {"robots", "googlebot"}
 # Links to the page itself, and the names navigation blocks go by.
 _SELF = {"", "#", ".", "./"}
@@ -249,10 +248,7 @@ def read_html(
     declared = og_type(tree)
     article = bool(articles) or declared.startswith("article")
     product = product or declared.startswith(("product", "og:product"))
-    streamed.complete(tree)
-    etree.strip_elements(tree, *NEVER, with_tail=False)
-    for hidden in elements(_HIDDEN(tree)):
-        drop(hidden)
+    visible.only(tree)
     # Not find(), nor findtext() below: ElementPath costs more than the rest of a small page.
     body = next(tree.iterchildren("body"), None)
     if body is None:

@@ -46,27 +46,6 @@ from sitemapd.fingerprint.score import (
 from sitemapd.fingerprint.strays import PARAGRAPHS, one_line, outermost, paragraph_share, strays
 from sitemapd.fingerprint.voters import Voters
 
-# Never visible content, or not content at all: dropped before anything is measured.
-NEVER = (
-    "script",
-    "style",
-    "noscript",
-    "noembed",
-    "noframes",
-    "template",
-    "svg",
-    "canvas",
-    "iframe",
-    "object",
-    "embed",
-    "link",
-    "meta",
-    "button",
-    "select",
-    "input",
-    "textarea",
-    "dialog",
-)
 _PARAGRAPHS = set(PARAGRAPHS)
 _ROLE_MAIN = etree.XPath(".//*[@role='main']")
 # Containers whose own loose text counts as a paragraph of theirs.
