@@ -56,8 +56,6 @@ _PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True)
 # Told the encoding, libxml2 reads past any <meta charset> the page holds, as for text.
 _UTF8_PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True, encoding="utf-8")
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*>")
-# Fingerprint version 1 also tested `style` for display:none, through a translate() that
-# dropped the colon, so that test never matched: leaving it out keeps every digest.
 _ROBOTS_NAMES = {"robots", "googlebot"}
 # Links to the page itself, and the names navigation blocks go by.
 _SELF = {"", "#", ".", "./"}

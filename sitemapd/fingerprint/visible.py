@@ -33,6 +33,8 @@ NEVER = (
     "textarea",
     "dialog",
 )
+# Fingerprint version 1 also tested `style` for display:none, through a translate() that
+# dropped the colon, so that test never matched: leaving it out keeps every digest.
 _HIDDEN = etree.XPath("//*[@hidden or @aria-hidden='true']")
 # A button holding paragraphs or headings: a tab or an accordion's header, whose text is
 # shown (a product's "Collaborates with your team" and its line), or a button holding a
