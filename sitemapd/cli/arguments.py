@@ -10,7 +10,9 @@ from collections.abc import Container, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-LEVELS = ("debug", "info", "warning", "error")
+from sitemapd.core import logs
+
+LEVELS = tuple(logs.LEVELS)
 
 
 class Arg:

@@ -48,11 +48,15 @@ def posts(top: Element, sizes: Sizes) -> list[Element] | None:
 
 def _reads_as_post(element: Element, sizes: Sizes) -> bool:
     """True when `element` holds a heading and prose of few links, in no template part."""
+    return next(element.iter(*_HEADINGS), None) is not None and _reads_as_message(element, sizes)
+
+
+def _reads_as_message(element: Element, sizes: Sizes) -> bool:
+    """True when `element` holds prose of few links and is no template part."""
     text, links = sizes.text[element], sizes.links[element]
     return (
         text - links >= _PROSE
         and links < _LINKS * text
-        and next(element.iter(*_HEADINGS), None) is not None
         and not template_reason(element, sizes, 1 << 62)
     )
 
@@ -93,14 +97,11 @@ def _with_opening(bodies: list[Element], top: Element, sizes: Sizes) -> list[Ele
     for element in sizes.elements:
         if element in found:
             break
-        text, links = sizes.text[element], sizes.links[element]
         if (
             element.tag == top.tag
             and element.get("class") == top.get("class")
-            and text - links >= _PROSE
-            and links < _LINKS * text
             and not any(b in found for b in element.iterdescendants(top.tag))
-            and not template_reason(element, sizes, 1 << 62)
+            and _reads_as_message(element, sizes)
             and not any(named(a)[3] for a in element.iterancestors())
         ):
             opening.append(element)
