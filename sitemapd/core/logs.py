@@ -74,9 +74,10 @@ class Logger:
         return self._logger
 
     def isEnabledFor(self, level: int) -> bool:
-        """Return whether a record of `level` would be shown."""
-        if _pending is not None and level < _threshold:
-            return False
+        """Return whether a record of `level` would be shown: while the set-up is pending,
+        by the level it sets, without loading `logging` for the answer."""
+        if _pending is not None:
+            return level >= _threshold
         return self._loaded().isEnabledFor(level)
 
     def log(self, level: int, msg: object, *args: object, exc_info: ExcInfo = False) -> None:
