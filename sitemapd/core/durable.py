@@ -4,14 +4,16 @@ off the caller's path."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+    from sitemapd.core.workers import Workers
 
 # A descriptor that holds a file without opening it for reading (Linux); elsewhere none.
 _HOLD = getattr(os, "O_PATH", None)
@@ -52,11 +54,12 @@ def _let_go(fd: int) -> None:
     build, some of them on the store's thread while the next shard rendered."""
     global _LET_GO  # one per process, made when first needed
     if _LET_GO is None:
-        from concurrent.futures import ThreadPoolExecutor
+        from sitemapd.core.workers import Workers
 
-        _LET_GO = ThreadPoolExecutor(1, thread_name_prefix="sitemapd-let-go")
+        _LET_GO = Workers(1, "sitemapd-let-go")
+        atexit.register(_LET_GO.close)
     try:
-        _LET_GO.submit(os.close, fd)
+        _LET_GO.submit(partial(os.close, fd))
     except RuntimeError:  # the interpreter is exiting, and so is the let-go thread
         os.close(fd)
 
@@ -67,7 +70,7 @@ def _forget_let_go() -> None:
     _LET_GO = None
 
 
-_LET_GO: ThreadPoolExecutor | None = None
+_LET_GO: Workers | None = None
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_let_go)
 

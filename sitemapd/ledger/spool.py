@@ -23,11 +23,12 @@ import os
 import zlib
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
 from sitemapd.core import docdigest, logs
+from sitemapd.core.workers import Pending, Workers
 from sitemapd.ledger.shards import ShardState
 from sitemapd.render.members import HEADER_MEMBER, boundaries, labelled
 from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, column_entries, manifest_lines
@@ -182,8 +183,8 @@ class ShardSpool:
         self._digests: dict[int, str] = {}
         # Writing, hashing, compressing and syncing wait outside the GIL, on a thread of
         # their own.
-        self._thread: ThreadPoolExecutor | None = None
-        self._pending: deque[Future[None]] = deque()
+        self._thread: Workers | None = None
+        self._pending: deque[Pending[None]] = deque()
         # Why the work of a shard failed (not kept as futures: a 10M-URL list loads in
         # 10,000 pieces of work, 16 MB of futures).
         self._failed: dict[int, Exception] = {}
@@ -225,10 +226,10 @@ class ShardSpool:
     def _submit(self, shard: int, job: Callable[[_T], None], arg: _T) -> None:
         """Run `job(arg)` on the spool's thread, after the work submitted before."""
         if self._thread is None:
-            self._thread = ThreadPoolExecutor(1, thread_name_prefix="sitemapd-spool")
+            self._thread = Workers(1, "sitemapd-spool")
         while len(self._pending) >= _QUEUE:
             self._pending.popleft().result()  # waits (errors: see _run)
-        self._pending.append(self._thread.submit(self._run, shard, job, arg))
+        self._pending.append(self._thread.submit(partial(self._run, shard, job, arg)))
 
     def _run(self, shard: int, job: Callable[[_T], None], arg: _T) -> None:
         """Run `job(arg)` for `shard`, noting why it failed."""
@@ -276,7 +277,7 @@ class ShardSpool:
     def _wait(self) -> None:
         """Wait for the spool's thread to finish its work (its errors: `self._failed`)."""
         if self._thread is not None:
-            self._thread.shutdown()
+            self._thread.close()
             self._thread = None
         self._pending.clear()
 

@@ -23,8 +23,7 @@ from sitemapd.ledger.schema import LIVE, source_time
 from sitemapd.publish.manifestfile import Row, encode
 
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
-
+    from sitemapd.core.workers import Workers
     from sitemapd.ledger.ledger import Ledger
 
 # The cursor naming the manifest format every published shard has a manifest in.
@@ -96,7 +95,7 @@ class Reader:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._conns: list[sqlite3.Connection] = []
-        self._ahead: ThreadPoolExecutor | None = None
+        self._ahead: Workers | None = None
 
     def ahead(self, shard_id: int) -> Callable[[], bytes]:
         """Start reading the manifest file of shard `shard_id` on the reader's thread;
@@ -107,10 +106,10 @@ class Reader:
         """Start `job` (which gives a manifest file) on the reader's thread; return what
         waits for it (and raises what it raises)."""
         if self._ahead is None:
-            # Loaded here: `status` imports this module for a cursor's name (3 ms less).
-            from concurrent.futures import ThreadPoolExecutor
+            # Loaded here: `status` imports this module for a cursor's name.
+            from sitemapd.core.workers import Workers
 
-            self._ahead = ThreadPoolExecutor(1, thread_name_prefix="sitemapd-manifest")
+            self._ahead = Workers(1, "sitemapd-manifest")
         return self._ahead.submit(job).result
 
     def file(self, shard_id: int) -> bytes:
@@ -143,7 +142,7 @@ class Reader:
         """Wait for the reads started, then close every connection (once the threads that
         used them are done)."""
         if self._ahead is not None:
-            self._ahead.shutdown()
+            self._ahead.close()
         with self._lock:
             for conn in self._conns:
                 conn.close()

@@ -11,12 +11,12 @@ renews it first.
 # Annotations evaluated, not text: see core/observation.py.
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import TYPE_CHECKING
 
 from sitemapd.config import Config
 from sitemapd.core import docdigest, logs
+from sitemapd.core.workers import Pending, Workers
 from sitemapd.errors import PublishError
 from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.spool import SpooledShard
@@ -160,8 +160,8 @@ class Publisher:
         reader = manifest.Reader(self.ledger.path)
         records = self.ledger.published_records()
         try:
-            with ThreadPoolExecutor(_STORERS, thread_name_prefix="sitemapd-store") as storing:
-                stored: deque[Future[Stored | None]] = deque()
+            with Workers(_STORERS, "sitemapd-store") as storing:
+                stored: deque[Pending[Stored | None]] = deque()
                 for shard_id in shards:
                     name = self.names.shard(shard_id)
                     record = records.get(name)

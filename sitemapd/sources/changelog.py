@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from functools import lru_cache, partial
 from itertools import count, islice, repeat
@@ -28,6 +27,7 @@ from sitemapd.core.observation import (
     Rejected,
     Seen,
 )
+from sitemapd.core.workers import Workers
 from sitemapd.errors import InvalidURL
 from sitemapd.sources.base import Context, Scan, rejected, with_defaults
 
@@ -78,10 +78,12 @@ def _changes(source: ChangelogSource, ctx: Context, reader: Reader, result: Scan
     # While the rows of one read are applied, the next read runs (the database works in
     # a process of its own): a backlog drains at the pace of the slower of the two.
     # Leaving the block waits for a read under way: the reader is never used twice at once.
-    with ThreadPoolExecutor(1, thread_name_prefix=f"read:{source.name}") as ahead:
+    with Workers(1, f"read:{source.name}") as ahead:
         for read in count(1):
             full = len(rows) == limit
-            following = ahead.submit(reader.read, after, limit) if full and read < reads else None
+            following = (
+                ahead.submit(partial(reader.read, after, limit)) if full and read < reads else None
+            )
             yield from _read_items(source, ctx, rows)
             if after is not None and after != cursor:
                 yield Checkpoint(name, after)
