@@ -11,7 +11,7 @@ import lxml.html
 from conftest import Site
 from sitegen import new_site
 
-from sitemapd.drill.mutate import append_correction, counters, edit_word, headline
+from sitemapd.drill.mutate import append_correction, counters, edit_word, headline, new_item
 from sitemapd.drill.readers import new_comment
 from sitemapd.drill.run import drill
 from sitemapd.drill.structure import Page, main_list, never_content, page_content
@@ -103,6 +103,22 @@ def test_plain_link_lists_inside_the_article_pass(site: Site) -> None:
     assert rows["one word of a paragraph"]["moved"] == 10
     assert rows["correction appended"]["moved"] == 10
     assert rows["headline element alone"]["moved"] == 10
+
+
+def test_a_list_named_with_an_article_s_prose_is_no_list_page_s_list() -> None:
+    # A ground truth holding an article's keywords names them with its paragraphs: they
+    # are not what the page is about, so the drill pushes no new item onto them (the
+    # extractor leaves link lists out). A list holding most of the content is the page's.
+    keywords = "".join(f"<a href='/tag/{k}'>Keyword {k}</a>" for k in range(8))
+    tree = lxml.html.document_fromstring(
+        f"<html><body><article>{paragraphs(3)}<div class='keywords'>{keywords}</div>"
+        "</article></body></html>"
+    )
+    named = [*tree.iter("p"), *tree.xpath("//div[@class='keywords']")]
+    assert not new_item(Page(tree, named))
+    listing = tree.xpath("//div[@class='keywords']")[0]
+    assert new_item(Page(tree, [listing]))
+    assert len(listing) == 9
 
 
 def test_a_site_without_pages_is_an_error(site: Site) -> None:

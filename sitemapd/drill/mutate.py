@@ -46,10 +46,15 @@ _HOME = re.compile(r"/?(?:\.?/)?(?:index\.html?)?")
 
 
 def new_item(page: Page) -> bool:
-    """Push a new item onto the list a list page is about: a new story in a section."""
+    """Push a new item onto the list a list page is about: a new story in a section.
+
+    A page is a list page when a list of items holds most of its content's text. A list
+    inside an article or a product's page (its keywords, a feature grid, a table of
+    links) is not what the page is about, and a page of prose has no such change."""
+    whole = sum(len(text_of(element)) for element in page.content)
     for element in page.content:
         items = list_items(element, cards=True)
-        if len(items) >= MAIN_LIST_ITEMS:
+        if len(items) >= MAIN_LIST_ITEMS and 2 * sum(len(text_of(i)) for i in items) >= whole:
             fresh = copy.deepcopy(items[0])
             fresh.tail = items[0].tail
             rewrite(fresh, 0)
