@@ -693,6 +693,24 @@ def test_a_page_that_marks_its_main_content_has_its_list_there() -> None:
     assert main_list(tree) is None
 
 
+def test_a_carousel_or_a_breadcrumb_is_no_page_s_list() -> None:
+    # A shop's product page: its breadcrumb trail and a slider of other products are
+    # lists of links, but the page is about neither; a list page's list is its own.
+    crumbs = "".join(f"<li><a href='/c/{k}'>Category {k}</a></li>" for k in range(6))
+    slides = "".join(
+        f"<div class='swiper-slide'><a href='/p/{k}'>Other product {k}, with its long name</a>"
+        "</div>"
+        for k in range(8)
+    )
+    page = (
+        f"<html><body><ul class='product__breadcrumb'>{crumbs}</ul><h1>A kettle</h1>"
+        f"<p>Boils water.</p><div class='swiper-wrapper'>{slides}</div></body></html>"
+    )
+    assert main_list(lxml.html.document_fromstring(page)) is None
+    plain = page.replace("product__breadcrumb", "trail").replace("swiper-wrapper", "others")
+    assert listed(plain) == "others"
+
+
 def test_the_title_of_an_item_of_a_list_page_is_not_its_headline(site: Site) -> None:
     # A theme that sets each card's linked title as an `<h1>`: no `<h1>` is the page's.
     def home(n: int) -> str:

@@ -38,6 +38,7 @@ from sitemapd.drill.text import (
     unseen,
 )
 from sitemapd.fingerprint import og_type
+from sitemapd.fingerprint.names import carousel
 from sitemapd.sources.content import ld_articles
 
 # Link text share below which a block is prose, not a list of links.
@@ -65,7 +66,7 @@ _COMMENT_WORDS = {
 _WORDS = re.compile(r"[^a-z0-9]+")
 # Class and id words, and roles, of blocks around the content that are no landmark:
 # menus, a site's header and footer, sidebars, "related" boxes, cookie banners,
-# advertisements, promotions and newsletter sign-up boxes.
+# advertisements, promotions, newsletter sign-up boxes and breadcrumb trails.
 _AROUND_WORDS = {
     "header",
     "masthead",
@@ -97,6 +98,8 @@ _AROUND_WORDS = {
     "subscribe",
     "promo",
     "promotion",
+    "breadcrumb",
+    "breadcrumbs",
 }
 _AROUND_ROLES = {"navigation", "menu", "menubar", "banner", "contentinfo", "complementary"}
 # Roles of the landmarks never content (`_NEVER_CONTENT`).
@@ -205,15 +208,17 @@ def declares_article(tree: Element) -> bool:
 
 def main_list(tree: Element) -> Element | None:
     """Return the page's list of items, or None: of the lists outside the page's
-    landmarks of template, `surroundings` and unseen blocks, and inside its `main` when
-    it marks one, a list of teaser cards before a list of bare links (a tag cloud, a
-    widget's), and of those the one with most link text."""
+    landmarks of template, `surroundings`, carousels and unseen blocks, and inside its
+    `main` when it marks one, a list of teaser cards before a list of bare links (a tag
+    cloud, a widget's), and of those the one with most link text."""
     best, most = None, (False, 0)
     around = _around(tree)
     mains = [m for m in _mains(tree) if not out_of_sight(m)]
     for element in tree.iter(etree.Element):
         ancestry = (element, *element.iterancestors())
-        if any(a in around or unseen(a) for a in ancestry):
+        # A carousel turns other pages' teasers over in place (a shop's "you may also
+        # like", its product's pictures): no page is about it.
+        if any(a in around or unseen(a) or carousel(a) for a in ancestry):
             continue
         # A page that marks its main content has its list there: not a feed's widget
         # in a bar above it.
