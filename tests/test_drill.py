@@ -584,6 +584,32 @@ def test_a_reader_s_new_comment_moves_no_page() -> None:
     assert not new_comment(plain_page)
 
 
+def test_one_comment_by_its_markup_is_no_thread() -> None:
+    # A forum marks each reply as schema.org's Comment: a reply's author card and its
+    # message are not comments of a thread, and no part of a reply is written twice.
+    rng = random.Random(7)
+    replies = "".join(
+        "<article class='message' itemprop='comment' itemscope "
+        "itemtype='https://schema.org/Comment'>"
+        f"<div class='message-cell message-cell--user'>Member {k}</div>"
+        f"<div class='message-cell message-cell--main'><p>{prose_words(k, 30)}</p></div>"
+        "</article>"
+        for k in range(3)
+    )
+    page = (
+        "<html><head><title>A thread | Forum</title></head><body><h1>A thread</h1>"
+        f"<div class='opening'><p>{' '.join(rng.choice(WORDS) for _ in range(60))}.</p></div>"
+        f"<div class='replies'>{replies}</div></body></html>"
+    )
+    tree = lxml.html.document_fromstring(page)
+    assert not new_comment(Page(tree, page_content(tree)))
+    assert len(tree.xpath("//div[contains(@class, 'message-cell')]")) == 6
+    # Replies marked so inside a thread named as one are its comments.
+    named = lxml.html.document_fromstring(page.replace("'replies'", "'comments'"))
+    assert new_comment(Page(named, page_content(named)))
+    assert len(named.xpath("//article")) == 4
+
+
 def list_page(menus: str, main: str = "", around_main: str = "") -> str:
     """Return a section page of a short intro and a list of six stories, beside `menus`;
     `main` wraps intro and list in a `<main>`, `around_main` lies outside it."""

@@ -9,7 +9,7 @@ import re
 from lxml import etree
 
 from sitemapd.drill.fresh import rewrite
-from sitemapd.drill.structure import Page, comments
+from sitemapd.drill.structure import Page, comments, one_comment
 from sitemapd.drill.text import Element, text_of, unseen
 
 # Numbers there are data, not counters: tables, footnote marks, formulas, code.
@@ -62,12 +62,15 @@ _COMMENT_TAGS = ("li", "article", "div", "section")
 def new_comment(page: Page) -> bool:
     """Add a reader's comment after the last of every comment thread's comments: a
     reader writes it, not an editor (a thread is a block named `comment`, `comments`, ...
-    or schema.org's `Comment`, holding two comments or more, and neither the content nor
-    a headline: WordPress names a post `comments-open`, a headline may be a comment's)."""
+    holding two comments or more, and neither the content nor a headline: WordPress
+    names a post `comments-open`, a headline may be a comment's). One comment by
+    schema.org's markup is no thread: its parts are not comments (a forum's reply
+    marked `Comment`, its author's card and its message)."""
     done = False
     for thread in page.tree.iter(etree.Element):
         if (
             not comments(thread)
+            or one_comment(thread)
             or any(comments(a) for a in thread.iterancestors())
             or page.holds_content(thread)
             or next(thread.iter("h1"), None) is not None

@@ -129,12 +129,17 @@ _CONTAINERS = {"div", "li", "td"}
 
 def comments(element: Element) -> bool:
     """True when `element` is a readers' comment thread or one of its comments."""
-    if (element.get("itemprop") or "").lower() == "comment" or (
-        element.get("itemtype") or ""
-    ).endswith("/Comment"):
+    if one_comment(element):
         return True
     names = f"{element.get('class') or ''} {element.get('id') or ''}".lower()
     return any(w in _COMMENT_WORDS for w in _WORDS.split(names))
+
+
+def one_comment(element: Element) -> bool:
+    """True when schema.org's markup says `element` is one comment."""
+    return (element.get("itemprop") or "").lower() == "comment" or (
+        element.get("itemtype") or ""
+    ).endswith("/Comment")
 
 
 def prose_paragraphs(tree: Element) -> list[Element]:
