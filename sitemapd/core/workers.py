@@ -55,15 +55,15 @@ class Workers:
     """At most `count` threads named after `name`, started as calls come that no idle
     thread takes, each running the calls in the order given until `close`.
 
-    They are daemon threads: a process that never closes them (its let-go thread) does
-    not wait for them to exit.
+    They are daemon threads: a pool left open never keeps the process from exiting (the
+    let-go pool, open for the process's life, is closed at exit by its owner).
     """
 
     def __init__(self, count: int, name: str) -> None:
         self._count, self._name = count, name
         self._calls: SimpleQueue[Pending[Any] | None] = SimpleQueue()
         self._threads: list[threading.Thread] = []
-        # Released by a thread each time it waits for a call: an idle thread.
+        # Released by a thread each time it has run a call: idle until it takes the next.
         self._idle = threading.Semaphore(0)
         self._lock = threading.Lock()
         self._closed = False
