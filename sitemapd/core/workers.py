@@ -30,8 +30,10 @@ class Pending(Generic[T]):
         self._value: T | None = None
         self._error: BaseException | None = None
 
-    def run(self) -> None:
-        """Run the call (on a worker), keeping what it returned or raised."""
+    def run(self, idle: threading.Semaphore) -> None:
+        """Run the call (on a worker), keeping what it returned or raised; `idle` is
+        released before the outcome is given, so that a call submitted once the outcome
+        is known finds the worker idle and starts no other thread."""
         call, self._call = self._call, None  # what it holds is freed once it ran
         try:
             assert call is not None, "run twice"
@@ -39,6 +41,7 @@ class Pending(Generic[T]):
         except BaseException as exc:  # raised where the result is asked for
             self._error = exc
         finally:
+            idle.release()
             self._done.release()
 
     def result(self) -> T:
@@ -87,8 +90,7 @@ class Workers:
     def _work(self) -> None:
         """Run calls until the closing None."""
         while (pending := self._calls.get()) is not None:
-            pending.run()
-            self._idle.release()
+            pending.run(self._idle)
 
     def close(self) -> None:
         """Let the calls given run, then end the threads and wait for them."""
