@@ -811,6 +811,21 @@ def test_a_canvas_s_video_s_or_audio_s_fallback_is_no_text() -> None:
         assert page_content(tree) == [], tag
 
 
+def test_a_list_box_s_options_are_no_prose() -> None:
+    # A product's text, then its reviews' sort box, whose options read as many words: the
+    # edit goes to the text, not into the box's choices.
+    options = "".join(f"<option>{prose_words(k, 3)}</option>" for k in range(6))
+    tree = lxml.html.document_fromstring(
+        f"<html><body><div id='reviews'><p>{prose_words(9, 40)}</p><div class='sort'>"
+        f"<label>Sort by:</label><select>{options}</select></div></div></body></html>"
+    )
+    page = Page(tree, list(tree.xpath("//div[@id='reviews']")))
+    before = [text_of(o) for o in tree.iter("option")]
+    assert edit_word(page)
+    assert [text_of(o) for o in tree.iter("option")] == before
+    assert text_of(next(tree.iter("p"))) != prose_words(9, 40)
+
+
 def test_a_landmark_wrapping_half_the_page_holds_its_content() -> None:
     # A theme that sets the whole page in its `<header>` (a fixed bar and the story under
     # it), or ASP.NET's `<form>` around every page: the story inside is the content.

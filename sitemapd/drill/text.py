@@ -31,8 +31,20 @@ Element = etree._Element
 PROSE_WORDS = 8
 PROSE_CHARACTERS = 40
 # Elements whose text a browser never shows: a `<canvas>`'s, a `<video>`'s or an
-# `<audio>`'s is fallback for browsers that lack the element.
-_UNSEEN = {"script", "style", "noscript", "template", "dialog", "canvas", "video", "audio"}
+# `<audio>`'s is fallback for browsers that lack the element; a `<select>`'s options show
+# one at a time, when the reader opens it ("Sort by: Newest, Most helpful, ...", a shop's
+# list of its towns): a form's choices, not its prose.
+_UNSEEN = {
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "dialog",
+    "canvas",
+    "video",
+    "audio",
+    "select",
+}
 _DIALOGS = {"dialog", "alertdialog"}
 _STYLED_AWAY = re.compile(r"display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse)", re.I)
 # Classes by which CSS frameworks, CMSs and sites hide an element from every reader
