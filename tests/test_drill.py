@@ -14,7 +14,7 @@ from sitegen import new_site
 from sitemapd.drill.mutate import append_correction, counters, edit_word, headline, new_item
 from sitemapd.drill.readers import new_comment
 from sitemapd.drill.run import drill
-from sitemapd.drill.structure import Page, main_list, never_content, page_content
+from sitemapd.drill.structure import Page, link_lists, main_list, never_content, page_content
 from sitemapd.drill.text import loose_text, text_of
 from sitemapd.fingerprint import Settings, TemplateMemory
 
@@ -824,6 +824,24 @@ def test_a_list_box_s_options_are_no_prose() -> None:
     assert edit_word(page)
     assert [text_of(o) for o in tree.iter("option")] == before
     assert text_of(next(tree.iter("p"))) != prose_words(9, 40)
+
+
+def test_a_table_of_facts_whose_values_link_is_no_list() -> None:
+    # A product's specifications, a value or a term's help linked in each row: no CMS
+    # rotates them. A table of links, a row each, still is a list.
+    facts = "".join(
+        f"<tr><th><a href='/help/{k}'>Term {k}</a></th><td><a href='/brand/{k}'>Value {k}</a>"
+        "</td></tr>"
+        for k in range(5)
+    )
+    links = "".join(f"<tr><td><a href='/story-{k}'>Story {k}</a></td></tr>" for k in range(5))
+    tree = lxml.html.document_fromstring(
+        f"<html><body><p>{prose_words(4, 40)}</p><table id='specs'><tbody>{facts}</tbody>"
+        f"</table><table id='more'><tbody>{links}</tbody></table></body></html>"
+    )
+    page = Page(tree, list(tree.iter("p")))
+    rotated = [holder for holder, _ in link_lists(page, None)]
+    assert [next(h.iterancestors("table")).get("id") for h in rotated] == ["more"]
 
 
 def test_a_landmark_wrapping_half_the_page_holds_its_content() -> None:

@@ -5,6 +5,8 @@ A list is three or more like children, each with a link of its own and no paragr
 its own besides its links: a paragraph that cites with links is prose, not a list. A
 teaser card (another page's linked title as a heading and an excerpt) is an item of a
 list of stories, which a list page is about, though it says a paragraph of its own.
+Nor is a table whose every row names its value in a header cell (a product's
+specifications): it is a table of facts, though its values link.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ def list_items(element: Element, cards: bool = False) -> list[Element]:
     for child in children:
         tags[str(child.tag)] = tags.get(str(child.tag), 0) + 1
     tag = max(tags, key=tags.__getitem__)
+    if tag == "tr" and all(_named_row(c) for c in children if c.tag == tag):
+        return []
     items = [c for c in children if c.tag == tag and _linked(c, cards)]
     # Paragraphs that cite with a link are prose, not a list of links; so is a paragraph
     # whose links are its children: its words between them say more than separators.
@@ -40,6 +44,13 @@ def list_items(element: Element, cards: bool = False) -> list[Element]:
     if len(loose.split()) > len(items):
         return []
     return items
+
+
+def _named_row(row: Element) -> bool:
+    """True when table row `row` names what its value is in a header cell (a product's
+    "Brand | CIGA Design"): a table of facts, whose links (a brand's page, a term's help)
+    make it no list a CMS rotates."""
+    return any(cell.tag == "th" for cell in row)
 
 
 def _prose_item(item: Element) -> bool:
