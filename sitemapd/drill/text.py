@@ -138,8 +138,8 @@ def text_of(element: Element) -> str:
 
 def unseen(element: Element) -> bool:
     """True when `element` does not reach every reader with the page: a script, style,
-    template, dialog, fallback of a canvas, video or audio, comment or processing
-    instruction; an element `hidden`,
+    template, dialog, fallback of a canvas, video or audio, list box (its options),
+    comment or processing instruction; an element `hidden`,
     `aria-hidden`, styled `display:none` or `visibility:hidden`, or of a hiding class
     (`HIDING_CLASSES`). Never the page's `html` or `body`, nor a block holding its
     `main`."""
