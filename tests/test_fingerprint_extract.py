@@ -1326,3 +1326,49 @@ def test_a_button_holding_prose_is_read_and_one_holding_a_label_is_not() -> None
     assert digest(buttons_page(story.replace("twice", "three times"), tabs, 3)) != before
     assert digest(buttons_page(story, [tabs[0].replace("month", "year")], 3)) != before
     assert digest(buttons_page(story, tabs, 4)) == before
+
+
+def showcase_page(intro: str, stories: list[str], featured: str = "Dock workers vote") -> str:
+    """Return a service's landing page: a section of prose, then one whose paragraph
+    introduces a grid of linked customer stories, then a "latest" box whose featured
+    story's teaser follows its linked headline."""
+    cards = "".join(
+        f"<a class='card' href='/stories/{n}'><div>{story}</div><div>Read the story</div></a>"
+        for n, story in enumerate(stories)
+    )
+    return (
+        "<html><head><title>Harbour freight planning | Tidewise</title></head><body>"
+        "<nav><a href='/'>Home</a> <a href='/pricing'>Pricing</a></nav><main>"
+        "<section class='hero'><h1>Freight planning for small harbours</h1>"
+        "<p>Tidewise plans the berths, cranes and crews of a harbour a week ahead, and "
+        "plans again, within the hour, when a ship is late or the weather turns.</p></section>"
+        "<section class='stories'><div class='wrap'><div class='head'><h2>Who uses it</h2>"
+        f"<div><p>{intro}</p></div></div><div class='grid'>{cards}</div></div>"
+        "<div><a class='btn' href='/stories'>All stories</a></div></section>"
+        f"<div class='box'><h3><a href='/news/featured'>{featured}</a></h3>"
+        f"<p>What {featured.lower()} means for the port's winter timetable and the ferries."
+        "</p><ul><li><a href='/news/1'>New cranes arrive at the north quay</a></li>"
+        "<li><a href='/news/2'>The harbour master retires after thirty years</a></li>"
+        "<li><a href='/news/3'>A second pilot boat for the outer channel</a></li></ul></div>"
+        "</main><footer><a href='/about'>About</a></footer></body></html>"
+    )
+
+
+def flat_showcase_page(stories: list[str]) -> str:
+    """Return the showcase page with its stories linked beside the intro, in no block."""
+    links = "".join(f"<a href='/stories/{n}'>{story}</a> " for n, story in enumerate(stories))
+    intro = "See how ports on three coasts plan their berths and crews with Tidewise."
+    return showcase_page(intro, []).replace("<div class='grid'></div>", links)
+
+
+def test_a_paragraph_introducing_a_section_of_links_is_content_and_the_links_are_not() -> None:
+    intro = "See how ports on three coasts plan their berths and crews with Tidewise."
+    stories = ["Northport halves its waiting times", "Eastbay plans for storms"]
+    before = digest(showcase_page(intro, stories))
+    assert digest(showcase_page(intro.replace("three", "four"), stories)) != before
+    # The grid's stories turn over, and another story is featured in the "latest" box.
+    assert digest(showcase_page(intro, ["Southport adds a night shift", *stories[:1]])) == before
+    assert digest(showcase_page(intro, stories, featured="Ferry fares frozen")) == before
+    # Links beside the intro, in no block of their own, leave the section a link list.
+    stories = [*stories, "Westhaven trains its crane drivers", "Southport adds a night shift"]
+    assert digest(flat_showcase_page(stories)) == digest(flat_showcase_page(stories[::-1]))

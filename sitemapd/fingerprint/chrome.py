@@ -74,6 +74,10 @@ _COUNTER = re.compile(
 )
 # Blocks whose words around a count are a sentence's: "the clip had <b>900 views</b>".
 _SENTENCES = ("p", "blockquote", "dd")
+# Characters of a paragraph that introduces a section of links (see `_introduced`).
+_INTRO = 60
+# Blocks that are an item of a list whatever they link to: a teaser in one is its story's.
+_ITEMS = {"li", "article", "dd", "tr"}
 # A paragraph shorter than this says too little to tell article from template.
 MIN_PARAGRAPH = 25
 # Characters a paragraph outside the main content needs to count as the article's, and
@@ -230,6 +234,9 @@ def template_reason(
             # A page's header: its headline under the breadcrumb trail, whose share of
             # links moves with the trail's steps.
             and not _holds_headline(element)
+            # A section of links its own paragraph introduces: the paragraph is the
+            # page's, and the links below it are judged on their own.
+            and not _introduced(element, sizes)
         ):
             return f"link list ({round(100 * links / text)}% link text)"
         # A row of links holds no heading: an article's header (its headline above a
@@ -308,6 +315,34 @@ def _holds_headline(element: Element) -> bool:
         return False
     h1 = found[0]
     return next(h1.iter("a"), None) is None and all(a.tag != "a" for a in h1.iterancestors())
+
+
+def _introduced(element: Element, sizes: Sizes) -> bool:
+    """True when a paragraph of `element` comes before every link in it, in no item of
+    a list (an `<li>`, an `<article>`, a block linking to one address), and the links
+    lie in blocks apart from it, to be judged on their own: an intro of the section
+    ("There's a lot more to an editor..."), not a teaser, which follows its story's
+    linked headline or shares an item with its link."""
+    for node in element.iterdescendants(etree.Element):
+        if node.tag == "a":
+            return False
+        if node.tag == "p" and sizes.text.get(node, 0) >= _INTRO and not _link_count(node, 1):
+            line = {element}
+            for holder in node.iterancestors():
+                if holder is element:
+                    break
+                if holder.tag in _ITEMS or _one_address(holder):
+                    return False
+                line.add(holder)
+            return all(a.getparent() not in line for a in element.iter("a"))
+    return False
+
+
+def _one_address(element: Element) -> bool:
+    """True when `element` links to one address, once or more: an item of a list (its
+    headline, its picture, "read more"), not a section of items."""
+    addresses = {a.get("href") for a in element.iter("a")}
+    return len(addresses) == 1
 
 
 def _holds_prose(element: Element, sizes: Sizes) -> bool:
