@@ -27,13 +27,14 @@ the folder named:
   `<Publisher>_<date>.html.gz` beside `<Publisher>.json`); truth: the title, summary,
   section headlines and paragraphs of the parser version whose paragraphs the page
   holds (a page none matches well is left out).
-- `listpages/`: 271 pages, among them homes, section, tag, category and archive pages:
+- `listpages/`: 290 pages, among them homes, section, tag, category and archive pages:
   the pages crawlers' and extractors' tests saved, adbar/htmldate (`tests/cache/` into
   `htmldate/`), adbar/trafilatura (`tests/cache/`, `tests/resources/` into
   `trafilatura/`) and AndyTheFactory/newspaper4k (`tests/data/html/*_main_site.html`
   into `newspaper4k/`); and blogs whose built site (Hugo, Jekyll, Hexo) is committed
   to GitHub, a few list pages each (the home, its second page, a tag or category page,
-  the archive) under `sites/<owner>_<repository>/`, a site's pages all in one half. No
+  the archive, from the last commit that holds the built site) under
+  `sites/<owner>_<repository>/`, a site's pages all in one half. No
   truth, as for postlight; a page two tests saved alike is read once.
 - `modern/`: 1000 pages of 2025-2026 of every kind (articles, forums, services,
   products, documentation, listings, collections), tiptopjaw/web-content-extraction-

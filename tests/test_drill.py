@@ -773,6 +773,21 @@ def test_a_site_name_in_a_menu_or_linked_home_is_not_the_headline(site: Site) ->
     )
     tree = lxml.html.document_fromstring(crumb)
     assert text_of(headline(tree, page_content(tree))) == "Blog 1"
+    # Wrapped in a link to the post, the `<h1>` that says the title is the headline, not
+    # the one of a share dialog; another story's linked `<h1>` is none.
+    share = "<div class='reveal-modal'><h1>Share the post</h1><a href='/x'>X</a></div>"
+    linked = home(1).replace(
+        "<div id='post-list'>", "<a href='/blog-1/'><h1>Blog 1</h1></a><div id='post-list'>"
+    )
+    tree = lxml.html.document_fromstring(linked.replace("</body>", f"{share}</body>"))
+    assert text_of(headline(tree, page_content(tree))) == "Blog 1"
+    other = linked.replace("<h1>Blog 1</h1>", "<h1>Council approves budget</h1>")
+    tree = lxml.html.document_fromstring(other)
+    assert headline(tree, page_content(tree)) is None
+    # Nor is the site's name linked to its about page, though the title ends with it.
+    named = other.replace("Council approves budget", "Notes").replace("/blog-1/", "/about/")
+    tree = lxml.html.document_fromstring(named.replace("<title>Blog 1", "<title>Blog 1 - Notes"))
+    assert headline(tree, page_content(tree)) is None
 
 
 def test_a_sidebar_of_teasers_each_an_article_is_not_content() -> None:

@@ -218,7 +218,8 @@ def append_correction(page: Page) -> bool:
 def headline(tree: Element, content: Iterable[Element]) -> Element | None:
     """Return the page's headline element: of the `<h1>` a reader sees (`out_of_sight`:
     not a visually hidden label such as `<h1 class="sr-only">News</h1>`), not in a link
-    (a logo), nor saying a link to the home alone (the site's name), nor the title of an
+    unless it says what the title says, nor saying a link to the home alone (the site's
+    name, a logo), nor the title of an
     item of the page's list (another page's), nor in a landmark never content by its tag
     or role and holding under half the page's text unless it says what the document
     title says (a mobile menu's site name, a menu's label; not a breadcrumb's last item),
@@ -234,7 +235,10 @@ def headline(tree: Element, content: Iterable[Element]) -> Element | None:
         for h in tree.iter("h1")
         if text_of(h)
         and not out_of_sight(h)
-        and not any(a.tag == "a" or a in items for a in (h, *h.iterancestors()))
+        and not any(a in items for a in (h, *h.iterancestors()))
+        # In a link, another page's headline or the site's name, unless it and the
+        # title say the same: a theme linking the post's own headline to the post.
+        and (not any(a.tag == "a" for a in h.iterancestors()) or _same(text_of(h), said))
         and not _logo(h)
         and (
             _says(tokens(text_of(h)), said)
@@ -271,6 +275,13 @@ def _home(href: str) -> bool:
 def _says(words: set[str], said: set[str]) -> bool:
     """True when most of a heading's `words` are among the title's `said`."""
     return bool(words) and len(words & said) * 2 > len(words)
+
+
+def _same(text: str, said: set[str]) -> bool:
+    """True when most of `text`'s words are among the title's `said`, and most of those
+    among `text`'s: a headline, not the site's name the title ends with."""
+    words = tokens(text)
+    return _says(words, said) and _says(said, words)
 
 
 def _updated(element: Element) -> None:
