@@ -218,13 +218,13 @@ def append_correction(page: Page) -> bool:
 def headline(tree: Element, content: Iterable[Element]) -> Element | None:
     """Return the page's headline element: of the `<h1>` a reader sees (`out_of_sight`:
     not a visually hidden label such as `<h1 class="sr-only">News</h1>`), not in a link
-    unless it says what the title says, nor saying a link to the home alone (the site's
-    name, a logo), nor the title of an
-    item of the page's list (another page's), nor in a landmark never content by its tag
-    or role and holding under half the page's text unless it says what the document
-    title says (a mobile menu's site name, a menu's label; not a breadcrumb's last item),
-    those that say what the title says when any does (not a login box's "Log in"), the
-    last before the first content paragraph, else the first."""
+    unless it and the title say the same, nor saying a link to the home alone (the
+    site's name, a logo), nor the title of an item of the page's list (another page's),
+    nor in a landmark never content by its tag or role and holding under half the page's
+    text unless it says what the document title says (a mobile menu's site name, a
+    menu's label; not a breadcrumb's last item), those that say what the title says when
+    any does (not a login box's "Log in"), the last before the first content paragraph,
+    else the first."""
     first = next(iter(content), None)
     items = {i for e in content for i in list_items(e, cards=True)}
     title = next((t for head in tree.iter("head") for t in head.iter("title")), None)
