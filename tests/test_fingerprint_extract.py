@@ -539,9 +539,9 @@ def test_a_labelled_index_of_short_links_is_not_content() -> None:
     assert digest(episodes_page(5, word="dear")) != before
 
 
-def related_pane_page(related: list[str], word: str = "open") -> str:
-    """Return a story whose block also holds a box named `relatedPane` of other
-    stories' teasers."""
+def related_pane_page(related: list[str], word: str = "open", box: str = "relatedPane") -> str:
+    """Return a story whose block also holds a box with the id `box` of other stories'
+    teasers."""
     story = "".join(
         f"<p>The company said it would {word} the source of its operating system, part "
         f"{n} of a plan to win back developers, under a licence of its own.</p>"
@@ -554,16 +554,31 @@ def related_pane_page(related: list[str], word: str = "open") -> str:
     )
     return (
         "<html><head><title>Source opened</title></head><body><div class='body'>"
-        f"<h2>Source opened</h2>{story}<div id='relatedPane'>{teasers}</div></div>"
+        f"<h2>Source opened</h2>{story}<div id='{box}'>{teasers}</div></div>"
         "</body></html>"
     )
 
 
-def test_a_template_word_run_together_with_pane_or_shell_names_a_template_part() -> None:
+# Run together ("relatedPane", "footerContent" as "footercontent") or in camel case
+# ("sponsoredProducts", "socialShareButtons"), a template word names a template part.
+@pytest.mark.parametrize(
+    "box", ["relatedPane", "sponsoredProducts2", "socialShareButtons", "footerContent"]
+)
+def test_a_template_word_run_together_or_in_camel_case_names_a_template_part(box: str) -> None:
     related = ["Patent protection planned", "A new licence drafted", "Developers wait"]
-    before = digest(related_pane_page(related))
-    assert digest(related_pane_page(["Partners sign up", *related[:-1]])) == before
-    assert digest(related_pane_page(related, word="close")) != before
+    before = digest(related_pane_page(related, box=box))
+    assert digest(related_pane_page(["Partners sign up", *related[:-1]], box=box)) == before
+    assert digest(related_pane_page(related, word="close", box=box)) != before
+
+
+def test_a_generated_name_spells_no_template_word() -> None:
+    # CSS-in-JS names are hashes: "adFHlH" is no "ad", "navQpZ" no "nav". A box of
+    # teasers with such a name inside the story is the story's: editing it moves it.
+    for box in ("adFHlH", "navQpZ"):
+        related = ["Patent protection planned", "A new licence drafted"]
+        before = digest(related_pane_page(related, box=box))
+        edited = related_pane_page(["Patent protection dropped", related[1]], box=box)
+        assert digest(edited) != before
 
 
 def _news_article(headline: str, modified: str) -> str:

@@ -1,7 +1,8 @@
 """What a block's class and id say it is: an article part ("content", "post-body"), a
-template part ("related", "share-bar", "more-stories", "cookie-notice"), a word that
-names either on different sites ("widget", "latest"), or a readers' comment thread.
-A section whose id is its heading's slug names nothing.
+template part ("related", "share-bar", "more-stories", "cookie-notice", run together
+"relatedarticles" or in camel case "sponsoredProducts"), a word that names either on
+different sites ("widget", "latest"), or a readers' comment thread. A section whose id
+is its heading's slug names nothing.
 """
 
 from __future__ import annotations
@@ -137,6 +138,12 @@ _ARTICLE_WORDS = {
     "page",
 }
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
+_NAME = re.compile(r"[A-Za-z0-9]+")
+# A name in camel case: words of three letters or more after the first (two or more),
+# each capitalised, then any number. A generated name ("adFHlH", "navQpZ", "sc-AxjAm")
+# is none, and spells no "ad" or "nav".
+_CAMEL_NAME = re.compile(r"(?:[a-z]{2,}|[A-Z][a-z]{2,})(?:[A-Z][a-z]{2,})+[0-9]*")
+_CAPITAL = re.compile(r"(?=[A-Z])")
 # Words of a readers' comment thread (WordPress, Drupal, Disqus, in the languages whose
 # counters `chrome` reads): in one name with an article word ("post-comments",
 # "article_comments", "postcomments"), the thread is the article's, not the article.
@@ -213,10 +220,38 @@ def _words(name: str) -> tuple[str, ...]:
     return tuple(w for w in _WORD_SPLIT.split(name.lower()) if w)
 
 
+def _camel_words(match: re.Match[str]) -> str:
+    """Return the name `match` holds, after its first word when that names a template
+    part, a comment or a weak part and the name is in camel case and says nothing run
+    together ("sponsored sponsoredProducts2"; "footerContent" is a footer's as it is)."""
+    name = match.group()
+    if not _CAMEL_NAME.fullmatch(name) or _known(name.lower()):
+        return name
+    # The first word alone, as a name run together is read ("relatedarticles"): every
+    # word read, as a hyphenated name's are, cost pages held out edits of their own
+    # text and headlines (docs/lastmod-truth.md, twenty-fifth round).
+    first = (name[0] + _CAPITAL.split(name[1:], maxsplit=1)[0]).lower()
+    if first in _TEMPLATE_WORDS or first in _COMMENTS or first in _WEAK_WORDS:
+        return f"{first} {name}"
+    return name
+
+
+def _known(word: str) -> bool:
+    """True when `word`, one word, names a part of a page."""
+    return (
+        word in _TEMPLATE_WORDS
+        or word in _TEMPLATE_COMPOUND
+        or word in _COMMENT_WORDS
+        or word in _WEAK_WORDS
+        or word in _ARTICLE_WORDS
+        or bool(_TEMPLATE_PHRASES.search(word))
+    )
+
+
 @lru_cache(maxsize=4096)
 def _names(classes: str | None, ident: str | None) -> tuple[bool, bool, bool, bool]:
     # A site's pages repeat the same few hundred class and id values: each is read once.
-    names = f"{classes or ''} {ident or ''}".lower()
+    names = _NAME.sub(_camel_words, f"{classes or ''} {ident or ''}").lower()
     if not names.strip():
         return False, False, False, False
     words = [w for w in _WORD_SPLIT.split(names) if w]
