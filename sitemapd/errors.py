@@ -12,6 +12,11 @@ class ConfigError(SitemapdError):
 class SourceError(SitemapdError):
     """A content source could not be read as a whole (one bad item is logged, not raised)."""
 
+    def reason(self, source: str) -> str:
+        """Return the message without the name of `source` it starts with, for a report
+        that names each source itself ("root ... is missing")."""
+        return str(self).removeprefix(f"{source}: ")
+
 
 class LedgerError(SitemapdError):
     """The ledger database cannot be opened, migrated or written."""

@@ -19,7 +19,7 @@ import pytest
 from conftest import Site, published
 from lxml import etree
 
-PUBLISH = re.compile(r"published: .* wrote [1-9]\d* files")
+PUBLISH = re.compile(r"published: .* wrote [1-9]\d* files?")
 
 
 class RunningDaemon:

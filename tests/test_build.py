@@ -105,6 +105,26 @@ def test_redeploying_identical_files_moves_no_lastmod(example: Site, tmp_path: P
     assert snapshot(example.out) == before
 
 
+def test_the_example_passes_its_own_drill_and_a_new_home_story_moves_the_home(
+    example: Site,
+) -> None:
+    # The home is five short linked stories under a line of intro: too little text to
+    # score, yet a new story there is what a reader of the home sees change.
+    drilled = example.cli("drill", "--pages", "100")
+    assert "FAIL" not in drilled.stdout
+    assert "a new item in a list page's list       100.0%" in drilled.stdout
+    example.build()
+    before = example.urls()["https://example.com/"]
+    time.sleep(1.1)  # lastmods are to the second
+    home = example.root / "index.html"
+    story = "<li><a href='https://example.com/news/2026/11/fresh.html'>A fresh story</a></li>"
+    staged = home.with_name(".index.html.tmp")
+    staged.write_text(home.read_text().replace("<li>", story + "<li>", 1))
+    staged.replace(home)
+    example.build()
+    assert example.urls()["https://example.com/"] != before
+
+
 def test_new_page_takes_file_mtime_and_change_takes_observation_time(site: Site) -> None:
     path = site.write("a.html", page("A", "first"))
     os.utime(path, (at("2024-03-01T12:00:00Z"),) * 2)

@@ -110,6 +110,18 @@ CASES = [
         "is required",
     ),
     ("missing-root", doc(source='type = "directory"\n'), "source[0].root", "is required"),
+    (
+        "misspelled-required-key",
+        doc(site='base_url = "https://example.com/"\noutput_dir = "out"\nstat_dir = "state"\n'),
+        "site.state_dir",
+        "is required (stat_dir is given: misspelled?)",
+    ),
+    (
+        "misspelled-key",
+        doc(sitemap="max_url = 5\n"),
+        "sitemap.max_url",
+        "unknown key (did you mean max_urls?)",
+    ),
     ("no-source", doc(source=None), "source", "at least one [[source]]"),
     (
         "unknown-source-type",

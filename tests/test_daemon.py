@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -159,6 +160,13 @@ def test_root_deleted_and_redeployed_is_an_outage_not_a_deletion(
     shutil.rmtree(site.root)
     daemon.wait_for_log(r"is missing: keeping the published output")
     assert published(site.out) == before
+
+    def last_error() -> str | None:
+        return json.loads(site.cli("status", "--json").stdout)["daemon"]["last_error"]
+
+    daemon.wait_until(lambda: last_error() is not None, 30, "the outage in status")
+    # "directory:ROOT: root ROOT is missing ...", the source named once.
+    assert str(last_error()).count("directory:") == 1
     shutil.copytree(release, site.root)
     (site.root / "new.html").write_text(page("New"))
     daemon.wait_for_urls(u("", "a.html", "new.html"))

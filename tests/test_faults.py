@@ -425,6 +425,9 @@ def test_status_names_the_daemon_its_health_and_last_error(site: Site, daemons: 
     assert found["healthy"] is False
     assert any("nginx" in problem for problem in found["problems"])
     assert "access.log" in found["last_error"]
+    # The source named once: "nginx: ...", never "nginx: nginx: ...".
+    assert found["last_error"].startswith("nginx: ")
+    assert found["last_error"].count("nginx") == 1
     text = site.cli("status").stdout
     assert f"daemon:       pid {daemon.proc.pid}, UNHEALTHY: nginx" in text
     assert re.search(r"last error: .*access\.log", text)

@@ -322,6 +322,17 @@ def test_explain_shows_what_counts_and_the_history(site: Site) -> None:
     missing = site.cli("explain", "https://example.com/nope.html", check=False)
     assert missing.returncode == 1
     assert "no file of a directory source" in missing.stderr
+    # Files the source never publishes are said to be so, not "not in the ledger yet".
+    site.write("404.html", "<html><head><title>Not found</title></head><body></body></html>")
+    site.write("style.css", "body { color: black }")
+    error_page = site.cli("explain", "/404.html", check=False)
+    assert error_page.returncode == 1
+    assert "404.html is not published: it matches an `exclude` or `error_pages`" in (
+        error_page.stderr
+    )
+    asset = site.cli("explain", str(site.root / "style.css"), check=False)
+    assert asset.returncode == 1
+    assert "style.css is not a page: it matches no `include`" in asset.stderr
 
 
 def test_status_counts_pages_without_main_content(site: Site) -> None:

@@ -337,6 +337,29 @@ def test_a_new_story_in_a_section_page_s_list_moves_it() -> None:
     assert digest(section_page(["Striker signs", *stories[:-1]], "article")) == article
 
 
+def small_home(headlines: list[str], related: list[str] | None = None) -> str:
+    """Return a small site's home: a line of intro and a short list of linked stories
+    in its `<main>`, and a "related" box of other links there too."""
+    items = "".join(f"<li><a href='/news/{n}'>{h}</a></li>" for n, h in enumerate(headlines))
+    box = "".join(f"<li><a href='/more/{n}'>{h}</a></li>" for n, h in enumerate(related or []))
+    return (
+        "<html><head><title>Gazette</title></head><body><header><nav><a href='/'>Home</a> "
+        "<a href='/news/'>News</a></nav></header><main><article><h1>Gazette</h1>"
+        f"<p>Local news from the city.</p><ul>{items}</ul></article>"
+        f"<ul class='related'>{box}</ul></main></body></html>"
+    )
+
+
+def test_a_new_story_in_a_small_home_s_short_list_moves_it() -> None:
+    # Too little prose to score and too little link text for a page's list anywhere:
+    # inside the page's one `<main>`, a list of linked stories is still its content.
+    stories = ["Budget approved", "Marathon record", "Café reviews", "Ask the desk", "Weather"]
+    related = ["Partner news one", "Partner news two", "Partner news three"]
+    before = digest(small_home(stories, related))
+    assert digest(small_home(["Bridge reopens", *stories[:-1]], related)) != before
+    assert digest(small_home(stories, ["Partner news zero", *related[:-1]])) == before
+
+
 def test_a_page_wrapper_named_for_its_open_comments_is_not_a_thread() -> None:
     def page(word: str) -> str:
         story = (

@@ -26,7 +26,7 @@ from sitemapd.publish.s3store import S3Store
 ROOT = "https://example.com/"
 TTL = 4
 LEASE = ".sitemapd/lease-sitemap.xml.json"
-WROTE = re.compile(r"published: .* wrote [1-9]\d* files")
+WROTE = re.compile(r"published: .* wrote [1-9]\d* files?")
 
 
 def lease(s3: S3Server, bucket: str) -> dict[str, object]:

@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlsplit
 
 from sitemapd.config import Config
 from sitemapd.config.sources import DirectorySource
+from sitemapd.core.globs import compile_globs
 from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import InvalidURL, SitemapdError
 from sitemapd.fingerprint import TemplateMemory
@@ -30,11 +31,19 @@ _SHOWN = 4000
 def explain(config: Config, target: str) -> str:
     """Return the report on `target`, a page's URL, its path on the site or its file.
 
-    Raises SitemapdError when no directory source holds it.
+    Raises SitemapdError when no directory source holds it as a page (a file its
+    `include` does not match, or its `exclude` or `error_pages` does).
     """
     policy = URLPolicy(config.site.origin)
     source, relpath, loc = _locate(config, policy, target)
     path = source.root / relpath
+    if not compile_globs(source.include).match(relpath):
+        raise SitemapdError(f"{path} is not a page: it matches no `include` of {source.name}")
+    if compile_globs(source.exclude).match(relpath):
+        raise SitemapdError(
+            f"{path} is not published: it matches an `exclude` or `error_pages` pattern "
+            f"of {source.name}"
+        )
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -10,6 +10,8 @@ from urllib.parse import urlsplit
 from sitemapd.errors import ConfigError
 
 HOUR = 3600.0
+# How alike a key must be spelled to a known one to be named as its misspelling.
+_NEAR = 0.75
 
 
 T = TypeVar("T")
@@ -41,10 +43,20 @@ class Table:
             raise self.error(key, f"must be {kind_name}, got {kind_of(value)}")
         return value
 
+    def missing(self, key: str) -> ConfigError:
+        """Return the error of the required `key` missing, naming a key not yet read that
+        is spelled like it ("stat_dir" for `state_dir`) where there is one."""
+        import difflib  # only on an error: not at every start
+
+        unread = [k for k in self.data if k not in self.used]
+        near = difflib.get_close_matches(key, unread, n=1, cutoff=_NEAR)
+        hint = f" ({near[0]} is given: misspelled?)" if near else ""
+        return self.error(key, f"is required{hint}")
+
     def required_text(self, key: str) -> str:
         value = self.get(key, str, "", "a string")
         if not value:
-            raise self.error(key, "is required")
+            raise self.missing(key)
         return value
 
     def text(self, key: str, default: str) -> str:
@@ -142,13 +154,17 @@ class Table:
     def path(self, key: str, base: Path, resolve: bool = True) -> Path:
         value = self.optional_path(key, base, resolve)
         if value is None:
-            raise self.error(key, "is required")
+            raise self.missing(key)
         return value
 
     def done(self) -> None:
         unknown = sorted(set(self.data) - self.used)
         if unknown:
-            raise self.error(unknown[0], "unknown key")
+            import difflib  # only on an error: not at every start
+
+            near = difflib.get_close_matches(unknown[0], sorted(self.used), n=1, cutoff=_NEAR)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise self.error(unknown[0], f"unknown key{hint}")
 
 
 # The validation patterns of this package are kept as text: `re` compiles (and caches)

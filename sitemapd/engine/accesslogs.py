@@ -74,7 +74,7 @@ def read_access_logs(
         except SourceError as exc:
             if strict:
                 raise
-            failed[source.name] = str(exc)
+            failed[source.name] = exc.reason(source.name)
             log.error("%s", exc)
     return fetched
 

@@ -12,6 +12,7 @@ from sitemapd.config import Config
 from sitemapd.config.sources import ChangelogSource, ContentSource, DirectorySource
 from sitemapd.core import logs, w3c
 from sitemapd.core.urls import URLPolicy
+from sitemapd.core.words import count
 from sitemapd.engine.accesslogs import access_logs, read_access_logs
 from sitemapd.engine.progress import Progress, log_report
 from sitemapd.engine.target import Target
@@ -261,7 +262,7 @@ class Engine:
             except SourceError as exc:
                 if strict:
                     raise
-                failed[source.name] = str(exc)
+                failed[source.name] = exc.reason(source.name)
                 log.error("%s", exc)
         robots_rules = self.robots_rules()
         reconciling = [
@@ -335,13 +336,13 @@ class Engine:
         seconds = time.perf_counter() - started
         log.log(
             logs.INFO if report.written or changes.changed else logs.DEBUG,
-            "%s: %d new, %d updated, %d gone, %d invalid; wrote %d files (%d bytes) in %.2fs",
+            "%s: %d new, %d updated, %d gone, %d invalid; wrote %s (%d bytes) in %.2fs",
             "dry run, not published" if self.publisher.dry_run else "published",
             changes.new,
             changes.updated,
             changes.gone,
             changes.rejected,
-            len(report.written),
+            count(len(report.written), "file"),
             report.bytes_written,
             seconds,
         )

@@ -80,7 +80,7 @@ def _soft(
         yield from scan.items
     except SourceError as exc:
         log.error("%s", exc)
-        failed[scan.name] = str(exc)
+        failed[scan.name] = exc.reason(scan.name)
         if scan.name in complete:
             complete.remove(scan.name)
         for key in scan.cursors:

@@ -34,7 +34,7 @@ from sitemapd.fingerprint.chrome import (
 )
 
 # BLOCKS is the drill's too: named here, where it has always been imported from.
-from sitemapd.fingerprint.listing import main_list
+from sitemapd.fingerprint.listing import MIN_LIST_TEXT, main_list
 from sitemapd.fingerprint.names import carousel, weight
 from sitemapd.fingerprint.posts import messages, posts
 from sitemapd.fingerprint.score import BLOCKS as BLOCKS
@@ -153,15 +153,18 @@ def main_content(
         extract.main = _in_order([*extract.main, *found], sizes)
     # A product's page lists other products (colours, "you may also like"), not its own.
     if not (article or product) and kept < _LIST_PAGE_PROSE:
-        _add_list(extract, body, sizes, among)
+        _add_list(extract, body, sizes, among.elements)
     return extract
 
 
-def _add_list(extract: Extract, body: Element, sizes: Sizes, among: Voters) -> None:
-    """Add the page's main list of items to `extract`, its links kept: a home or section
-    page whose one teaser scored as an article says what its list says, even when the
-    list holds the teaser (a shop's category page whose intro opens its grid)."""
-    listing = main_list(body, sizes, among.elements)
+def _add_list(
+    extract: Extract, body: Element, sizes: Sizes, among: list[Element], least: int = MIN_LIST_TEXT
+) -> None:
+    """Add the page's main list of items `among` the elements of `body` to `extract`, its
+    links kept: a home or section page whose one teaser scored as an article says what
+    its list says, even when the list holds the teaser (a shop's category page whose
+    intro opens its grid): one of `least` characters of link text or more."""
+    listing = main_list(body, sizes, among, least)
     # A list in a block left out stays out.
     if listing is None or any(inside(listing, e) for e in extract.dropped):
         return
@@ -187,10 +190,16 @@ def _without_article(body: Element, sizes: Sizes, among: Voters, lists: bool) ->
     if listing is not None:
         dropped = template_parts(listing, sizes, listing, lists=False)
         return Extract([listing], fallback=False, dropped=dropped)
-    # Too little prose to score, but the page says where its content is: its one `<main>`.
+    # Too little prose to score, but the page says where its content is: its one `<main>`,
+    # and a list of links there however short its text (a small site's home: five
+    # linked stories under a line of intro), whose new item is the page's change.
     declared = _declared(body, sizes, among, 1)
     if declared is not None:
-        return _finish([declared], sizes)
+        extract = _finish([declared], sizes)
+        if lists:
+            within = [e for e in among.elements if inside(e, declared)]
+            _add_list(extract, body, sizes, within, least=1)
+        return extract
     dropped = template_parts(body, sizes, body)
     dropped.update((element, "not shown") for element in among.unseen)
     # Other pages' teasers turned over in place: the page's surroundings, not its text.

@@ -8,15 +8,17 @@ from sitemapd.fingerprint.names import carousel
 
 # A page's main list of items: children with a link each, and its link text.
 _LIST_ITEMS = 5
-_MIN_LIST_TEXT = 200
+MIN_LIST_TEXT = 200
 
 
-def main_list(body: Element, sizes: Sizes, among: list[Element]) -> Element | None:
-    """Return the page's list of items: the block of most link text `among` the elements
-    of `body` (those a reader sees in place) with `_LIST_ITEMS` or more like children
-    with a link each, in no template part (a block holding half the page's text is none
-    by its name: it wraps the page)."""
-    best, most = None, _MIN_LIST_TEXT - 1
+def main_list(
+    body: Element, sizes: Sizes, among: list[Element], least: int = MIN_LIST_TEXT
+) -> Element | None:
+    """Return the page's list of items: the block of most link text (`least` characters
+    or more) `among` the elements of `body` (those a reader sees in place) with
+    `_LIST_ITEMS` or more like children with a link each, in no template part (a block
+    holding half the page's text is none by its name: it wraps the page)."""
+    best, most = None, least - 1
     half = sizes.text[body] / 2
     for element in among:
         links = sizes.links[element]
