@@ -46,11 +46,8 @@ class Table:
     def missing(self, key: str) -> ConfigError:
         """Return the error of the required `key` missing, naming a key not yet read that
         is spelled like it ("stat_dir" for `state_dir`) where there is one."""
-        import difflib  # only on an error: not at every start
-
-        unread = [k for k in self.data if k not in self.used]
-        near = difflib.get_close_matches(key, unread, n=1, cutoff=_NEAR)
-        hint = f" ({near[0]} is given: misspelled?)" if near else ""
+        near = _spelled_like(key, [k for k in self.data if k not in self.used])
+        hint = f" ({near} is given: misspelled?)" if near else ""
         return self.error(key, f"is required{hint}")
 
     def required_text(self, key: str) -> str:
@@ -160,11 +157,17 @@ class Table:
     def done(self) -> None:
         unknown = sorted(set(self.data) - self.used)
         if unknown:
-            import difflib  # only on an error: not at every start
-
-            near = difflib.get_close_matches(unknown[0], sorted(self.used), n=1, cutoff=_NEAR)
-            hint = f" (did you mean {near[0]}?)" if near else ""
+            near = _spelled_like(unknown[0], sorted(self.used))
+            hint = f" (did you mean {near}?)" if near else ""
             raise self.error(unknown[0], f"unknown key{hint}")
+
+
+def _spelled_like(key: str, keys: list[str]) -> str | None:
+    """Return the one of `keys` spelled most like `key`, if any is alike enough."""
+    import difflib  # only on an error: not at every start
+
+    near = difflib.get_close_matches(key, keys, n=1, cutoff=_NEAR)
+    return near[0] if near else None
 
 
 # The validation patterns of this package are kept as text: `re` compiles (and caches)
