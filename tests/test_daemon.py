@@ -139,6 +139,38 @@ def test_a_second_instance_is_refused_naming_the_pid(watched: Site, daemons: lis
         assert f"in use by sitemapd pid {daemon.proc.pid}" in result.stderr
 
 
+def test_a_ledger_of_its_own_does_not_make_a_second_writer_of_the_folder(
+    watched: Site, daemons: list
+) -> None:
+    # The same output folder given to a second config by mistake, with its own state.
+    site = watched
+    daemon = run(site, daemons)
+    published_first = daemon.wait_for_urls(u("", "a.html"))
+    other = site.base / "other.toml"
+    other.write_text(site.config.read_text().replace('state_dir = "state"', 'state_dir = "b"'))
+    holder = (
+        f"output folder {site.out} is published by sitemapd pid {daemon.proc.pid} on "
+        f"{os.uname().nodename} (state folder {site.state})"
+    )
+    for command in ("run", "build"):
+        result = run_cli(command, "-c", str(other), check=False)
+        assert result.returncode == 1, result.stderr
+        assert f"sitemapd: error: {holder}\n" in result.stderr
+    assert published(site.out) == published_first
+
+    # The folder deleted under the daemon: it publishes it again, and holds it again.
+    shutil.rmtree(site.out)
+    daemon.wait_for_urls(u("", "a.html"))
+    result = run_cli("build", "-c", str(other), check=False)
+    assert result.returncode == 1
+    assert holder in result.stderr
+
+    # Once the first stops, the folder is free for the second.
+    assert daemon.stop() == 0
+    run_cli("build", "-c", str(other))
+    assert set(published(site.out)) == u("", "a.html")
+
+
 def test_sigterm_finishes_the_batch_and_exits_0(watched: Site, daemons: list) -> None:
     site = watched
     site.configure(source="[daemon]\ndebounce = 5\nmax_delay = 10\n")

@@ -896,3 +896,27 @@ def test_a_class_naming_a_layout_with_a_sidebar_is_no_sidebar() -> None:
     for name in ("layout-3col__right-sidebar", "sidebar grid-layout"):
         tree = lxml.html.document_fromstring(page(name))
         assert "body" not in {p.getparent().get("class") for p in page_content(tree)}, name
+
+
+def test_a_page_that_cannot_be_read_is_named_not_drilled(site: Site) -> None:
+    from sitemapd.config import load
+    from sitemapd.drill import SourceReport, _load, render
+
+    site.write("a.html", article(1, ""))
+    (source,) = load(site.config).sources
+    unreadable: list[tuple[str, str]] = []
+    # Deleted between the walk that chose it and the read.
+    loaded = _load(source, ["a.html", "gone.html"], unreadable)
+    report = drill(loaded, Settings(), TemplateMemory())
+    report.skipped += unreadable
+    assert report.pages == 1
+    shown = render([SourceReport("directory:site", report)])
+    assert "  not drilled: gone.html: cannot read it (No such file or directory)" in shown
+
+
+def test_the_drill_s_columns_line_up_whatever_the_counts(site: Site) -> None:
+    for n in range(12):
+        site.write(f"story-{n}.html", article(n, teasers(6)))
+    result = site.cli("drill", "--pages", "12", check=False)
+    rows = [line for line in result.stdout.splitlines() if " moved (" in line]
+    assert len({line.index("should") for line in rows}) == 1, result.stdout

@@ -127,4 +127,11 @@ def test_a_reload_to_a_foreign_name_keeps_the_running_configuration(
     site.write("b.html", page("B"))
     daemon.wait_until(lambda: set(published(site.out)) == u("a.html", "b.html"))
     assert (site.out / "other.xml").read_bytes() == GENERATOR_SITEMAP
+    # `status`, read with the file the daemon refused, says why it runs another.
+    refused = f"reload failed: {site.out / 'other.xml'} was not written by sitemapd"
+    daemon.wait_until(lambda: refused in site.cli("status").stdout, 30, "status")
+    assert "(running the previous configuration)" in site.cli("status").stdout
+    site.configure(source=DAEMON)
+    daemon.proc.send_signal(signal.SIGHUP)
+    daemon.wait_until(lambda: "reload failed" not in site.cli("status").stdout, 30, "status")
     assert daemon.stop() == 0

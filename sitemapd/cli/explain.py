@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlsplit
 
 from sitemapd.config import Config
 from sitemapd.config.sources import DirectorySource
-from sitemapd.core.globs import compile_globs
+from sitemapd.core.globs import Selection
 from sitemapd.core.urls import URLPolicy
 from sitemapd.errors import InvalidURL, SitemapdError
 from sitemapd.fingerprint import TemplateMemory
@@ -37,13 +37,9 @@ def explain(config: Config, target: str) -> str:
     policy = URLPolicy(config.site.origin)
     source, relpath, loc = _locate(config, policy, target)
     path = source.root / relpath
-    if not compile_globs(source.include).match(relpath):
-        raise SitemapdError(f"{path} is not a page: it matches no `include` of {source.name}")
-    if compile_globs(source.exclude).match(relpath):
-        raise SitemapdError(
-            f"{path} is not published: it matches an `exclude` or `error_pages` pattern "
-            f"of {source.name}"
-        )
+    refusal = Selection(source.include, source.exclude).refusal(relpath)
+    if refusal is not None:
+        raise SitemapdError(f"{path} {refusal} of {source.name}")
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -189,7 +189,7 @@ def _check_folders(
     """Raise ConfigError when a content root would publish sitemapd's own files as pages,
     or serve its ledger."""
     # Imported here: the sources package imports this module.
-    from sitemapd.core.globs import compile_globs
+    from sitemapd.core.globs import Selection
 
     for n, source in enumerate(sources):
         if not isinstance(source, DirectorySource):
@@ -202,10 +202,10 @@ def _check_folders(
             )
         if site.output_dir == root or site.output_dir.is_relative_to(root):
             folder = site.output_dir.relative_to(root).as_posix()
-            include, exclude = compile_globs(source.include), compile_globs(source.exclude)
+            pages = Selection(source.include, source.exclude)
             for name in own_files:
                 relpath = name if folder == "." else f"{folder}/{name}"
-                if include.match(relpath) and not exclude.match(relpath):
+                if relpath in pages:
                     raise top.error(
                         "site.output_dir",
                         f"is inside source[{n}].root ({root}) and its include patterns match "

@@ -42,3 +42,26 @@ def compile_globs(patterns: Iterable[str]) -> re.Pattern[str]:
     if not alternatives:
         return re.compile(r"(?!)")
     return re.compile("(?:" + "|".join(alternatives) + r")\Z", re.DOTALL)
+
+
+class Selection:
+    """The relative paths a directory source takes as pages: those one of its `include`
+    patterns matches and none of its `exclude` patterns (`error_pages` among them)."""
+
+    __slots__ = ("_exclude", "_include")
+
+    def __init__(self, include: Iterable[str], exclude: Iterable[str]) -> None:
+        self._include = compile_globs(include).match
+        self._exclude = compile_globs(exclude).match
+
+    def __contains__(self, relpath: str) -> bool:
+        return self._include(relpath) is not None and self._exclude(relpath) is None
+
+    def refusal(self, relpath: str) -> str | None:
+        """Return why `relpath` is no page of the source ("is not a page: ..."), or None
+        when it is one."""
+        if self._include(relpath) is None:
+            return "is not a page: it matches no `include`"
+        if self._exclude(relpath) is not None:
+            return "is not published: it matches an `exclude` or `error_pages` pattern"
+        return None

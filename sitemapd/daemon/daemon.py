@@ -105,7 +105,9 @@ class Daemon:
         )
 
     def start(self) -> None:
-        """Watch, catch up with changes made while stopped, publish, then follow changes."""
+        """Watch, catch up with changes made while stopped, publish, then follow changes.
+        Raises LockError when another process publishes into the output folder."""
+        self.state.engine.target.claim()
         self.watching.attach()
         if self.sidecar is not None:
             self.sidecar.start()

@@ -200,6 +200,7 @@ class Health:
             "status": status,
             "last_error": self.state.last_error and self.state.last_error[1],
             "last_error_at": self.state.last_error and self.state.last_error[0],
+            "reload_error": self.state.reload_error,
         }
         path = self.state.config.site.state_dir / DAEMON_FILE
         try:

@@ -44,8 +44,10 @@ def run_drill(config: Config, pages: int, seed: int = 0) -> list[SourceReport]:
         if not isinstance(source, DirectorySource) or source.fingerprint != "content":
             continue
         chosen = _sample(source, config, pages, seed)
-        loaded = _load(source, chosen)
+        unreadable: list[tuple[str, str]] = []
+        loaded = _load(source, chosen, unreadable)
         report = drill(loaded, fingerprint_settings(source), TemplateMemory())
+        report.skipped += unreadable
         reports.append(SourceReport(source.name, report))
     if not any(r.report.pages for r in reports):
         raise SitemapdError("no HTML page to drill: no directory source with content fingerprints")
@@ -60,12 +62,16 @@ def _sample(source: DirectorySource, config: Config, pages: int, seed: int) -> l
     return sorted(random.Random(seed).sample(relpaths, pages))
 
 
-def _load(source: DirectorySource, relpaths: list[str]) -> Iterator[tuple[str, bytes]]:
+def _load(
+    source: DirectorySource, relpaths: list[str], unreadable: list[tuple[str, str]]
+) -> Iterator[tuple[str, bytes]]:
+    """Yield each page's path and bytes; a page that cannot be read goes to `unreadable`,
+    with why."""
     for relpath in relpaths:
         try:
             yield relpath, read_bytes(str(source.root / relpath))[1]
-        except OSError:
-            continue
+        except OSError as exc:
+            unreadable.append((relpath, f"cannot read it ({exc.strerror or exc})"))
 
 
 def passed(reports: list[SourceReport]) -> bool:
@@ -88,11 +94,13 @@ def render(reports: list[SourceReport]) -> str:
         report = entry.report
         lines.append(f"{entry.source}: {report.pages} pages")
         width = max((len(name) for name in report.rows), default=10)
+        counts = {name: f"({row.moved}/{row.applied})" for name, row in report.rows.items()}
+        counted = max((len(text) for text in counts.values()), default=0)
         for row in report.rows.values():
             expected = "should move" if row.real else "should not move"
             verdict = _verdict(row.real, row.rate) if row.applied else "n/a"
             lines.append(
-                f"  {row.name:<{width}}  {row.rate:6.1%} moved ({row.moved}/{row.applied})"
+                f"  {row.name:<{width}}  {row.rate:6.1%} moved {counts[row.name]:<{counted}}"
                 f"  {expected:<15}  {verdict}"
             )
         for row in report.rows.values():
@@ -106,6 +114,8 @@ def render(reports: list[SourceReport]) -> str:
                 lines.append(f"    ... and {len(row.wrong) - WORST} more pages")
         for page, why in report.skipped[:WORST]:
             lines.append(f"  not drilled: {page}: {why}")
+        if len(report.skipped) > WORST:
+            lines.append(f"  ... and {len(report.skipped) - WORST} more pages not drilled")
         lines.append("")
     return "\n".join(lines)
 

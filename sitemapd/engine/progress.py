@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from sitemapd.config import Config
 from sitemapd.config.sources import DirectorySource
 from sitemapd.core import logs
-from sitemapd.core.globs import compile_globs
+from sitemapd.core.globs import Selection
 from sitemapd.core.observation import Changes, Item, ListChunk, Observation, Seen
 from sitemapd.errors import Interrupted
 
@@ -89,16 +89,10 @@ def estimate(config: Config) -> int:
     for source in config.content_sources:
         if not isinstance(source, DirectorySource):
             continue
-        include, exclude = compile_globs(source.include), compile_globs(source.exclude)
+        pages = Selection(source.include, source.exclude)
         for folder, dirs, files in os.walk(source.root):
             dirs[:] = [d for d in dirs if not d.startswith(".")]
             relative = os.path.relpath(folder, source.root)
             prefix = "" if relative == "." else relative.replace(os.sep, "/") + "/"
-            total += sum(
-                1
-                for name in files
-                if not name.startswith(".")
-                and include.match(prefix + name)
-                and not exclude.match(prefix + name)
-            )
+            total += sum(1 for name in files if not name.startswith(".") and prefix + name in pages)
     return total

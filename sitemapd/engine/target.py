@@ -1,5 +1,6 @@
-"""The engine's target: the publisher over a local folder or an S3 bucket, the lease that
-keeps one writer per bucket, and the lastmods a new ledger adopts from what is published."""
+"""The engine's target: the publisher over a local folder or an S3 bucket, the lock or
+lease that keeps one writer per folder or bucket, and the lastmods a new ledger adopts
+from what is published."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from sitemapd.config import Config
 from sitemapd.core import logs, w3c
 from sitemapd.errors import PublishError
 from sitemapd.publish import manifest
+from sitemapd.publish.folderlock import FolderLock
 from sitemapd.publish.publisher import Publisher
 
 if TYPE_CHECKING:
@@ -28,9 +30,15 @@ class Target:
         self.ledger = ledger
         # Several daemons may publish to one bucket: they share it under a lease.
         self.lease: Lease | None = None
+        # One folder has one writer: another daemon with its own ledger is refused.
+        self.folder_lock: FolderLock | None = None
         target = config.publish.s3
         if target is None:
-            self.publisher = Publisher(config, ledger, dry_run)
+            if not dry_run:
+                self.folder_lock = FolderLock(
+                    config.site.output_dir, config.sitemap.index_name, config.site.state_dir
+                )
+            self.publisher = Publisher(config, ledger, dry_run, lease=self.folder_lock)
         else:
             # Imported for a bucket only: a local folder needs no HTTP client or lease.
             from sitemapd.publish.lease import Lease, lease_key
@@ -45,14 +53,25 @@ class Target:
         self._done = threading.Event()
 
     def close(self) -> None:
-        """End the renewals and give the lease up."""
+        """End the renewals and give the lease or the folder's lock up."""
         self._done.set()
         if self.lease is not None:
             self.lease.release()
+        if self.folder_lock is not None:
+            self.folder_lock.release()
+
+    def claim(self) -> None:
+        """Take the output folder's lock (a bucket's lease is the fleet's to take). Raises
+        LockError naming the process that publishes there, PublishError when the folder
+        cannot be written."""
+        if self.folder_lock is not None:
+            self.folder_lock.take()
 
     def acquire(self, wait: float) -> None:
-        """Take the publisher lease within `wait` seconds (none: nothing to take). Raises
-        PublishError when another daemon keeps it (renews it: its ETag moves)."""
+        """Take the output folder's lock, or the publisher lease within `wait` seconds.
+        Raises LockError when another process publishes into the folder, PublishError
+        when another daemon keeps the lease (renews it: its ETag moves)."""
+        self.claim()
         if self.lease is None:
             return
         deadline = time.monotonic() + wait

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from sitemapd.config import Config
 from sitemapd.core import docdigest, logs
 from sitemapd.core.workers import Pending, Workers
-from sitemapd.errors import PublishError
 from sitemapd.ledger.ledger import Ledger
 from sitemapd.ledger.spool import SpooledShard
 from sitemapd.publish import manifest, robots
@@ -302,8 +301,8 @@ class Publisher:
         """Raise PublishError unless this daemon may write to the target now (a long
         publish renews the lease on the way)."""
         lease = self.lease
-        if lease is not None and not self.dry_run and not (lease.held or lease.keep()):
-            raise PublishError(f"not the publisher of {self.store.where}: standing by")
+        if lease is not None and not self.dry_run and not lease.held:
+            lease.fence()
 
     def _write(
         self,

@@ -80,17 +80,15 @@ class Store(Protocol):
 
 
 class Fence(Protocol):
-    """The lease a publisher sharing a target with others writes under."""
+    """What keeps a publisher the target's one writer: a bucket's lease, a folder's lock."""
 
     @property
     def held(self) -> bool:
-        """True while this daemon may write to the target."""
-
-    def keep(self) -> bool:
-        """Renew the lease if held; return True when held. Raises PublishError."""
+        """True while this process may write to the target (answers at once)."""
 
     def fence(self) -> None:
-        """Renew the lease before the index write; raises PublishError when lost."""
+        """Make sure of the lease or lock (renew it, take it again); raises PublishError
+        when another holds it."""
 
 
 class LocalStore:

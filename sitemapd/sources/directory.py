@@ -15,7 +15,7 @@ from itertools import chain, islice
 from pathlib import Path
 
 from sitemapd.config.sources import DirectorySource
-from sitemapd.core.globs import compile_globs
+from sitemapd.core.globs import Selection
 from sitemapd.core.observation import (
     Gone,
     Item,
@@ -74,7 +74,7 @@ def walk(
     source: DirectorySource, skip: tuple[str, ...], under: str = ""
 ) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """Yield `(relative path, entry)` of every candidate file below `under`, sorted."""
-    include, exclude = compile_globs(source.include), compile_globs(source.exclude)
+    pages = Selection(source.include, source.exclude)
     skipped = skipped_below(source.root, skip)
     start = str(source.root / under)
     # Each folder with its real path: a folder that is no symlink is its parent's real
@@ -105,8 +105,7 @@ def walk(
                         stack.append((relpath + "/", entry.path, inner))
                 elif (
                     entry.is_file()
-                    and include.match(relpath)
-                    and not exclude.match(relpath)
+                    and relpath in pages
                     and _may_follow(source, entry.path, entry.is_symlink())
                 ):
                     files.append((relpath, entry))
@@ -129,7 +128,7 @@ def _observe_paths(source: DirectorySource, ctx: Context, relpaths: set[str]) ->
     A path that no longer exists yields Gone; a folder is walked. Events are only hints:
     the state of the disk decides.
     """
-    include, exclude = compile_globs(source.include), compile_globs(source.exclude)
+    pages = Selection(source.include, source.exclude)
     skipped = skipped_below(source.root, ctx.skip)
     # A deploy's events name each file and the folders holding them: a folder's real
     # path is looked up once, and a file that a walked folder yields is read once.
@@ -158,7 +157,7 @@ def _observe_paths(source: DirectorySource, ctx: Context, relpaths: set[str]) ->
                 walked.add(relpath)
         elif path.is_dir():
             continue
-        elif include.match(relpath) and not exclude.match(relpath):
+        elif relpath in pages:
             if path.is_file() and _may_follow(source, str(path), link):
                 files.append(iter([(relpath, path)]))
             elif not path.exists():

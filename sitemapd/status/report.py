@@ -164,6 +164,8 @@ def daemon_health(state_dir: Path) -> dict[str, Any]:
         "problems": [],
         "last_error": None,
         "last_error_at": None,
+        # Why the last reload was refused (the daemon runs its previous configuration).
+        "reload_error": None,
     }
     try:
         saved = json.loads((state_dir / DAEMON_FILE).read_text())
@@ -288,6 +290,8 @@ def _daemon_line(daemon: dict[str, Any]) -> str:
     line = f"pid {daemon['pid']}, {role}{health}"
     if daemon["last_error"]:
         line += f"\nlast error:   {daemon['last_error_at']} {daemon['last_error']}"
+    if daemon.get("reload_error"):
+        line += f"\nreload failed: {daemon['reload_error']} (running the previous configuration)"
     return line
 
 
