@@ -18,6 +18,7 @@ import sitemapd
 from sitemapd import config
 from sitemapd.cli import unchanged
 from sitemapd.ledger.lock import StateLock
+from sitemapd.publish.folderlock import FolderLock
 
 # The debug lines that tell the two paths apart: the engine's, and the early end's.
 FULL = " sitemapd.engine: published:"
@@ -258,6 +259,25 @@ def test_a_held_state_lock_fails_as_a_full_build_does(listed: ListSite) -> None:
     assert early.returncode == full.returncode == 1
     assert early.stderr == full.stderr
     assert "is in use by sitemapd pid" in full.stderr
+    assert listed.early()
+
+
+def test_a_folder_another_process_publishes_into_fails_as_a_full_build_does(
+    listed: ListSite,
+) -> None:
+    # The lock a second config's daemon would hold on the same output folder.
+    other = FolderLock(listed.out, ["sitemap.xml"], listed.base / "other-state")
+    other.take()
+    try:
+        early = listed.build(check=False)
+        (listed.state / "quiet-build").rename(listed.state / "aside")
+        full = listed.build(check=False)
+    finally:
+        other.release()
+    (listed.state / "aside").rename(listed.state / "quiet-build")
+    assert early.returncode == full.returncode == 1
+    assert early.stderr == full.stderr
+    assert f"is published by sitemapd pid {os.getpid()}" in full.stderr
     assert listed.early()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import Site, assert_valid, page, published, run_cli, write_atomic
 from daemon_harness import RunningDaemon, start, u
+
+from sitemapd.publish.folderlock import FolderLock
 
 DAEMON = "[daemon]\ndebounce = 0.2\nmax_delay = 2\n"
 
@@ -139,36 +142,126 @@ def test_a_second_instance_is_refused_naming_the_pid(watched: Site, daemons: lis
         assert f"in use by sitemapd pid {daemon.proc.pid}" in result.stderr
 
 
+def second_config(site: Site, state: str, *changes: tuple[str, str]) -> Path:
+    """Write the config of a second site sharing `site`'s folders but for its state (and
+    `changes`, replacements in its text)."""
+    text = site.config.read_text().replace('state_dir = "state"', f'state_dir = "{state}"')
+    for old, new in changes:
+        text = text.replace(old, new)
+    path = site.base / f"{state}.toml"
+    path.write_text(text)
+    return path
+
+
+def holder(site: Site, daemon: RunningDaemon, folder: Path | None = None) -> str:
+    return (
+        f"output folder {folder or site.out} is published by sitemapd pid {daemon.proc.pid} "
+        f"on {os.uname().nodename} (state folder {site.state})"
+    )
+
+
 def test_a_ledger_of_its_own_does_not_make_a_second_writer_of_the_folder(
     watched: Site, daemons: list
 ) -> None:
     # The same output folder given to a second config by mistake, with its own state.
     site = watched
+    other = second_config(site, "b")
+    run_cli("build", "-c", str(other))
     daemon = run(site, daemons)
     published_first = daemon.wait_for_urls(u("", "a.html"))
-    other = site.base / "other.toml"
-    other.write_text(site.config.read_text().replace('state_dir = "state"', 'state_dir = "b"'))
-    holder = (
-        f"output folder {site.out} is published by sitemapd pid {daemon.proc.pid} on "
-        f"{os.uname().nodename} (state folder {site.state})"
-    )
-    for command in ("run", "build"):
-        result = run_cli(command, "-c", str(other), check=False)
-        assert result.returncode == 1, result.stderr
-        assert f"sitemapd: error: {holder}\n" in result.stderr
+    refused = f"sitemapd: error: {holder(site, daemon)}\n"
+    for command in (
+        ["run"],
+        ["build"],
+        ["build", "--confirm-removal"],
+        ["forget", "/a.html"],
+        ["reread", "/a.html"],
+    ):
+        result = run_cli(*command, "-c", str(other), check=False)
+        assert result.returncode == 1, (command, result.stdout, result.stderr)
+        assert refused in result.stderr, command
     assert published(site.out) == published_first
+    # Refused before anything changed: the second ledger still holds the page.
+    status = json.loads(run_cli("status", "--json", "-c", str(other)).stdout)
+    assert status["urls"]["live"] == 2
+    assert not (site.base / "b" / "confirm-removal").exists()
 
-    # The folder deleted under the daemon: it publishes it again, and holds it again.
+    # The folder deleted under the daemon, or its lock file alone: it holds them again.
     shutil.rmtree(site.out)
     daemon.wait_for_urls(u("", "a.html"))
+    (site.out / ".sitemapd" / "sitemap.xml.lock").unlink()
+    daemon.wait_until(lambda: (site.out / ".sitemapd" / "sitemap.xml.lock").exists())
     result = run_cli("build", "-c", str(other), check=False)
     assert result.returncode == 1
-    assert holder in result.stderr
+    assert refused in result.stderr
 
     # Once the first stops, the folder is free for the second.
     assert daemon.stop() == 0
     run_cli("build", "-c", str(other))
     assert set(published(site.out)) == u("", "a.html")
+
+
+def test_another_index_name_is_refused_the_feeds_of_the_first(watched: Site, daemons: list) -> None:
+    site = watched
+    site.configure(source=DAEMON, extra='[feed]\ntitle = "Updates"\n')
+    daemon = run(site, daemons)
+    daemon.wait_for_urls(u("", "a.html"))
+    # Its own index, but the same atom.xml and rss.xml as the first.
+    other = second_config(site, "b", ("[sitemap]\n", '[sitemap]\nindex = "other.xml"\n'))
+    result = run_cli("build", "-c", str(other), check=False)
+    assert result.returncode == 1
+    assert holder(site, daemon) in result.stderr
+    assert not (site.out / "other.xml").exists()
+
+
+def test_a_reload_never_leaves_the_folder_unlocked(watched: Site, daemons: list) -> None:
+    site = watched
+    daemon = run(site, daemons)
+    daemon.wait_for_urls(u("", "a.html"))
+    lock = site.out / ".sitemapd" / "sitemap.xml.lock"
+    taken: list[float] = []
+    done = threading.Event()
+
+    def probe() -> None:
+        # What a second config's build would try, as often as it can.
+        while not done.is_set():
+            fd = os.open(lock, os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                taken.append(time.monotonic())
+            except BlockingIOError:
+                pass
+            finally:
+                os.close(fd)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    try:
+        for n in range(1, 4):
+            daemon.proc.send_signal(signal.SIGHUP)
+            daemon.wait_until(lambda n=n: daemon.log().count("sitemapd.daemon: reloaded") == n)
+    finally:
+        done.set()
+        prober.join()
+    assert taken == []
+
+    # A reload into a folder another process publishes into is refused, and the daemon
+    # goes on publishing into its own.
+    elsewhere = site.base / "elsewhere"
+    other = FolderLock(elsewhere, ["sitemap.xml"], site.base / "b")
+    other.take()
+    try:
+        site.config.write_text(site.config.read_text().replace('"out"', '"elsewhere"'))
+        daemon.proc.send_signal(signal.SIGHUP)
+        daemon.wait_for_log(
+            rf"reload failed, keeping the running configuration: output folder {elsewhere} "
+            rf"is published by sitemapd pid {os.getpid()} "
+        )
+        site.write("late.html", page("Late"))
+        daemon.wait_for_urls(u("", "a.html", "late.html"))
+    finally:
+        other.release()
+    assert not (elsewhere / "sitemap.xml").exists()
 
 
 def test_sigterm_finishes_the_batch_and_exits_0(watched: Site, daemons: list) -> None:

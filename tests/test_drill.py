@@ -8,6 +8,7 @@ import random
 from collections.abc import Callable
 
 import lxml.html
+import pytest
 from conftest import Site
 from sitegen import new_site
 
@@ -235,14 +236,34 @@ def test_the_structural_oracle_leaves_menus_footers_sidebars_and_related_boxes_o
         assert main_list(tree) is listing
 
 
-def test_a_page_that_declares_itself_an_article_is_no_list_page() -> None:
-    for declared in ("og", "ld"):
-        page = short_page("article" if declared == "og" else None)
-        if declared == "ld":
-            ld = '<script type="application/ld+json">{"@type": "NewsArticle"}</script>'
-            page = page.replace("</head>", ld + "</head>")
-        tree = lxml.html.document_fromstring(page)
-        assert [p.tag for p in page_content(tree)] == ["p"]
+def ld(*objects: str) -> str:
+    return f'<script type="application/ld+json">[{", ".join(objects)}]</script>'
+
+
+@pytest.mark.parametrize(
+    ("og", "head"),
+    [
+        ("article", ""),
+        (None, ld('{"@type": "NewsArticle"}')),
+        # A shop's page lists other products, not its own: the fingerprint leaves those
+        # lists out, and the drill adds no item to them.
+        ("product", ""),
+        (None, ld('{"@type": "Product", "name": "Kettle"}')),
+    ],
+)
+def test_a_page_that_declares_itself_an_article_or_a_product_is_no_list_page(
+    og: str | None, head: str
+) -> None:
+    page = short_page(og).replace("</head>", head + "</head>")
+    tree = lxml.html.document_fromstring(page)
+    assert [p.tag for p in page_content(tree)] == ["p"]
+
+
+def test_a_category_of_products_is_a_list_page() -> None:
+    products = ld('{"@type": "Product", "name": "Kettle"}', '{"@type": "Product", "name": "Pot"}')
+    page = short_page(None).replace("</head>", products + "</head>")
+    tree = lxml.html.document_fromstring(page)
+    assert [p.tag for p in page_content(tree)] == ["ul"]
 
 
 def test_a_menu_that_browsers_do_not_show_is_no_list() -> None:

@@ -220,9 +220,10 @@ def test_a_big_list_dated_past_the_build_s_time_spools_what_the_ledger_renders(
 
 
 def output(folder: Path) -> dict[str, bytes]:
-    """Return the bytes of every file under `folder` (manifests included) by path."""
+    """Return the bytes of every file under `folder` (manifests included, the writer's
+    lock files, naming their process, not) by path."""
     return {
         str(path.relative_to(folder)): path.read_bytes()
         for path in sorted(folder.rglob("*"))
-        if path.is_file()
+        if path.is_file() and not path.name.endswith(".lock")
     }

@@ -15,6 +15,7 @@ from sitemapd.errors import ConfigError, SitemapdError
 if TYPE_CHECKING:
     from sitemapd.engine import progress
     from sitemapd.engine.engine import Engine
+    from sitemapd.publish.folderlock import FolderLock
 
 # A command imports the modules only it uses in its body: each start-up pays for its own
 # command alone (a deploy hook's `build` of URL lists loads no HTML parser, no HTTP client;
@@ -54,8 +55,9 @@ def locked_engine(cfg: config.Config) -> Iterator[Engine]:
 
 
 @contextlib.contextmanager
-def opened_engine(cfg: config.Config) -> Iterator[Engine]:
-    """Yield the site's Engine, closed after; the caller holds the state-directory lock.
+def opened_engine(cfg: config.Config, folder_lock: FolderLock | None = None) -> Iterator[Engine]:
+    """Yield the site's Engine, closed after (with `folder_lock`, the output folder's lock
+    taken before); the caller holds the state-directory lock.
 
     What the last quiet build noted no longer holds once the engine may write."""
     from sitemapd.cli import unchanged
@@ -63,7 +65,7 @@ def opened_engine(cfg: config.Config) -> Iterator[Engine]:
 
     unchanged.forget(cfg.site.state_dir)
     # No sidecar or metrics endpoint reads the ledger of a command meanwhile.
-    engine = Engine(cfg, alone=True)
+    engine = Engine(cfg, alone=True, folder_lock=folder_lock)
     try:
         yield engine
     finally:

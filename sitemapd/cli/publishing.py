@@ -60,11 +60,19 @@ def build(config_path: Path, confirm_removal: bool, dry_run: bool, as_json: bool
 
 def _unchanged(cfg: config.Config) -> bool:
     """True, having printed the build's summary, when nothing changed since the last build
-    and it ended quiet (see unchanged.py); raises LockError as a build does."""
+    and it ended quiet (see unchanged.py); raises LockError and PublishError as a build
+    does."""
+    from sitemapd.publish.folderlock import FolderLock
+
     started = time.perf_counter()
     with StateLock(cfg.site.state_dir):
         if not unchanged.as_noted(cfg):
             return False
+        # Nothing to write, but a folder another process publishes into is refused all
+        # the same: a deploy hook hears of the second config.
+        lock = FolderLock.taken(cfg)
+        if lock is not None:
+            lock.release()
     log.debug("nothing changed since the last build, which ended quiet: nothing to do")
     print(_summary(0, 0, 0, 0, 0, 0, 0, time.perf_counter() - started))
     return True
@@ -111,17 +119,20 @@ def _build(
     """Under the state lock, run `first` on the engine, then build, notify and print the
     summary; exit 1 when a source failed or a removal is held."""
     from sitemapd.publish import ownership
+    from sitemapd.publish.folderlock import FolderLock
     from sitemapd.status import problems
 
     with StateLock(cfg.site.state_dir):
         heard = unchanged.Heard()
         read = unchanged.inputs(cfg)
-        with opened_engine(cfg) as engine, progress_bar(cfg) as bar:
+        folder_lock = FolderLock.taken(cfg)
+        with opened_engine(cfg, folder_lock) as engine, progress_bar(cfg) as bar:
+            target = cfg.publish.s3
+            # Before anything changes: a running daemon renews its lease several times
+            # per TTL, two TTLs tell.
+            engine.target.acquire(wait=2 * target.lease_ttl + 1 if target else 0)
             ownership.claim(cfg, engine.ledger.published_records().get)
             first(engine)
-            target = cfg.publish.s3
-            # A running daemon renews its lease several times per TTL: two TTLs tell.
-            engine.target.acquire(wait=2 * target.lease_ttl + 1 if target else 0)
             result = engine.build(confirm_removal=confirm, progress=bar)
             # Notifications owed but not delivered stay owed: the next build or run sends them.
             undelivered = _deliver(engine, cfg)
@@ -176,15 +187,17 @@ def run(config_path: Path, dry_run: bool, as_json: bool) -> None:
     # build from a deploy hook starts faster without them.
     from sitemapd.daemon.daemon import Daemon
     from sitemapd.publish import ownership
+    from sitemapd.publish.folderlock import FolderLock
 
     # The daemon loads `logging` with its libraries: set up now, their warnings (watchdog's)
     # show in sitemapd's format from the start.
     logs.settle()
     process.raise_open_files_limit()
     with StateLock(cfg.site.state_dir) as lock:
+        folder_lock = FolderLock.taken(cfg)
         unchanged.forget(cfg.site.state_dir)
         ownership.claim(cfg, ownership.ledger_records(cfg))
-        daemon = Daemon(cfg, lock)
+        daemon = Daemon(cfg, lock, folder_lock)
         daemon.install_signal_handlers()
         try:
             daemon.start()

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from apscheduler.schedulers.background import BackgroundScheduler
 
     from sitemapd.daemon.sidecar import Sidecar
+    from sitemapd.publish.folderlock import FolderLock
 
 log = logs.Logger("sitemapd.daemon")
 
@@ -47,7 +48,10 @@ _REFRESH_EVERY = 60.0
 class Daemon:
     """One site's watchers, writer and scheduler around a shared Engine."""
 
-    def __init__(self, config: Config, lock: StateLock) -> None:
+    def __init__(
+        self, config: Config, lock: StateLock, folder_lock: FolderLock | None = None
+    ) -> None:
+        """`folder_lock`: the output folder's lock, taken (see Target)."""
         queue = WorkQueue()
         courier = Courier(config, lambda: queue.add_task(OUTBOX))
         exported = None
@@ -65,7 +69,7 @@ class Daemon:
                 lambda: not self.health.stalls(),
             )
         self.state = DaemonState(
-            config, lock, queue, courier, Metrics() if exported is None else exported
+            config, lock, queue, courier, Metrics() if exported is None else exported, folder_lock
         )
         self.loop = BatchLoop(self.state)
         self.fleet = Fleet(self.state)
@@ -105,9 +109,7 @@ class Daemon:
         )
 
     def start(self) -> None:
-        """Watch, catch up with changes made while stopped, publish, then follow changes.
-        Raises LockError when another process publishes into the output folder."""
-        self.state.engine.target.claim()
+        """Watch, catch up with changes made while stopped, publish, then follow changes."""
         self.watching.attach()
         if self.sidecar is not None:
             self.sidecar.start()
@@ -248,6 +250,7 @@ class Daemon:
                 raise ConfigError("site.state_dir cannot change while running; restart instead")
             with self.state.engine_lock:  # new names may be another writer's files
                 ownership.claim(new, self.state.engine.ledger.published)
+                folder_lock = self.state.engine.target.hand_over(new)
         except SitemapdError as exc:
             log.error("reload failed, keeping the running configuration: %s", exc)
             self.state.reload_error = str(exc)
@@ -262,7 +265,7 @@ class Daemon:
             self.watching.stop()
             self.state.engine.close()
             self.state.config = new
-            self.state.engine = Engine(new)
+            self.state.engine = Engine(new, folder_lock=folder_lock)
             self.state.courier.config = new
             self.watching.start()
         self.watching.start_listeners()

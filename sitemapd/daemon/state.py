@@ -14,6 +14,7 @@ from sitemapd.daemon.workqueue import WorkQueue
 from sitemapd.engine.engine import Engine
 from sitemapd.ledger.lock import StateLock
 from sitemapd.notify.outbox import Courier
+from sitemapd.publish.folderlock import FolderLock
 
 log = logs.Logger("sitemapd.daemon")
 
@@ -22,14 +23,20 @@ class DaemonState:
     """The state every part of the daemon reads; the writer and a reload change it."""
 
     def __init__(
-        self, config: Config, lock: StateLock, queue: WorkQueue, courier: Courier, metrics: Metrics
+        self,
+        config: Config,
+        lock: StateLock,
+        queue: WorkQueue,
+        courier: Courier,
+        metrics: Metrics,
+        folder_lock: FolderLock | None = None,
     ) -> None:
         self.config = config
         self.lock = lock
         self.queue = queue
         self.courier = courier
         self.metrics = metrics
-        self.engine = Engine(config)
+        self.engine = Engine(config, folder_lock=folder_lock)
         self._ledger_file = _file_id(config.ledger_path)
         # Why the state folder is no longer ours (deleted, replaced): nothing is written then.
         self.state_lost: str | None = None
@@ -65,6 +72,9 @@ class DaemonState:
             if why is not None:
                 self.state_lost = why
                 self.error(f"{why}: not writing any more; restart sitemapd to start over")
+                # A `build` run meanwhile is the only writer: the output folder is its.
+                with self.engine_lock:
+                    self.engine.target.let_go()
         return self.state_lost
 
 

@@ -192,6 +192,20 @@ class Watching:
             self.state.error(f"output folder {output} is missing: publishing everything again")
             self.state.reconcile_all()
         self.output_missing = missing
+        if not missing and self.state.state_lost is None:
+            self._relock()
+
+    def _relock(self) -> None:
+        """Take the output folder's lock again if its file was deleted alone, before another
+        process can; skipped while a publish runs (it makes sure of the lock itself)."""
+        if not self.state.engine_lock.acquire(blocking=False):
+            return
+        try:
+            self.state.engine.target.claim()
+        except SitemapdError:
+            pass  # another process took it: the next publish fails, saying which
+        finally:
+            self.state.engine_lock.release()
 
     def check_watchers(self) -> None:
         for name, watcher in list(self.watchers.items()):

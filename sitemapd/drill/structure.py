@@ -26,6 +26,7 @@ from itertools import takewhile
 
 from lxml import etree
 
+from sitemapd.drill.declared import declares_article, declares_product
 from sitemapd.drill.lists import LIST_ITEMS, MAIN_LIST_ITEMS, card, list_items
 from sitemapd.drill.text import (
     Element,
@@ -37,9 +38,7 @@ from sitemapd.drill.text import (
     text_of,
     unseen,
 )
-from sitemapd.fingerprint import og_type
 from sitemapd.fingerprint.names import carousel
-from sitemapd.sources.content import ld_articles
 
 # Link text share below which a block is prose, not a list of links.
 PROSE_LINKS = 0.3
@@ -190,25 +189,17 @@ def landmark(element: Element, half: float) -> bool:
 
 def page_content(tree: Element) -> list[Element]:
     """Return the page's content by structure: its prose paragraphs, or, on a page with
-    less prose than a paragraph or two (a home, section or tag page), its main list."""
+    less prose than a paragraph or two that is no article nor one product's (a home,
+    section or tag page), its main list."""
     prose = prose_paragraphs(tree)
-    if sum(len(text_of(p)) for p in prose) >= LIST_PAGE_PROSE or declares_article(tree):
+    if (
+        sum(len(text_of(p)) for p in prose) >= LIST_PAGE_PROSE
+        or declares_article(tree)
+        or declares_product(tree)
+    ):
         return prose
     listing = main_list(tree)
     return [listing] if listing is not None else prose
-
-
-def declares_article(tree: Element) -> bool:
-    """True when the page says it is an article: its Open Graph type, or an article
-    object in its JSON-LD."""
-    if og_type(tree).startswith("article"):
-        return True
-    for script in tree.iter("script"):
-        if "ld+json" in (script.get("type") or "") and script.text:
-            block = f'<script type="application/ld+json">{script.text}</script>'
-            if ld_articles(block.encode("utf-8", "surrogatepass")):
-                return True
-    return False
 
 
 def main_list(tree: Element) -> Element | None:

@@ -26,6 +26,7 @@ from sitemapd.publish.publisher import Publisher, PublishReport
 
 if TYPE_CHECKING:
     from sitemapd.changelog import Reader
+    from sitemapd.publish.folderlock import FolderLock
     from sitemapd.publish.lease import Lease
 
 log = logs.Logger("sitemapd.engine")
@@ -115,14 +116,15 @@ class Engine:
         ledger_path: Path | None = None,
         dry_run: bool = False,
         alone: bool = False,
+        folder_lock: "FolderLock | None" = None,
     ):
         """Open the site's ledger (or the copy at `ledger_path`); a `dry_run` engine
-        writes no output file; `alone`: see Ledger."""
+        writes no output file; `alone`: see Ledger; `folder_lock`: see Target."""
         self.config = config
         self.policy = URLPolicy(config.site.origin)
         limits = Limits(config.sitemap.max_urls, config.sitemap.max_bytes)
         self.ledger = Ledger(ledger_path or config.ledger_path, limits, alone)
-        self.target = Target(config, self.ledger, dry_run)
+        self.target = Target(config, self.ledger, dry_run, folder_lock)
         # The published lastmods are adopted before the first publish of this engine and
         # after each takeover (see adopt): what its ledger lacks, the target remembers.
         self.adopting = True

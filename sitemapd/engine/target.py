@@ -25,19 +25,19 @@ log = logs.Logger("sitemapd.engine")
 class Target:
     """Where one engine publishes, and whether it may."""
 
-    def __init__(self, config: Config, ledger: Ledger, dry_run: bool) -> None:
+    def __init__(
+        self, config: Config, ledger: Ledger, dry_run: bool, folder_lock: FolderLock | None = None
+    ) -> None:
+        """`folder_lock`: the lock of the output folder, when the engine this one replaces
+        handed it over (see hand_over)."""
         self.config = config
         self.ledger = ledger
         # Several daemons may publish to one bucket: they share it under a lease.
         self.lease: Lease | None = None
         # One folder has one writer: another daemon with its own ledger is refused.
-        self.folder_lock: FolderLock | None = None
+        self.folder_lock = None if dry_run else folder_lock or FolderLock.of(config)
         target = config.publish.s3
         if target is None:
-            if not dry_run:
-                self.folder_lock = FolderLock(
-                    config.site.output_dir, config.sitemap.index_name, config.site.state_dir
-                )
             self.publisher = Publisher(config, ledger, dry_run, lease=self.folder_lock)
         else:
             # Imported for a bucket only: a local folder needs no HTTP client or lease.
@@ -57,20 +57,41 @@ class Target:
         self._done.set()
         if self.lease is not None:
             self.lease.release()
-        if self.folder_lock is not None:
-            self.folder_lock.release()
+        self.let_go()
 
     def claim(self) -> None:
         """Take the output folder's lock (a bucket's lease is the fleet's to take). Raises
-        LockError naming the process that publishes there, PublishError when the folder
-        cannot be written."""
+        PublishError naming the process that publishes there, or when the folder cannot
+        be written."""
         if self.folder_lock is not None:
             self.folder_lock.take()
 
+    def let_go(self) -> None:
+        """Give the output folder's lock up for good: this engine publishes no more."""
+        if self.folder_lock is not None:
+            self.folder_lock.release()
+            self.folder_lock = self.publisher.lease = None
+
+    def hand_over(self, config: Config) -> FolderLock | None:
+        """Return the output folder's lock for the engine of `config` that replaces this
+        one: this target's own, kept past its close, when the folder and names are the
+        same; else a new one, taken (this target's goes with its close). No moment is
+        left with the folder unlocked. Raises PublishError when another process holds
+        the new one."""
+        lock = FolderLock.of(config)
+        if lock is None:
+            return None
+        own = self.folder_lock
+        if own is not None and own.paths == lock.paths:
+            self.folder_lock = self.publisher.lease = None
+            return own
+        lock.take()
+        return lock
+
     def acquire(self, wait: float) -> None:
         """Take the output folder's lock, or the publisher lease within `wait` seconds.
-        Raises LockError when another process publishes into the folder, PublishError
-        when another daemon keeps the lease (renews it: its ETag moves)."""
+        Raises PublishError when another process publishes into the folder, or keeps
+        the lease (renews it: its ETag moves)."""
         self.claim()
         if self.lease is None:
             return

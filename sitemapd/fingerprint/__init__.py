@@ -245,7 +245,7 @@ def read_html(
                 parts.append((f"ld:{name}", value))
     declared = og_type(tree)
     article = bool(articles) or declared.startswith("article")
-    product = product or declared.startswith(("product", "og:product"))
+    product = product or product_type(declared)
     visible.only(tree)
     # Not find(), nor findtext() below: ElementPath costs more than the rest of a small page.
     body = next(tree.iterchildren("body"), None)
@@ -319,6 +319,11 @@ def _head_parts(tree: Element, labels: set[str]) -> list[tuple[str, str]]:
                 parts.append((key, asset(content)))
     parts.append(("robots", ",".join(sorted(robots))))
     return parts
+
+
+def product_type(declared: str) -> bool:
+    """True when the Open Graph type `declared` (see og_type) is a product's."""
+    return declared.startswith(("product", "og:product"))
 
 
 def og_type(tree: Element) -> str:

@@ -1,70 +1,129 @@
-"""One writer per output folder: an flock on `.sitemapd/lock-<index>` beside the files.
+"""One writer per output folder: flocks on `.sitemapd/<name>.lock` beside the files.
 
-The state-folder lock keeps two processes off one ledger; this one keeps two ledgers
-off one folder (two daemons given the same `output_dir` and different `state_dir`
-would each take the other's files for damage and republish its own, every second). The
-partitions of a site publish into one folder under their own index names, so each takes
-its own lock. The file holds the holder's pid, host and state folder, for the error
-that names them; `.sitemapd/` is never served (see examples/nginx-sitemaps.conf).
+The state-folder lock keeps two processes off one ledger; these keep two ledgers off
+one folder (two daemons given the same `output_dir` and different `state_dir` would
+each take the other's files for damage and republish its own, every second). A lock is
+taken for each name no other site may publish there: the index (its shards are named
+after it), the first news sitemap and the first page of each feed (later ones are named
+after them). The partitions of a site publish into one folder under names of their own,
+so each takes its own locks. A lock file holds its holder's pid, host and state folder,
+for the error that names them; `.sitemapd/` is never served (see
+examples/nginx-sitemaps.conf).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
-import socket
 from pathlib import Path
 
-from sitemapd.errors import LockError, PublishError
+from sitemapd.config import Config
+from sitemapd.errors import PublishError
 from sitemapd.publish.manifestfile import PRIVATE
-
-
-def lock_path(folder: Path, index: str) -> Path:
-    """Return the lock file of the index `index` published into `folder`."""
-    return folder / PRIVATE / f"lock-{index}"
+from sitemapd.publish.names import OutputNames
 
 
 class FolderLock:
-    """This process's claim to publish one index into a local folder (the publisher's
-    fence there, as the lease is in a bucket)."""
+    """This process's claim to publish a site's files into a local folder (the
+    publisher's fence there, as the lease is in a bucket)."""
 
-    def __init__(self, folder: Path, index: str, state_dir: Path) -> None:
-        self.path = lock_path(folder, index)
+    def __init__(self, folder: Path, names: list[str], state_dir: Path) -> None:
         self.folder = folder
-        self._record = f"{os.getpid()} {socket.gethostname()} {state_dir}\n".encode()
-        self._fd: int | None = None
+        self.paths = [folder / PRIVATE / f"{name}.lock" for name in names]
+        # The host's name as socket.gethostname() gives it, without loading `socket` (3
+        # ms of a build that finds nothing to do).
+        self._record = f"{os.getpid()} {os.uname().nodename} {state_dir}\n".encode()
+        # The descriptor holding each path's flock, while held; the path another holds.
+        self._fds: dict[Path, int] = {}
+        self._blocked = self.paths[0]
+
+    @classmethod
+    def of(cls, config: Config) -> FolderLock | None:
+        """Return the lock of `config`'s output folder (None for a bucket)."""
+        if config.publish.s3 is not None:
+            return None
+        names = OutputNames(config).claimed()
+        return cls(config.site.output_dir, names, config.site.state_dir)
+
+    @classmethod
+    def taken(cls, config: Config) -> FolderLock | None:
+        """Return the lock of `config`'s output folder (None for a bucket), taken: before
+        the ledger opens, a process refused changes nothing. Raises PublishError naming
+        the process that holds it; a folder that cannot be written now is no refusal
+        (each publish tries again, and fails saying why)."""
+        lock = cls.of(config)
+        if lock is None:
+            return None
+        try:
+            held = lock.keep()
+        except PublishError:
+            return lock
+        if not held:
+            raise lock._refused()
+        return lock
 
     @property
     def held(self) -> bool:
-        """True while this process holds the lock on the file now at its path (a folder
-        deleted or replaced under it takes the file with it)."""
-        if self._fd is None:
-            return False
-        try:
-            now = os.stat(self.path)
-        except OSError:
-            return False
-        held = os.fstat(self._fd)
-        return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+        """True while this process holds every lock, on the file now at its path (a
+        folder deleted or replaced under it takes the files with it)."""
+        return len(self._fds) == len(self.paths) and all(map(self._holds, self.paths))
 
     def take(self) -> None:
-        """Hold the lock; raises LockError naming the process that holds it, PublishError
-        when the folder cannot be written."""
+        """Hold the locks; raises PublishError naming the process that holds one, or when
+        the folder cannot be written."""
         if not self.keep():
-            raise LockError(f"output folder {self.folder} is published by {self._holder()}")
+            raise self._refused()
 
     def keep(self) -> bool:
-        """Hold the lock, taking it again if its file was deleted or replaced; return False
-        when another process holds it. Raises PublishError when the folder cannot be
-        written."""
-        if self.held:
-            return True
-        self.release()
+        """Hold the locks, taking again those whose file was deleted or replaced; return
+        False, holding none, when another process holds one. Raises PublishError when
+        the folder cannot be written."""
+        for path in self.paths:
+            if not self._holds(path) and not self._lock(path):
+                self.release()
+                self._blocked = path
+                return False
+        return True
+
+    def fence(self) -> None:
+        """Make sure of the locks before a write; raises PublishError when another
+        process holds one, or the folder cannot be written."""
+        self.take()
+
+    def release(self) -> None:
+        """Give the locks up (closing a descriptor drops its flock)."""
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+    def _holds(self, path: Path) -> bool:
+        """True when this process holds the lock on the file now at `path`."""
+        fd = self._fds.get(path)
+        if fd is None:
+            return False
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+            now = os.stat(path)
+        except OSError:
+            return False
+        held = os.fstat(fd)
+        return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+
+    def _lock(self, path: Path) -> bool:
+        """Take the lock on `path` (a stale descriptor of it closed first); return False
+        when another process holds it. Raises PublishError."""
+        stale = self._fds.pop(path, None)
+        if stale is not None:
+            os.close(stale)
+        make_folder(self.folder)
+        try:
+            path.parent.mkdir(exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
         except OSError as exc:
-            raise PublishError(f"cannot create {self.path} ({exc.strerror})") from exc
+            # The path in the way: `.sitemapd` a file, the lock a symlink (never followed).
+            where = exc.filename or path if exc.errno != errno.ELOOP else path
+            why = "a symlink" if exc.errno == errno.ELOOP else exc.strerror
+            raise PublishError(f"cannot create {where} ({why})") from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -77,27 +136,24 @@ class FolderLock:
                 os.ftruncate(fd, len(self._record))
         except OSError as exc:
             os.close(fd)
-            raise PublishError(f"cannot write {self.path} ({exc.strerror})") from exc
-        self._fd = fd
+            raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
+        self._fds[path] = fd
         return True
 
-    def fence(self) -> None:
-        """Make sure of the lock before the index is written; raises PublishError when
-        another process holds it."""
-        if not self.keep():
-            raise PublishError(f"output folder {self.folder} is published by {self._holder()}")
-
-    def release(self) -> None:
-        """Give the lock up (closing the descriptor drops the flock)."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def _holder(self) -> str:
-        """Return who holds the lock, from its file: "sitemapd pid N on HOST (state
-        folder DIR)"."""
+    def _refused(self) -> PublishError:
+        """Return the error naming who holds the lock `keep` found taken, from its file:
+        "sitemapd pid N on HOST (state folder DIR)"."""
         try:
-            pid, host, state = self.path.read_text().rstrip("\n").split(" ", 2)
+            pid, host, state = self._blocked.read_text().rstrip("\n").split(" ", 2)
+            holder = f"sitemapd pid {pid} on {host} (state folder {state})"
         except (OSError, ValueError, UnicodeDecodeError):
-            return "another sitemapd"
-        return f"sitemapd pid {pid} on {host} (state folder {state})"
+            holder = "another sitemapd"
+        return PublishError(f"output folder {self.folder} is published by {holder}")
+
+
+def make_folder(folder: Path) -> None:
+    """Create the output folder `folder` if missing; raises PublishError."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PublishError(f"cannot create output directory {folder} ({exc})") from exc

@@ -30,6 +30,12 @@ class OutputNames:
             else None
         )
 
+    def claimed(self) -> list[str]:
+        """Return the names no other site may publish into the same folder: the index
+        (its shards are named after it), the first news file and feed pages (the later
+        ones are named after them)."""
+        return [self.index, *self._paged]
+
     def shard(self, shard_id: int) -> str:
         """Return the file name of shard `shard_id`."""
         return f"{self._stem}-{shard_id}.xml" + (".gz" if self._gzip else "")

@@ -30,6 +30,7 @@ from sitemapd.publish.atomic import (
     atomic_write,
     remove_leftover_temps,
 )
+from sitemapd.publish.folderlock import make_folder
 from sitemapd.publish.manifestfile import Row, decode, manifest_name
 from sitemapd.publish.splicefile import Spliced, spliced
 
@@ -105,10 +106,7 @@ class LocalStore:
     def prepare(self, write: bool) -> None:
         if not write:
             return
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise PublishError(f"cannot create output directory {self.folder} ({exc})") from exc
+        make_folder(self.folder)
         remove_leftover_temps(self.folder)
         manifests = (self.folder / manifest_name("x")).parent
         if manifests.is_dir():

@@ -233,6 +233,12 @@ def is_product(node: dict[str, object]) -> bool:
     return any(t in _PRODUCT_TYPES for t in _types(node))
 
 
+def one_product(objects: list[dict[str, object]]) -> bool:
+    """True when the JSON-LD `objects` of a page are about one thing for sale, not a
+    category's list of them (each its own object)."""
+    return len({str(o.get("name")) for o in objects if is_product(o)}) == 1
+
+
 def _types(node: dict[str, object]) -> Iterator[str]:
     """Yield the short names of a JSON-LD object's types: "NewsArticle" of
     "schema:NewsArticle" and of a full schema.org URL."""

@@ -23,7 +23,7 @@ from sitemapd.fingerprint import (
     without_ignored,
 )
 from sitemapd.ledger.model import KnownFile
-from sitemapd.sources.content import PageFacts, is_article, is_product, ld_objects, read_page
+from sitemapd.sources.content import PageFacts, is_article, ld_objects, one_product, read_page
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 
@@ -112,9 +112,7 @@ def read_file(
         return PageRead(settings, facts, Reading([], [], fallback=True), None)
     objects = ld_objects(text)
     articles = [o for o in objects if is_article(o)]
-    # One thing for sale, not a category's list of them (each its own object).
-    product = len({str(o.get("name")) for o in objects if is_product(o)}) == 1
-    reading = read_html(tree, articles, settings, explain=explain, product=product)
+    reading = read_html(tree, articles, settings, explain=explain, product=one_product(objects))
     return PageRead(settings, facts, reading, None)
 
 
