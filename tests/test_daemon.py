@@ -214,32 +214,44 @@ def test_another_index_name_is_refused_the_feeds_of_the_first(watched: Site, dae
     assert not (site.out / "other.xml").exists()
 
 
+def held_elsewhere(path: Path) -> bool:
+    """True when another process holds the flock of the file at `path`."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def test_a_reload_never_leaves_the_folder_unlocked(watched: Site, daemons: list) -> None:
     site = watched
     daemon = run(site, daemons)
     daemon.wait_for_urls(u("", "a.html"))
     lock = site.out / ".sitemapd" / "sitemap.xml.lock"
+    atom = site.out / ".sitemapd" / "atom.xml.lock"
     taken: list[float] = []
     done = threading.Event()
 
     def probe() -> None:
         # What a second config's build would try, as often as it can.
         while not done.is_set():
-            fd = os.open(lock, os.O_RDONLY)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if not held_elsewhere(lock):
                 taken.append(time.monotonic())
-            except BlockingIOError:
-                pass
-            finally:
-                os.close(fd)
 
     prober = threading.Thread(target=probe)
     prober.start()
     try:
-        for n in range(1, 4):
+        # The same names, then a feed's too (the index's lock goes on to the new
+        # engine), then the same again.
+        for n, feed in enumerate(("", '[feed]\ntitle = "Updates"\n', ""), start=1):
+            site.configure(source=DAEMON, extra=feed)
             daemon.proc.send_signal(signal.SIGHUP)
             daemon.wait_until(lambda n=n: daemon.log().count("sitemapd.daemon: reloaded") == n)
+            if feed:
+                daemon.wait_until(lambda: held_elsewhere(atom), what="the feed's lock")
     finally:
         done.set()
         prober.join()

@@ -74,18 +74,19 @@ class Target:
 
     def hand_over(self, config: Config) -> FolderLock | None:
         """Return the output folder's lock for the engine of `config` that replaces this
-        one: this target's own, kept past its close, when the folder and names are the
-        same; else a new one, taken (this target's goes with its close). No moment is
-        left with the folder unlocked. Raises PublishError when another process holds
-        the new one."""
+        one, taken, with this target's own locks of the same files in it: no moment
+        leaves them free (this target keeps the rest until it closes, and publishes
+        unfenced meanwhile: the process holds every lock). Raises PublishError when
+        another process holds one, this target's lock then as it was."""
         lock = FolderLock.of(config)
         if lock is None:
             return None
         own = self.folder_lock
-        if own is not None and own.paths == lock.paths:
-            self.folder_lock = self.publisher.lease = None
-            return own
-        lock.take()
+        if own is None:
+            lock.take()
+        else:
+            lock.succeed(own)
+            self.publisher.lease = None
         return lock
 
     def acquire(self, wait: float) -> None:

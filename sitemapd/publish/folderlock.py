@@ -77,14 +77,33 @@ class FolderLock:
 
     def keep(self) -> bool:
         """Hold the locks, taking again those whose file was deleted or replaced; return
-        False, holding none, when another process holds one. Raises PublishError when
-        the folder cannot be written."""
+        False, holding no more than before, when another process holds one. Raises
+        PublishError when the folder cannot be written."""
+        taken: list[Path] = []
         for path in self.paths:
-            if not self._holds(path) and not self._lock(path):
-                self.release()
+            if self._holds(path):
+                continue
+            if not self._lock(path):
+                for again in taken:
+                    os.close(self._fds.pop(again))
                 self._blocked = path
                 return False
+            taken.append(path)
         return True
+
+    def succeed(self, old: FolderLock) -> None:
+        """Hold the locks, taking over from `old` (the lock of the engine this one's
+        replaces) those of the same files, so that none is free in between; `old` keeps
+        the rest. Raises PublishError as take does, `old` then holding all it held."""
+        moved = {path: old._fds.pop(path) for path in self.paths if path in old._fds}
+        self._fds.update(moved)
+        try:
+            self.take()
+        except PublishError:
+            for path in moved:
+                old._fds[path] = self._fds.pop(path)
+            self.release()
+            raise
 
     def fence(self) -> None:
         """Make sure of the locks before a write; raises PublishError when another
