@@ -1366,6 +1366,36 @@ def test_a_button_holding_prose_is_read_and_one_holding_a_label_is_not() -> None
     assert digest(buttons_page(story, tabs, 4)) == before
 
 
+def faq_page(questions: list[str], help_label: str = "Need help?") -> str:
+    """Return a service's page: its prose, then an FAQ whose questions are the labels of
+    its accordion's buttons, each over its answer, and a help button."""
+    faq = "".join(
+        f"<div class='faq-item'><h3><button aria-expanded='true'>{question}</button></h3>"
+        f"<div class='answer'><p>Answer {n}: most houses built before 1980 need one, and "
+        "an electrician can tell from the fuse box within the hour.</p></div></div>"
+        for n, question in enumerate(questions)
+    )
+    return (
+        "<html><head><title>Rewiring in Ponchatoula | Sparks</title></head><body><main>"
+        "<h1>Rewiring in Ponchatoula</h1><p>We rewire houses, shops and barns across the "
+        "parish, with permits filed for you and the walls patched and painted after.</p>"
+        f"<section class='faq'><h2>Questions</h2>{faq}</section>"
+        f"<button class='help'>{help_label}</button></main></body></html>"
+    )
+
+
+def test_a_question_an_accordion_button_says_is_read_and_a_short_label_is_not() -> None:
+    # A full-width question mark (U+FF1F) closes a question too.
+    questions = [
+        "When do I need a rewire in Ponchatoula?",
+        "配線の交換にはどのくらいかかりますか\uff1f",
+    ]
+    before = digest(faq_page(questions))
+    assert digest(faq_page([questions[0].replace("need", "want"), questions[1]])) != before
+    assert digest(faq_page([questions[0], questions[1].replace("交換", "点検")])) != before
+    assert digest(faq_page(questions, "Questions?")) == before
+
+
 def showcase_page(intro: str, stories: list[str], featured: str = "Dock workers vote") -> str:
     """Return a service's landing page: a section of prose, then one whose paragraph
     introduces a grid of linked customer stories, then a "latest" box whose featured

@@ -11,6 +11,7 @@ from lxml import etree
 from sitemapd.fingerprint import streamed
 from sitemapd.fingerprint.chrome import Element, elements
 from sitemapd.fingerprint.extract import drop
+from sitemapd.fingerprint.score import text_of
 
 # Never visible content, or not content at all: dropped before anything is measured.
 NEVER = (
@@ -43,6 +44,12 @@ _HIDDEN = etree.XPath("//*[@hidden or @aria-hidden='true']")
 _PROSE_BUTTONS = etree.XPath(
     "//button[.//p or .//h1 or .//h2 or .//h3 or .//article or .//main or .//section]"
 )
+# A button labelled with a question: an FAQ accordion's question, over its answer (a
+# service's "When do I need a rewire?"), which a reader reads as the page's text; not a
+# button's one or two words ("Need help?").
+_BUTTONS = etree.XPath("//button")
+_QUESTION_MARKS = ("?", "\uff1f", "\u061f")  # and the full-width and Arabic ones
+_QUESTION = 15
 # The tag such a button takes until its tag is stripped, what it holds kept.
 _OPENED = "sitemapd-opened"
 
@@ -52,7 +59,16 @@ def only(tree: Element) -> None:
     streamed.complete(tree)
     for button in elements(_PROSE_BUTTONS(tree)):
         button.tag = _OPENED
+    for button in elements(_BUTTONS(tree)):
+        if _question(button):
+            button.tag = _OPENED
     etree.strip_tags(tree, _OPENED)
     etree.strip_elements(tree, *NEVER, with_tail=False)
     for hidden in elements(_HIDDEN(tree)):
         drop(hidden)
+
+
+def _question(button: Element) -> bool:
+    """True when `button` is labelled with a question of a sentence's length."""
+    label = " ".join(text_of(button).split())
+    return len(label) >= _QUESTION and label.endswith(_QUESTION_MARKS)
