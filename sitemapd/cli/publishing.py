@@ -125,11 +125,12 @@ def _build(
     with StateLock(cfg.site.state_dir):
         heard = unchanged.Heard()
         read = unchanged.inputs(cfg)
+        # The folder's lock before the ledger opens, a bucket's lease before anything
+        # changes: a refused build changes nothing.
         folder_lock = FolderLock.taken(cfg)
         with opened_engine(cfg, folder_lock) as engine, progress_bar(cfg) as bar:
             target = cfg.publish.s3
-            # Before anything changes: a running daemon renews its lease several times
-            # per TTL, two TTLs tell.
+            # A running daemon renews its lease several times per TTL: two TTLs tell.
             engine.target.acquire(wait=2 * target.lease_ttl + 1 if target else 0)
             ownership.claim(cfg, engine.ledger.published_records().get)
             first(engine)

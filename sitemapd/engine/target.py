@@ -28,8 +28,9 @@ class Target:
     def __init__(
         self, config: Config, ledger: Ledger, dry_run: bool, folder_lock: FolderLock | None = None
     ) -> None:
-        """`folder_lock`: the lock of the output folder, when the engine this one replaces
-        handed it over (see hand_over)."""
+        """`folder_lock`: the output folder's lock when taken already (before the ledger
+        opened, or handed over by the engine this one replaces: see hand_over); else
+        taken at the first publish."""
         self.config = config
         self.ledger = ledger
         # Several daemons may publish to one bucket: they share it under a lease.

@@ -92,9 +92,9 @@ class FolderLock:
         return True
 
     def succeed(self, old: FolderLock) -> None:
-        """Hold the locks, taking over from `old` (the lock of the engine this one's
-        replaces) those of the same files, so that none is free in between; `old` keeps
-        the rest. Raises PublishError as take does, `old` then holding all it held."""
+        """Hold the locks, taking over from `old` (the lock of an engine being replaced)
+        those of the same files, so that none is free in between; `old` keeps the rest.
+        Raises PublishError as take does, `old` then holding all it held."""
         moved = {path: old._fds.pop(path) for path in self.paths if path in old._fds}
         self._fds.update(moved)
         try:
