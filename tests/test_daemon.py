@@ -16,6 +16,7 @@ import pytest
 from conftest import Site, assert_valid, page, published, run_cli, write_atomic
 from daemon_harness import RunningDaemon, start, u
 
+from sitemapd.errors import PublishError
 from sitemapd.publish.folderlock import FolderLock
 
 DAEMON = "[daemon]\ndebounce = 0.2\nmax_delay = 2\n"
@@ -238,8 +239,11 @@ def test_a_reload_never_leaves_the_folder_unlocked(watched: Site, daemons: list)
     def probe() -> None:
         # What a second config's build would try, as often as it can.
         while not done.is_set():
-            if not held_elsewhere(lock):
-                taken.append(time.monotonic())
+            try:
+                if not held_elsewhere(lock):
+                    taken.append(time.monotonic())
+            except OSError as exc:  # the file gone: free for anyone
+                taken.append(exc.errno or -1)
 
     prober = threading.Thread(target=probe)
     prober.start()
@@ -256,6 +260,27 @@ def test_a_reload_never_leaves_the_folder_unlocked(watched: Site, daemons: list)
         done.set()
         prober.join()
     assert taken == []
+
+    # Its lock file replaced, and the new one taken by another process meanwhile: the
+    # reload is refused, the daemon goes on, and takes the lock back once it is free.
+    other = FolderLock(site.out, ["sitemap.xml"], site.base / "b")
+    for _ in range(50):
+        lock.unlink()
+        try:
+            other.take()
+            break
+        except PublishError:
+            time.sleep(0.01)  # the daemon took it back first
+    try:
+        daemon.proc.send_signal(signal.SIGHUP)
+        daemon.wait_for_log(
+            rf"reload failed, keeping the running configuration: output folder {site.out} "
+            rf"is published by sitemapd pid {os.getpid()} "
+        )
+    finally:
+        other.release()
+    daemon.wait_until(lambda: held_elsewhere(lock), what="the lock taken back")
+    assert daemon.proc.poll() is None
 
     # A reload into a folder another process publishes into is refused, and the daemon
     # goes on publishing into its own.

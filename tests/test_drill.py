@@ -919,19 +919,18 @@ def test_a_class_naming_a_layout_with_a_sidebar_is_no_sidebar() -> None:
         assert "body" not in {p.getparent().get("class") for p in page_content(tree)}, name
 
 
-def test_a_page_that_cannot_be_read_is_named_not_drilled(site: Site) -> None:
+def test_a_page_that_cannot_be_read_is_named_not_drilled(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sitemapd.drill
     from sitemapd.config import load
-    from sitemapd.drill import SourceReport, _load, render
 
     site.write("a.html", article(1, ""))
-    (source,) = load(site.config).sources
-    unreadable: list[tuple[str, str]] = []
     # Deleted between the walk that chose it and the read.
-    loaded = _load(source, ["a.html", "gone.html"], unreadable)
-    report = drill(loaded, Settings(), TemplateMemory())
-    report.skipped += unreadable
-    assert report.pages == 1
-    shown = render([SourceReport("directory:site", report)])
+    monkeypatch.setattr(sitemapd.drill, "_sample", lambda *_: ["a.html", "gone.html"])
+    (report,) = sitemapd.drill.run_drill(load(site.config), 10)
+    assert report.report.pages == 1
+    shown = sitemapd.drill.render([report])
     assert "  not drilled: gone.html: cannot read it (No such file or directory)" in shown
 
 

@@ -72,9 +72,9 @@ class DaemonState:
             if why is not None:
                 self.state_lost = why
                 self.error(f"{why}: not writing any more; restart sitemapd to start over")
-                # A `build` run meanwhile is the only writer: the output folder is its.
-                with self.engine_lock:
-                    self.engine.target.let_go()
+                # A `build` run meanwhile is the only writer: the output folder is its,
+                # and a publish under way here writes no more.
+                self.engine.target.let_go(f"{why}: not writing any more")
         return self.state_lost
 
 

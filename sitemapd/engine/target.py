@@ -58,7 +58,8 @@ class Target:
         self._done.set()
         if self.lease is not None:
             self.lease.release()
-        self.let_go()
+        if self.folder_lock is not None:
+            self.folder_lock.release()
 
     def claim(self) -> None:
         """Take the output folder's lock (a bucket's lease is the fleet's to take). Raises
@@ -67,27 +68,32 @@ class Target:
         if self.folder_lock is not None:
             self.folder_lock.take()
 
-    def let_go(self) -> None:
-        """Give the output folder's lock up for good: this engine publishes no more."""
+    def let_go(self, why: str) -> None:
+        """Give the output folder's lock up for good: from here on this engine's
+        publisher refuses every write (PublishError `why`)."""
         if self.folder_lock is not None:
-            self.folder_lock.release()
-            self.folder_lock = self.publisher.lease = None
+            self.folder_lock.retire(why)
 
     def hand_over(self, config: Config) -> FolderLock | None:
         """Return the output folder's lock for the engine of `config` that replaces this
         one, taken, with this target's own locks of the same files in it: no moment
         leaves them free (this target keeps the rest until it closes, and publishes
         unfenced meanwhile: the process holds every lock). Raises PublishError when
-        another process holds one, this target's lock then as it was."""
+        another process holds one, or the folder cannot be written, this target's lock
+        then as it was."""
         lock = FolderLock.of(config)
         if lock is None:
             return None
         own = self.folder_lock
-        if own is None:
-            lock.take()
-        else:
+        if own is not None:
             lock.succeed(own)
             self.publisher.lease = None
+            return lock
+        try:
+            lock.take()
+        except PublishError:
+            lock.release()
+            raise
         return lock
 
     def acquire(self, wait: float) -> None:

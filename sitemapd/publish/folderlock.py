@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import threading
 from pathlib import Path
 
 from sitemapd.config import Config
@@ -26,7 +27,8 @@ from sitemapd.publish.names import OutputNames
 
 class FolderLock:
     """This process's claim to publish a site's files into a local folder (the
-    publisher's fence there, as the lease is in a bucket)."""
+    publisher's fence there, as the lease is in a bucket). Safe to share between
+    threads: a publish checks it from its storing threads."""
 
     def __init__(self, folder: Path, names: list[str], state_dir: Path) -> None:
         self.folder = folder
@@ -34,9 +36,12 @@ class FolderLock:
         # The host's name as socket.gethostname() gives it, without loading `socket` (3
         # ms of a build that finds nothing to do).
         self._record = f"{os.getpid()} {os.uname().nodename} {state_dir}\n".encode()
-        # The descriptor holding each path's flock, while held; the path another holds.
+        # The descriptor holding each path's flock, while held; the path another holds;
+        # why this process may publish here no more (see retire).
         self._fds: dict[Path, int] = {}
         self._blocked = self.paths[0]
+        self._retired: str | None = None
+        self._turn = threading.Lock()
 
     @classmethod
     def of(cls, config: Config) -> FolderLock | None:
@@ -67,65 +72,84 @@ class FolderLock:
     def held(self) -> bool:
         """True while this process holds every lock, on the file now at its path (a
         folder deleted or replaced under it takes the files with it)."""
-        return len(self._fds) == len(self.paths) and all(map(self._holds, self.paths))
+        with self._turn:
+            return self._retired is None and all(map(self._holds, self.paths))
 
     def take(self) -> None:
         """Hold the locks; raises PublishError naming the process that holds one, or when
-        the folder cannot be written."""
+        the folder cannot be written, or the lock was retired."""
         if not self.keep():
             raise self._refused()
 
     def keep(self) -> bool:
         """Hold the locks, taking again those whose file was deleted or replaced; return
         False, holding no more than before, when another process holds one. Raises
-        PublishError when the folder cannot be written."""
-        taken: list[Path] = []
-        for path in self.paths:
-            if self._holds(path):
-                continue
-            if not self._lock(path):
-                for again in taken:
-                    os.close(self._fds.pop(again))
-                self._blocked = path
-                return False
-            taken.append(path)
-        return True
+        PublishError when the folder cannot be written, or the lock was retired."""
+        with self._turn:
+            if self._retired is not None:
+                raise PublishError(self._retired)
+            taken: list[Path] = []
+            for path in self.paths:
+                if self._holds(path):
+                    continue
+                if not self._lock(path):
+                    for again in taken:
+                        os.close(self._fds.pop(again))
+                    self._blocked = path
+                    return False
+                taken.append(path)
+            return True
 
     def succeed(self, old: FolderLock) -> None:
         """Hold the locks, taking over from `old` (the lock of an engine being replaced)
-        those of the same files, so that none is free in between; `old` keeps the rest.
-        Raises PublishError as take does, `old` then holding all it held."""
-        moved = {path: old._fds.pop(path) for path in self.paths if path in old._fds}
-        self._fds.update(moved)
+        those of the same files it holds, so that none is free in between; `old` keeps
+        the rest. Raises PublishError as take does, `old` then holding all it held."""
+        with old._turn:
+            moved = {p: old._fds.pop(p) for p in self.paths if old._holds(p)}
+        with self._turn:
+            self._fds.update(moved)
         try:
             self.take()
         except PublishError:
-            for path in moved:
-                old._fds[path] = self._fds.pop(path)
+            with self._turn, old._turn:
+                for path in moved:
+                    # Those still held go back (a file deleted meanwhile was let go).
+                    fd = self._fds.pop(path, None)
+                    if fd is not None:
+                        old._fds[path] = fd
             self.release()
             raise
 
     def fence(self) -> None:
         """Make sure of the locks before a write; raises PublishError when another
-        process holds one, or the folder cannot be written."""
+        process holds one, or the folder cannot be written, or the lock was retired."""
         self.take()
 
     def release(self) -> None:
         """Give the locks up (closing a descriptor drops its flock)."""
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
+        with self._turn:
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()
+
+    def retire(self, why: str) -> None:
+        """Give the locks up for good: every later fence raises PublishError(`why`), so
+        that nothing publishes here unlocked."""
+        with self._turn:
+            self._retired = why
+        self.release()
 
     def _holds(self, path: Path) -> bool:
-        """True when this process holds the lock on the file now at `path`."""
+        """True when this process holds the lock on the file now at `path` (the caller
+        holds `_turn`)."""
         fd = self._fds.get(path)
         if fd is None:
             return False
         try:
             now = os.stat(path)
+            held = os.fstat(fd)
         except OSError:
             return False
-        held = os.fstat(fd)
         return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
 
     def _lock(self, path: Path) -> bool:
