@@ -11,16 +11,15 @@ from sitemapd.fingerprint import og_type, product_type
 from sitemapd.sources.content import is_article, ld_objects, one_product
 
 
-def declares_article(tree: Element) -> bool:
-    """True when the page says it is an article: its Open Graph type, or an article
-    object in its JSON-LD."""
-    return og_type(tree).startswith("article") or any(map(is_article, _ld_objects(tree)))
-
-
-def declares_product(tree: Element) -> bool:
-    """True when the page says it is one product's, as the fingerprint reads it: its Open
-    Graph type, or one product in its JSON-LD."""
-    return product_type(og_type(tree)) or one_product(_ld_objects(tree))
+def declares_article_or_product(tree: Element) -> bool:
+    """True when the page says it is an article or one product's, as the fingerprint
+    reads it: by its Open Graph type, or an article object or one product in its
+    JSON-LD (read once for both)."""
+    declared = og_type(tree)
+    if declared.startswith("article") or product_type(declared):
+        return True
+    objects = _ld_objects(tree)
+    return any(map(is_article, objects)) or one_product(objects)
 
 
 def _ld_objects(tree: Element) -> list[dict[str, object]]:

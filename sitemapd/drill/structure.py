@@ -26,7 +26,7 @@ from itertools import takewhile
 
 from lxml import etree
 
-from sitemapd.drill.declared import declares_article, declares_product
+from sitemapd.drill.declared import declares_article_or_product
 from sitemapd.drill.lists import LIST_ITEMS, MAIN_LIST_ITEMS, card, list_items
 from sitemapd.drill.text import (
     Element,
@@ -192,11 +192,7 @@ def page_content(tree: Element) -> list[Element]:
     less prose than a paragraph or two that is no article nor one product's (a home,
     section or tag page), its main list."""
     prose = prose_paragraphs(tree)
-    if (
-        sum(len(text_of(p)) for p in prose) >= LIST_PAGE_PROSE
-        or declares_article(tree)
-        or declares_product(tree)
-    ):
+    if sum(len(text_of(p)) for p in prose) >= LIST_PAGE_PROSE or declares_article_or_product(tree):
         return prose
     listing = main_list(tree)
     return [listing] if listing is not None else prose

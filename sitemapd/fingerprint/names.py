@@ -237,15 +237,9 @@ def _camel_words(match: re.Match[str]) -> str:
 
 
 def _known(word: str) -> bool:
-    """True when `word`, one word, names a part of a page."""
-    return (
-        word in _TEMPLATE_WORDS
-        or word in _TEMPLATE_COMPOUND
-        or word in _COMMENT_WORDS
-        or word in _WEAK_WORDS
-        or word in _ARTICLE_WORDS
-        or bool(_TEMPLATE_PHRASES.search(word))
-    )
+    """True when `word`, one word in lower case, names a part of a page (an article's, a
+    template's, a comment's or a weak part), as `_names` reads a name."""
+    return any(_names(word, None))
 
 
 @lru_cache(maxsize=4096)

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from types import TracebackType
 
+from sitemapd.core.flock import RecordError, hold, same_file
 from sitemapd.errors import LockError, StateError
 
 
@@ -20,41 +21,30 @@ class StateLock:
     def acquire(self) -> None:
         """Take the lock; raises LockError naming the pid of the process that holds it,
         StateError when the state directory cannot be written (read-only, full)."""
+        # One size for every pid: the record is written over the last holder's.
+        record = f"{os.getpid():<15}\n".encode()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = hold(self.path, record)
+        except RecordError as exc:
+            raise StateError(f"cannot write {self.path} ({exc.strerror})") from exc
         except OSError as exc:
             raise StateError(f"cannot create {self.path} ({exc.strerror})") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
+        if fd is None:
+            try:
+                holder = self.path.read_bytes()[:32].decode(errors="replace").strip()
+            except OSError:
+                holder = ""
             raise LockError(
-                f"state directory {self.path.parent} is in use by sitemapd pid {holder}"
-            ) from None
-        try:
-            # Written over in place, one size for every pid: emptying the file first
-            # costs ext4 a journal commit (about 5 ms, in every build).
-            record = f"{os.getpid():<15}\n".encode()
-            os.pwrite(fd, record, 0)
-            if os.fstat(fd).st_size > len(record):
-                os.ftruncate(fd, len(record))
-        except OSError as exc:
-            os.close(fd)
-            raise StateError(f"cannot write {self.path} ({exc.strerror})") from exc
+                f"state directory {self.path.parent} is in use by sitemapd pid "
+                f"{holder or 'unknown'}"
+            )
         self._fd = fd
 
     def lost(self) -> str | None:
         """Return why the lock no longer guards the state directory (its file was deleted
         or replaced: another process could take a fresh one), or None while it does."""
         assert self._fd is not None
-        held = os.fstat(self._fd)
-        try:
-            now = os.stat(self.path)
-        except OSError:
-            now = None
-        if now is None or (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
+        if not same_file(self._fd, self.path):
             return f"the state folder {self.path.parent} was deleted or replaced while running"
         return None
 

@@ -14,12 +14,12 @@ examples/nginx-sitemaps.conf).
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import threading
 from pathlib import Path
 
 from sitemapd.config import Config
+from sitemapd.core.flock import RecordError, hold, same_file
 from sitemapd.errors import PublishError
 from sitemapd.publish.manifestfile import PRIVATE
 from sitemapd.publish.names import OutputNames
@@ -145,12 +145,7 @@ class FolderLock:
         fd = self._fds.get(path)
         if fd is None:
             return False
-        try:
-            now = os.stat(path)
-            held = os.fstat(fd)
-        except OSError:
-            return False
-        return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+        return same_file(fd, path)
 
     def _lock(self, path: Path) -> bool:
         """Take the lock on `path` (a stale descriptor of it closed first); return False
@@ -160,26 +155,16 @@ class FolderLock:
             os.close(stale)
         make_folder(self.folder)
         try:
-            path.parent.mkdir(exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+            fd = hold(path, self._record, os.O_CLOEXEC | os.O_NOFOLLOW)
+        except RecordError as exc:
+            raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
         except OSError as exc:
             # The path in the way: `.sitemapd` a file, the lock a symlink (never followed).
             where = exc.filename or path if exc.errno != errno.ELOOP else path
             why = "a symlink" if exc.errno == errno.ELOOP else exc.strerror
             raise PublishError(f"cannot create {where} ({why})") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        if fd is None:
             return False
-        try:
-            # Written over in place: emptying the file first costs ext4 a journal commit.
-            os.pwrite(fd, self._record, 0)
-            if os.fstat(fd).st_size > len(self._record):
-                os.ftruncate(fd, len(self._record))
-        except OSError as exc:
-            os.close(fd)
-            raise PublishError(f"cannot write {path} ({exc.strerror})") from exc
         self._fds[path] = fd
         return True
 
