@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -16,6 +15,7 @@ import pytest
 from conftest import Site, assert_valid, page, published, run_cli, write_atomic
 from daemon_harness import RunningDaemon, start, u
 
+from sitemapd.core.flock import held_elsewhere
 from sitemapd.errors import PublishError
 from sitemapd.publish.folderlock import FolderLock
 
@@ -215,16 +215,45 @@ def test_another_index_name_is_refused_the_feeds_of_the_first(watched: Site, dae
     assert not (site.out / "other.xml").exists()
 
 
-def held_elsewhere(path: Path) -> bool:
-    """True when another process holds the flock of the file at `path`."""
-    fd = os.open(path, os.O_RDONLY)
+def test_a_name_among_another_sites_numbered_files_is_refused(watched: Site, daemons: list) -> None:
+    site = watched
+    feed = '[feed]\ntitle = "Updates"\n'
+    site.configure(source=DAEMON, extra=feed)
+    daemon = run(site, daemons)
+    first = daemon.wait_for_urls(u("", "a.html"))
+
+    def second(index: str) -> Path:
+        """A second site's config: its own index, no feed."""
+        return second_config(
+            site, "b", ("[sitemap]\n", f'[sitemap]\nindex = "{index}"\n'), (feed, "")
+        )
+
+    # A page of the first's feed, a shard of its index: refused, naming both names.
+    for ours, theirs in (("atom-2.xml", "atom.xml"), ("sitemap-3.xml", "sitemap.xml")):
+        result = run_cli("build", "-c", str(second(ours)), check=False)
+        assert result.returncode == 1, result.stderr
+        assert (
+            f"{holder(site, daemon)}: its {theirs} and this configuration's {ours} name the "
+            "same files" in result.stderr
+        )
+        assert published(site.out) == first
+    # A name that only begins like the first's files is no clash: its shards are
+    # rss-news-1.xml and on, none of which the first's feed names.
+    run_cli("build", "-c", str(second("rss-news.xml")))
+    assert (site.out / "rss-news.xml").exists()
+    assert daemon.stop() == 0
+
+    # The other way round: the first site refused while another process holds a
+    # lock whose files take the first's names (sitemap-2.xml is one of its shards).
+    lock = FolderLock(site.out, ["sitemap-2.xml"], site.base / "c")
+    lock.take()
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
+        result = site.cli("build", check=False)
+        assert result.returncode == 1
+        assert "its sitemap-2.xml and this configuration's sitemap.xml" in result.stderr
     finally:
-        os.close(fd)
-    return False
+        lock.release()
+    site.build()
 
 
 def test_a_reload_never_leaves_the_folder_unlocked(watched: Site, daemons: list) -> None:
@@ -239,11 +268,9 @@ def test_a_reload_never_leaves_the_folder_unlocked(watched: Site, daemons: list)
     def probe() -> None:
         # What a second config's build would try, as often as it can.
         while not done.is_set():
-            try:
-                if not held_elsewhere(lock):
-                    taken.append(time.monotonic())
-            except OSError as exc:  # the file gone: free for anyone
-                taken.append(exc.errno or -1)
+            # A missing file counts as free: anyone could take it.
+            if not held_elsewhere(lock):
+                taken.append(time.monotonic())
 
     prober = threading.Thread(target=probe)
     prober.start()

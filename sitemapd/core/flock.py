@@ -1,6 +1,6 @@
 """Exclusive flocks on files that name their holder (the state folder's lock,
 `ledger/lock.py`; the output folder's, `publish/folderlock.py`), and whether a lock's
-descriptor still holds the file at its path."""
+descriptor still holds the file at its path, or another's the file at a path."""
 
 from __future__ import annotations
 
@@ -38,6 +38,22 @@ def hold(path: Path, record: bytes, flags: int = 0) -> int | None:
         os.close(fd)
         raise RecordError(exc.errno, exc.strerror) from exc
     return fd
+
+
+def held_elsewhere(path: Path) -> bool:
+    """True when another open file holds a flock on the file at `path` (taken shared for
+    an instant to see; a missing file is held by nobody)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def same_file(fd: int, path: Path) -> bool:

@@ -6,20 +6,23 @@ each take the other's files for damage and republish its own, every second). A l
 taken for each name no other site may publish there: the index (its shards are named
 after it), the first news sitemap and the first page of each feed (later ones are named
 after them). The partitions of a site publish into one folder under names of their own,
-so each takes its own locks. A lock file holds its holder's pid, host and state folder,
-for the error that names them; `.sitemapd/` is never served (see
-examples/nginx-sitemaps.conf).
+so each takes its own locks. A name stands for the files numbered after it as well
+(`atom-2.xml` is a page of `atom.xml`'s feed, `sitemap-7.xml` a shard of `sitemap.xml`'s
+index): locks are refused while another process holds one whose files share a name with
+theirs. A lock file holds its holder's pid, host and state folder, for the error that
+names them; `.sitemapd/` is never served (see examples/nginx-sitemaps.conf).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import threading
 from pathlib import Path
 
 from sitemapd.config import Config
-from sitemapd.core.flock import RecordError, hold, same_file
+from sitemapd.core.flock import RecordError, held_elsewhere, hold, same_file
 from sitemapd.errors import PublishError
 from sitemapd.publish.manifestfile import PRIVATE
 from sitemapd.publish.names import OutputNames
@@ -32,6 +35,7 @@ class FolderLock:
 
     def __init__(self, folder: Path, names: list[str], state_dir: Path) -> None:
         self.folder = folder
+        self.names = names
         self.paths = [folder / PRIVATE / f"{name}.lock" for name in names]
         # The host's name as socket.gethostname() gives it, without loading `socket` (3
         # ms of a build that finds nothing to do).
@@ -40,6 +44,11 @@ class FolderLock:
         # why this process may publish here no more (see retire).
         self._fds: dict[Path, int] = {}
         self._blocked = self.paths[0]
+        # The names of the lock found blocking and of this one's it clashes with, when
+        # they are not the same name (`_clashing`).
+        self._clash: tuple[str, str] | None = None
+        # Lock files this process holds for the engine this lock replaces (`succeed`).
+        self._predecessor: frozenset[str] = frozenset()
         self._retired: str | None = None
         self._turn = threading.Lock()
 
@@ -93,11 +102,17 @@ class FolderLock:
                 if self._holds(path):
                     continue
                 if not self._lock(path):
-                    for again in taken:
-                        os.close(self._fds.pop(again))
-                    self._blocked = path
+                    self._let_go(taken)
+                    self._blocked, self._clash = path, None
                     return False
                 taken.append(path)
+            # Checked once this process holds its own: of two taking clashing locks at
+            # once, neither goes on (each finds the other's held).
+            clash = self._clashing() if taken else None
+            if clash is not None:
+                self._let_go(taken)
+                self._blocked, self._clash = clash
+                return False
             return True
 
     def succeed(self, old: FolderLock) -> None:
@@ -106,8 +121,10 @@ class FolderLock:
         the rest. Raises PublishError as take does, `old` then holding all it held."""
         with old._turn:
             moved = {p: old._fds.pop(p) for p in self.paths if old._holds(p)}
+            kept = frozenset(p.name for p in old._fds)
         with self._turn:
             self._fds.update(moved)
+            self._predecessor = kept
         try:
             self.take()
         except PublishError:
@@ -119,6 +136,9 @@ class FolderLock:
                         old._fds[path] = fd
             self.release()
             raise
+        finally:
+            with self._turn:
+                self._predecessor = frozenset()
 
     def fence(self) -> None:
         """Make sure of the locks before a write; raises PublishError when another
@@ -146,6 +166,29 @@ class FolderLock:
         if fd is None:
             return False
         return same_file(fd, path)
+
+    def _let_go(self, paths: list[Path]) -> None:
+        """Give up the locks of `paths` (the caller holds `_turn`)."""
+        for path in paths:
+            os.close(self._fds.pop(path))
+
+    def _clashing(self) -> tuple[Path, tuple[str, str]] | None:
+        """Return the lock file another process holds for a name whose family shares a
+        file name with one of this lock's, with the two names; None when none does (the
+        caller holds `_turn`)."""
+        folder = self.folder / PRIVATE
+        mine = {path.name for path in self.paths} | self._predecessor
+        try:
+            with os.scandir(folder) as entries:
+                others = [e.name for e in entries if e.name.endswith(".xml.lock")]
+        except OSError:  # gone again: the next fence takes the locks afresh
+            return None
+        for other in sorted(set(others) - mine):
+            theirs = other.removesuffix(".lock")
+            for ours in self.names:
+                if _shared(theirs, ours) and held_elsewhere(folder / other):
+                    return folder / other, (theirs, ours)
+        return None
 
     def _lock(self, path: Path) -> bool:
         """Take the lock on `path` (a stale descriptor of it closed first); return False
@@ -176,7 +219,14 @@ class FolderLock:
             holder = f"sitemapd pid {pid} on {host} (state folder {state})"
         except (OSError, ValueError, UnicodeDecodeError):
             holder = "another sitemapd"
-        return PublishError(f"output folder {self.folder} is published by {holder}")
+        clash = ""
+        if self._clash is not None:
+            theirs, ours = self._clash
+            clash = (
+                f": its {theirs} and this configuration's {ours} name the same files "
+                "(a name and those numbered after it: -2.xml, -3.xml ...)"
+            )
+        return PublishError(f"output folder {self.folder} is published by {holder}{clash}")
 
 
 def make_folder(folder: Path) -> None:
@@ -185,3 +235,15 @@ def make_folder(folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise PublishError(f"cannot create output directory {folder} ({exc})") from exc
+
+
+def _shared(first: str, other: str) -> bool:
+    """True when the files named after `first` and after `other` (each a name and those
+    numbered after it, `<stem>-N.xml`, compressed or not) share a name."""
+    return _numbered(first, other) or _numbered(other, first)
+
+
+def _numbered(first: str, name: str) -> bool:
+    """True when `name` is `first` or one numbered after it."""
+    stem = re.escape(first.removesuffix(".xml"))
+    return name == first or re.fullmatch(rf"{stem}-\d+\.xml(\.gz)?", name) is not None
