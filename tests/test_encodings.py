@@ -94,3 +94,43 @@ def test_japanese_kana_are_never_read_as_korean_letters() -> None:
     data = f"<p>{body}</p>".encode("euc_jp")
     text, _ = decoded(data)
     assert body in text
+
+
+@pytest.mark.parametrize(
+    ("encoding", "title", "body"),
+    [
+        # A short page of katakana reads as Big5 to uchardet.
+        ("euc_jp", "プログラマのテキストエディタ", "テキストエディタ は Vi 互換のエディタです。"),
+        # A short Ukrainian page reads as Mac Cyrillic to uchardet (`процес≥в`).
+        ("cp1251", "top — показ процесів Linux", "top — показ процесів Linux [параметри]"),
+        # A middle dot between Hangul words is Korean's own: still read as Korean.
+        (
+            "euc_kr",
+            "서울·부산 노선 개통",
+            "새 노선은 서울·부산을 연결하며 팔 분 간격으로 운행된다.",
+        ),
+    ],
+)
+def test_a_short_undeclared_page_decodes_to_its_text(encoding: str, title: str, body: str) -> None:
+    page = (
+        f"<!DOCTYPE html><html><head><title>{title}</title></head>"
+        f"<body><h1>{title}</h1><p>{body}</p></body></html>"
+    )
+    assert decoded(page.encode(encoding))[0] == page
+
+
+def test_a_detectors_guess_no_browser_decodes_is_not_taken() -> None:
+    # Chinese among ASCII: uchardet guesses a DOS code page (IBM865), which reads the
+    # Hanzi as box drawing; browsers decode no page by it.
+    page = "<p>Jekyll配置报错 GitHub Metadata: No GitHub API authentication could be found.</p>"
+    text, _ = decoded(page.encode("gb18030"))
+    assert "配置报错" in text
+
+
+def test_vowel_points_are_no_symbols_between_letters() -> None:
+    # Pointed Hebrew: each point a combining mark between letters, which a reading with
+    # symbols inside words would count against Windows-1255.
+    title = "בְּרֵאשִׁית בָּרָא אֱלֹהִים"
+    body = "בְּרֵאשִׁית בָּרָא אֱלֹהִים אֵת הַשָּׁמַיִם וְאֵת הָאָרֶץ. וְהָאָרֶץ הָיְתָה תֹהוּ וָבֹהוּ."
+    page = f"<html><head><title>{title}</title></head><body><p>{body}</p></body></html>"
+    assert decoded(page.encode("cp1255"))[0] == page
