@@ -11,7 +11,7 @@ from __future__ import annotations
 import codecs
 import re
 import unicodedata
-from functools import lru_cache
+from functools import cache, lru_cache
 
 _BOMS = (
     (codecs.BOM_UTF8, "utf-8"),
@@ -51,12 +51,14 @@ _AS_BROWSERS = {
     "big5": "big5hkscs",
     "gbk": "gb18030",
     "gb2312": "gb18030",
+    "tis-620": "cp874",
 }
 _KOREAN = {"cp949", "euc_kr", "johab", "iso2022_kr"}
 _JAPANESE = {"euc_jp", "euc_jis_2004", "euc_jisx0213", "cp932", "shift_jis_2004", "shift_jisx0213"}
-# The encodings browsers decode (the WHATWG Encoding Standard's), by Python's names, with
-# the supersets `_SUPERSETS` maps to: a detector's other guesses (DOS and EBCDIC code
-# pages, Tajik KOI8) are no web page's, and a single-byte one always "fits".
+# The encodings browsers decode (the WHATWG Encoding Standard's), by Python's names for
+# them or for the supersets pages in them are read by (`_SUPERSETS`; EUC-JP's JIS X 0213
+# readings take the NEC symbols of its row 13): a detector's other guesses (DOS and
+# EBCDIC code pages, Tajik KOI8) are no web page's, and a one-byte one always "fits".
 _WEB = frozenset(
     {
         "big5hkscs",
@@ -92,7 +94,7 @@ _WEB = frozenset(
         "utf-16-be",
         "utf-16-le",
         "utf-8",
-        *_KOREAN,
+        "cp949",
         *_JAPANESE,
     }
 )
@@ -100,16 +102,9 @@ _WEB = frozenset(
 _TRIED = 6
 _KANA = re.compile("[\u3041-\u3096\u30a1-\u30fa]")
 _IDEOGRAPHS = re.compile("[\u4e00-\u9fff]")
-_BEYOND_ASCII = re.compile(r"[^\x00-\x7f]+")
-# A symbol between two letters (`процес≥в`, box drawing amid Greek): a wrong reading's
-# mark. Not punctuation real text puts there: a middle dot (Catalan, Korean), guillemets,
-# a soft hyphen, an acute accent for an apostrophe, dashes and quotes, CJK and full-width
-# marks.
-_IN_WORD = re.compile(
-    r"(?<=[^\W\d_])"
-    r"[^\x00-\x7f\w\s\u00ab\u00b4\u00b7\u00bb\u2010-\u206f\u3000-\u303f\uff00-\uffef]"
-    r"(?=[^\W\d_])"
-)
+# A symbol between two letters, in a text's classes (`_classes`).
+_SYMBOL_IN_WORD = re.compile(rb"(?<=[Llua])s(?=[Llua])")
+_SYMBOLS = frozenset({"Sm", "Sc", "So", "Cc"})
 _HEAD_END = re.compile(rb"</head\s*>|<body[\s>]", re.IGNORECASE)
 # WHATWG maps these labels to windows-1252; a UTF-16 label inside an ASCII-compatible
 # document cannot be right and means UTF-8.
@@ -157,15 +152,15 @@ def decoded(data: bytes, whole: bytes | None = None) -> tuple[str, bytes | None]
 def detected(data: bytes) -> str:
     """Return the codec a document without a declared charset is written in.
 
-    Detectors guess; a guess is taken only when the whole document decodes by it (but
-    for a few broken bytes, as real pages have) into text someone writes: Korean that
-    is mostly syllables (EUC-JP kana decode as loose Hangul letters, Chinese as hanja
-    among syllables); of one-byte readings, the one with the fewest symbols inside
-    words (a short Ukrainian page read as Mac Cyrillic gives `процес≥в`), not in
-    capitals. Only encodings browsers decode are taken. uchardet's answer is tried
-    before charset-normalizer's: on whole pages it tells Japanese from Korean and
-    Chinese far more often. On short ones it reads Japanese as Big5: a Japanese reading
-    full of kana wins over any other.
+    Detectors guess: uchardet's answer is tried before charset-normalizer's (on whole
+    pages it tells Japanese from Korean and Chinese far more often), and only encodings
+    browsers decode. A guess is taken when the whole document decodes by it (but for a
+    few broken bytes, as real pages have) into text someone writes: a Korean reading
+    that is mostly syllables (EUC-JP kana decode as loose Hangul letters). Two more
+    checks where short pages misled uchardet: a Japanese reading full of kana wins over
+    any other (it read katakana as Big5), and a one-byte reading gives way to another
+    one-byte guess whose words hold fewer odd characters (a Ukrainian page read as Mac
+    Cyrillic gave `процес≥в`).
     """
     # Imported here, by the rare page that is not UTF-8 and does not say what it is: a
     # tenth of start-up otherwise.
@@ -173,27 +168,23 @@ def detected(data: bytes) -> str:
     from charset_normalizer import from_bytes
 
     sample = data[:_PRESCAN]
-    guesses = [cchardet.detect(sample).get("encoding")]
-    guesses.extend(match.encoding for match in from_bytes(sample))
-    codecs_ = list(dict.fromkeys(c for c in map(_codec, guesses) if c in _WEB))
-    readings = [
-        (codec, text)
-        for codec in codecs_[:_TRIED]
-        if (text := _reading(data, codec)) is not None and _plausible(text, codec)
-    ]
-    texts = dict(readings)
-    for codec in [c for c in texts if c in _JAPANESE] + ["euc_jp", "cp932"]:
-        text = texts[codec] if codec in texts else _reading(data, codec)
-        if text is not None and _kana_rich(text):
+    labels = [cchardet.detect(sample).get("encoding")]
+    labels.extend(match.encoding for match in from_bytes(sample))
+    guesses = list(dict.fromkeys(c for c in map(_codec, labels) if c in _WEB))[:_TRIED]
+    for codec in [c for c in guesses if c in _JAPANESE] + ["euc_jp", "cp932"]:
+        text = _reading(sample, codec)
+        if text is not None and _kana_rich(text) and _reading(data, codec) is not None:
             return codec
-    if not readings:
-        return codecs_[0] if codecs_ else "cp1252"
-    if not _single_byte(readings[0][0]):
-        return readings[0][0]
-    # Of equals, one in capitals last (KOI8-R and Windows-1251 read each other's small
-    # letters as capitals), then the detectors' order (min() keeps the first).
-    alike = [reading for reading in readings if _single_byte(reading[0])]
-    return min(alike, key=lambda r: (_symbols_in_words(r[1]), _shouting(r[1])))[0]
+    for at, codec in enumerate(guesses):
+        text = _reading(data, codec)
+        if text is None or not _plausible(text, codec):
+            continue
+        if not _single_byte(codec):
+            return codec
+        # Of those as good, the first (min() keeps it): the detectors' order.
+        others = [c for c in guesses[at:] if _single_byte(c)]
+        return min(others, key=lambda c: _oddities(sample, c))
+    return guesses[0] if guesses else "cp1252"
 
 
 def _codec(label: str | None) -> str | None:
@@ -227,13 +218,11 @@ def _fits(data: bytes, codec: str) -> bool:
 
 
 def _plausible(text: str, codec: str) -> bool:
-    """False for a Korean reading that is mostly loose Hangul letters, or hanja among
-    syllables, not syllables alone (Korean prose writes few hanja)."""
+    """False for a Korean reading that is mostly loose Hangul letters, not syllables."""
     if codec not in _KOREAN:
         return True
-    jamo, syllables, hanja = _hangul()
-    count = len(syllables.findall(text))
-    return len(jamo.findall(text)) <= count // 5 and len(hanja.findall(text)) <= count // 4
+    jamo, syllables = _hangul()
+    return len(jamo.findall(text)) <= len(syllables.findall(text)) // 5
 
 
 def _single_byte(codec: str) -> bool:
@@ -241,16 +230,32 @@ def _single_byte(codec: str) -> bool:
     return codec.startswith(("cp1", "cp8", "iso8859", "koi8", "mac"))
 
 
-def _symbols_in_words(text: str) -> int:
-    """Return how many symbols `text` has between two letters, marks not counted (a
-    Hebrew vowel point is a symbol to the pattern)."""
-    return sum(not unicodedata.category(c).startswith("M") for c in _IN_WORD.findall(text))
+def _oddities(sample: bytes, codec: str) -> int:
+    """Return how many characters of `sample` read by the one-byte `codec` no word
+    holds: a symbol between two letters (mathematical, currency, other: box drawing;
+    not punctuation, marks or format characters, which real text has there: a Hebrew
+    geresh, a Persian zero-width non-joiner), a capital right after a small letter (a
+    Cyrillic page read as Hebrew with its points, or Windows-1251 as KOI8-R)."""
+    classes = sample.translate(_classes(codec))
+    return classes.count(b"lu") + len(_SYMBOL_IN_WORD.findall(classes))
 
 
-def _shouting(text: str) -> bool:
-    """True when more of the letters beyond ASCII are capitals than small letters."""
-    beyond = "".join(_BEYOND_ASCII.findall(text))
-    return sum(map(str.isupper, beyond)) > sum(map(str.islower, beyond))
+@cache
+def _classes(codec: str) -> bytes:
+    """Return the `bytes.translate` table of each byte's class read by the one-byte
+    `codec`: an ASCII letter `L` (reads alike in every guess), beyond ASCII a small
+    letter `l`, a capital `u`, another letter or a mark `a`, a symbol or a control
+    character `s`, anything else a space."""
+    table = bytearray(b" " * 256)
+    for byte, char in enumerate(bytes(range(256)).decode(codec, "replace")):
+        kind = unicodedata.category(char)
+        if byte < 0x80:
+            table[byte] = ord("L" if char.isalpha() else " ")
+        elif kind[0] in "LM":
+            table[byte] = ord({"Ll": "l", "Lu": "u"}.get(kind, "a"))
+        elif kind in _SYMBOLS or char == "\ufffd":
+            table[byte] = ord("s")
+    return bytes(table)
 
 
 def _kana_rich(text: str) -> bool:
@@ -261,11 +266,11 @@ def _kana_rich(text: str) -> bool:
 
 
 @lru_cache(maxsize=1)
-def _hangul() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
-    """Return the patterns of loose Hangul letters, Hangul syllables and hanja, compiled
-    when first asked: the syllables' 11,172 code points take 1.5 ms to compile, which
-    only a page read as Korean needs."""
-    return re.compile("[\u3131-\u318e]"), re.compile("[\uac00-\ud7a3]"), _IDEOGRAPHS
+def _hangul() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Return the patterns of loose Hangul letters and of Hangul syllables, compiled when
+    first asked: the syllables' 11,172 code points take 1.5 ms to compile, which only a
+    page read as Korean needs."""
+    return re.compile("[\u3131-\u318e]"), re.compile("[\uac00-\ud7a3]")
 
 
 def _decoded(data: bytes, encoding: str) -> tuple[str, bytes | None]:
