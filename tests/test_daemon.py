@@ -232,10 +232,9 @@ def test_a_name_among_another_sites_numbered_files_is_refused(watched: Site, dae
     for ours, theirs in (("atom-2.xml", "atom.xml"), ("sitemap-3.xml", "sitemap.xml")):
         result = run_cli("build", "-c", str(second(ours)), check=False)
         assert result.returncode == 1, result.stderr
-        assert (
-            f"{holder(site, daemon)}: its {theirs} and this configuration's {ours} name the "
-            "same files" in result.stderr
-        )
+        said = f"{holder(site, daemon)}: its {theirs} and this configuration's {ours} name"
+        assert said in result.stderr
+        assert result.stderr.rstrip().endswith("; rename sitemap.index")
         assert published(site.out) == first
     # A name that only begins like the first's files is no clash: its shards are
     # rss-news-1.xml and on, none of which the first's feed names.
@@ -326,6 +325,26 @@ def test_a_reload_never_leaves_the_folder_unlocked(watched: Site, daemons: list)
     finally:
         other.release()
     assert not (elsewhere / "sitemap.xml").exists()
+
+    # Nor into one where another process holds a name whose numbered files take this
+    # configuration's, though the daemon holds a lock of that very name in its own folder.
+    site.configure(source=DAEMON, extra='[feed]\ntitle = "Updates"\n')
+    daemon.proc.send_signal(signal.SIGHUP)
+    daemon.wait_until(lambda: held_elsewhere(atom), what="the feed's lock")
+    other = FolderLock(elsewhere, ["atom.xml"], site.base / "b")
+    other.take()
+    try:
+        site.configure(sitemap='index = "atom-2.xml"', source=DAEMON)
+        site.config.write_text(site.config.read_text().replace('"out"', '"elsewhere"'))
+        daemon.proc.send_signal(signal.SIGHUP)
+        daemon.wait_for_log(
+            rf"output folder {elsewhere} is published by sitemapd pid {os.getpid()} .*: its "
+            r"atom.xml and this configuration's atom-2.xml name the same files .*; rename "
+            r"sitemap.index"
+        )
+    finally:
+        other.release()
+    assert not (elsewhere / "atom-2.xml").exists()
 
 
 def test_sigterm_finishes_the_batch_and_exits_0(watched: Site, daemons: list) -> None:

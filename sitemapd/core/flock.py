@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from pathlib import Path
 
 
@@ -23,11 +24,16 @@ def hold(path: Path, record: bytes, flags: int = 0) -> int | None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | flags, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
+    # A few tries a millisecond apart: `held_elsewhere` holds a lock for an instant.
+    for wait in (0.001, 0.002, None):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if wait is None:
+                os.close(fd)
+                return None
+            time.sleep(wait)
     try:
         # Written over in place, not emptied first: emptying the file costs ext4 a journal
         # commit (about 5 ms, in every build).

@@ -33,9 +33,14 @@ class FolderLock:
     publisher's fence there, as the lease is in a bucket). Safe to share between
     threads: a publish checks it from its storing threads."""
 
-    def __init__(self, folder: Path, names: list[str], state_dir: Path) -> None:
+    def __init__(
+        self, folder: Path, names: list[str], state_dir: Path, settings: list[str] | None = None
+    ) -> None:
+        """Lock `names` in `folder` for the site of `state_dir`; `settings` names the
+        setting of each name, for errors."""
         self.folder = folder
         self.names = names
+        self.settings = settings or [""] * len(names)
         self.paths = [folder / PRIVATE / f"{name}.lock" for name in names]
         # The host's name as socket.gethostname() gives it, without loading `socket` (3
         # ms of a build that finds nothing to do).
@@ -45,10 +50,10 @@ class FolderLock:
         self._fds: dict[Path, int] = {}
         self._blocked = self.paths[0]
         # The names of the lock found blocking and of this one's it clashes with, when
-        # they are not the same name (`_clashing`).
-        self._clash: tuple[str, str] | None = None
+        # they are not the same name (`_clashing`), with the setting of this one's.
+        self._clash: tuple[str, str, str] | None = None
         # Lock files this process holds for the engine this lock replaces (`succeed`).
-        self._predecessor: frozenset[str] = frozenset()
+        self._predecessor: frozenset[Path] = frozenset()
         self._retired: str | None = None
         self._turn = threading.Lock()
 
@@ -57,8 +62,8 @@ class FolderLock:
         """Return the lock of `config`'s output folder (None for a bucket)."""
         if config.publish.s3 is not None:
             return None
-        names = OutputNames(config).claimed()
-        return cls(config.site.output_dir, names, config.site.state_dir)
+        claimed = OutputNames(config).claimed()
+        return cls(config.site.output_dir, [*claimed], config.site.state_dir, [*claimed.values()])
 
     @classmethod
     def taken(cls, config: Config) -> FolderLock | None:
@@ -121,7 +126,7 @@ class FolderLock:
         the rest. Raises PublishError as take does, `old` then holding all it held."""
         with old._turn:
             moved = {p: old._fds.pop(p) for p in self.paths if old._holds(p)}
-            kept = frozenset(p.name for p in old._fds)
+            kept = frozenset(p for p in old._fds if old._holds(p))
         with self._turn:
             self._fds.update(moved)
             self._predecessor = kept
@@ -172,22 +177,21 @@ class FolderLock:
         for path in paths:
             os.close(self._fds.pop(path))
 
-    def _clashing(self) -> tuple[Path, tuple[str, str]] | None:
-        """Return the lock file another process holds for a name whose family shares a
-        file name with one of this lock's, with the two names; None when none does (the
-        caller holds `_turn`)."""
+    def _clashing(self) -> tuple[Path, tuple[str, str, str]] | None:
+        """Return the lock file another process holds for a name whose files share a
+        name with those of one of this lock's, with the two names and the setting of
+        this one's; None when none does (the caller holds `_turn`)."""
         folder = self.folder / PRIVATE
-        mine = {path.name for path in self.paths} | self._predecessor
         try:
             with os.scandir(folder) as entries:
-                others = [e.name for e in entries if e.name.endswith(".xml.lock")]
+                others = [Path(e.path) for e in entries if e.name.endswith(".xml.lock")]
         except OSError:  # gone again: the next fence takes the locks afresh
             return None
-        for other in sorted(set(others) - mine):
-            theirs = other.removesuffix(".lock")
-            for ours in self.names:
-                if _shared(theirs, ours) and held_elsewhere(folder / other):
-                    return folder / other, (theirs, ours)
+        for other in sorted(set(others) - {*self.paths, *self._predecessor}):
+            theirs = other.name.removesuffix(".lock")
+            for ours, setting in zip(self.names, self.settings, strict=True):
+                if _shared(theirs, ours) and held_elsewhere(other):
+                    return other, (theirs, ours, setting)
         return None
 
     def _lock(self, path: Path) -> bool:
@@ -221,10 +225,11 @@ class FolderLock:
             holder = "another sitemapd"
         clash = ""
         if self._clash is not None:
-            theirs, ours = self._clash
+            theirs, ours, setting = self._clash
             clash = (
-                f": its {theirs} and this configuration's {ours} name the same files "
-                "(a name and those numbered after it: -2.xml, -3.xml ...)"
+                f": its {theirs} and this configuration's {ours} name the same files (a "
+                "name stands for the files numbered after it too: an index's shards, a "
+                "feed's or news sitemap's later pages)" + (f"; rename {setting}" if setting else "")
             )
         return PublishError(f"output folder {self.folder} is published by {holder}{clash}")
 
@@ -239,11 +244,13 @@ def make_folder(folder: Path) -> None:
 
 def _shared(first: str, other: str) -> bool:
     """True when the files named after `first` and after `other` (each a name and those
-    numbered after it, `<stem>-N.xml`, compressed or not) share a name."""
+    numbered after it, `<stem>-N.xml`) may share a name."""
     return _numbered(first, other) or _numbered(other, first)
 
 
 def _numbered(first: str, name: str) -> bool:
-    """True when `name` is `first` or one numbered after it."""
+    """True when `name` is `first` or may be one numbered after it: a lock's name does
+    not say whether it is an index (shards from -1) or a feed (pages from -2), so any
+    number counts."""
     stem = re.escape(first.removesuffix(".xml"))
-    return name == first or re.fullmatch(rf"{stem}-\d+\.xml(\.gz)?", name) is not None
+    return name == first or re.fullmatch(rf"{stem}-\d+\.xml", name) is not None

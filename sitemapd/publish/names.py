@@ -14,6 +14,7 @@ class OutputNames:
     """The file names and public URLs of a site's sitemaps, news sitemaps and feeds."""
 
     def __init__(self, config: Config) -> None:
+        self._config = config
         self.index = config.sitemap.index_name
         self.output_url = config.site.output_url
         self._gzip = config.sitemap.gzip
@@ -30,11 +31,13 @@ class OutputNames:
             else None
         )
 
-    def claimed(self) -> list[str]:
-        """Return the names no other site may publish into the same folder: the index
-        (its shards are named after it), the first news file and feed pages (the later
-        ones are named after them)."""
-        return [self.index, *self._paged]
+    def claimed(self) -> dict[str, str]:
+        """Return the names no other site may publish into the same folder, each with
+        the setting that names it: the index (its shards are named after it), the first
+        news file and feed pages (the later ones are named after them)."""
+        settings = ("news.file", "feed.atom", "feed.rss")
+        paged = zip(_paged_names(self._config), settings, strict=True)
+        return {self.index: "sitemap.index", **{name: key for name, key in paged if name}}
 
     def shard(self, shard_id: int) -> str:
         """Return the file name of shard `shard_id`."""
