@@ -347,6 +347,47 @@ def test_a_reload_never_leaves_the_folder_unlocked(watched: Site, daemons: list)
     assert not (elsewhere / "atom-2.xml").exists()
 
 
+def test_a_site_moved_into_another_folder_leaves_the_files_there_alone(
+    watched: Site, daemons: list
+) -> None:
+    # Another site's files in the folder this one moves into, under this one's old names.
+    site = watched
+    other = second_config(site, "b")
+    other.write_text(other.read_text().replace('"out"', '"shared"'))
+    run_cli("build", "-c", str(other))
+    shared = site.base / "shared"
+    theirs = {name: (shared / name).read_bytes() for name in ("sitemap.xml", "sitemap-1.xml")}
+    daemon = run(site, daemons)
+    daemon.wait_for_urls(u("", "a.html"))
+    ours = published(site.out)
+
+    def moved(index: str) -> None:
+        """Give the site the shared folder and `index` as its index's name."""
+        site.configure(sitemap=f'index = "{index}"', source=DAEMON)
+        site.config.write_text(site.config.read_text().replace('"out"', '"shared"'))
+
+    # A reload into it: the records of the old folder say nothing of this one.
+    moved("a.xml")
+    daemon.proc.send_signal(signal.SIGHUP)
+    daemon.wait_until(lambda: (shared / "a.xml").exists(), what="a.xml")
+    site.write("late.html", page("Late"))
+    daemon.wait_until(lambda: b"late.html" in (shared / "a-1.xml").read_bytes(), what="late")
+    assert {
+        name: (shared / name).read_bytes() for name in theirs if (shared / name).exists()
+    } == theirs
+    daemon.wait_for_log(rf"published into {site.out} until now: publishing into {shared} afresh")
+    assert published(site.out) == ours  # the old folder left as it was
+    assert "replaced or deleted" not in daemon.log()
+    assert daemon.stop() == 0
+
+    # Back to its own folder by a restart: it publishes there again, and the shared
+    # folder's files stay the other site's.
+    site.configure(source=DAEMON)
+    daemon = run(site, daemons)
+    daemon.wait_for_urls(u("", "a.html", "late.html"))
+    assert {name: (shared / name).read_bytes() for name in theirs} == theirs
+
+
 def test_sigterm_finishes_the_batch_and_exits_0(watched: Site, daemons: list) -> None:
     site = watched
     site.configure(source="[daemon]\ndebounce = 5\nmax_delay = 10\n")

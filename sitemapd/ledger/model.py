@@ -18,6 +18,8 @@ FIRST_LOAD_CURSOR = "first_load"
 FIRST_LOAD_SEEN = ""
 # Journal position of the last successful publish: nothing newer is announced.
 PUBLISHED_CURSOR = "published_seq"
+# Where the files `published` records were published (a folder, an s3:// URL).
+PUBLISHED_TARGET_CURSOR = "published_target"
 
 
 class RobotsRules:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 
 from sitemapd.ledger.edits import ShardEdits
-from sitemapd.ledger.model import PUBLISHED_CURSOR
+from sitemapd.ledger.model import PUBLISHED_CURSOR, PUBLISHED_TARGET_CURSOR
 from sitemapd.ledger.schema import LIVE
 from sitemapd.ledger.transaction import Transactions
 
@@ -102,6 +102,33 @@ class RenderQueries(Transactions):
         """Return the names of every output file sitemapd has published."""
         return [r[0] for r in self.conn.execute("SELECT name FROM published ORDER BY name")]
 
+    def published_target(self) -> str | None:
+        """Return where the files recorded as published were published (None: not said,
+        by a ledger older than the record)."""
+        row = self.conn.execute(
+            "SELECT value FROM cursors WHERE name = ?", (PUBLISHED_TARGET_CURSOR,)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def retarget(self, where: str) -> str | None:
+        """Note that files are published into `where` from now on. When the records are
+        of files published elsewhere (a configuration given another output folder or
+        bucket), forget them and return where: they say nothing of what `where` holds,
+        and a publish would remove there the names it no longer uses."""
+        before = self.published_target()
+        if before is None or before == where:
+            return None  # (`record_publish` notes where, with what it records)
+        with self.transaction():
+            self.conn.execute("DELETE FROM published")
+            self._note_target(where)
+        return before
+
+    def _note_target(self, where: str) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
+            (PUBLISHED_TARGET_CURSOR, where),
+        )
+
     def record_publish(
         self,
         written: Mapping[str, tuple[str, int, int]],
@@ -109,9 +136,10 @@ class RenderQueries(Transactions):
         dropped_shards: Iterable[int],
         removed_files: Iterable[str],
         at: str,
+        where: str,
     ) -> None:
-        """Remember published files, mark shards clean and forget dropped ones; note how
-        far the journal is published."""
+        """Remember files published into `where`, mark shards clean and forget dropped
+        ones; note how far the journal is published."""
         clean, dropped_shards, removed_files = (
             list(clean),
             list(dropped_shards),
@@ -132,6 +160,7 @@ class RenderQueries(Transactions):
                 "SELECT ?, coalesce(max(seq), 0) FROM journal",
                 (PUBLISHED_CURSOR,),
             )
+            self._note_target(where)
             self.conn.executemany(
                 "INSERT OR REPLACE INTO published (name, sha256, bytes, mtime_ns, at) "
                 "VALUES (?, ?, ?, ?, ?)",

@@ -81,6 +81,16 @@ class Publisher:
         """
         report = PublishReport()
         self._check_lease()
+        if not self.dry_run:
+            before = self.ledger.retarget(self.store.where)
+            if before is not None:
+                log.warning(
+                    "published into %s until now: publishing into %s afresh (the files in "
+                    "%s are left as they are)",
+                    before,
+                    self.store.where,
+                    before,
+                )
         self.store.prepare(write=not self.dry_run)
         written: dict[str, tuple[str, int, int]] = {}
         dirty = {shard_id for shard_id, _ in self.ledger.shards_to_render()}
@@ -131,7 +141,7 @@ class Publisher:
         # Only now that the index is in place may files it no longer names go: shards of
         # this index, and anything published under names no longer in use (a renamed index
         # and its shards, news files and feed pages no longer needed).
-        retired = [name for name in self.ledger.published_names() if name not in current]
+        retired = [name for name in self._published_here() if name not in current]
         for name in self.store.names():
             # Numbered files are swept even when the ledger has no record of them (a lost
             # state folder, a crash before the record): left, they would be served stale.
@@ -141,7 +151,9 @@ class Publisher:
         if report.removed and not self.dry_run:
             self._check_lease()
             self.store.remove(report.removed)
-        self.ledger.record_publish(written, dirty, self.ledger.empty_shards(), retired, at=now)
+        self.ledger.record_publish(
+            written, dirty, self.ledger.empty_shards(), retired, at=now, where=self.store.where
+        )
         return report
 
     def _publish_shards(
@@ -295,7 +307,15 @@ class Publisher:
     def damaged(self) -> list[str]:
         """Return the names of published files no longer stored as published (replaced,
         edited or deleted by another writer)."""
-        return [name for name in self.ledger.published_names() if not self._intact(name)]
+        return [name for name in self._published_here() if not self._intact(name)]
+
+    def _published_here(self) -> list[str]:
+        """Return the names of the files recorded as published into this publisher's
+        target: none when they were published elsewhere (a dry run after the
+        configuration moved the output)."""
+        if self.ledger.published_target() not in (None, self.store.where):
+            return []
+        return self.ledger.published_names()
 
     def _check_lease(self) -> None:
         """Raise PublishError unless this daemon may write to the target now (a long
