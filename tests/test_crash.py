@@ -263,14 +263,20 @@ def test_repeated_kills_of_the_resumed_build_converge(
     duration = time.perf_counter() - started
     site.restore(saved)
     rng = random.Random()
-    killed = 0
-    for _ in range(4):
+    killed = finished = 0
+    while killed < 4 and finished < 8:
         status = kill_after(site, duration * rng.uniform(0.1, 0.9))
         assert status in (0, -signal.SIGKILL), (site.base / "build.err").read_text()
-        killed += status == -signal.SIGKILL
         assert check_documents(site.out) is not None
         check_urls_between(site.out, old, new)
-    assert killed >= 1
+        if status == 0:
+            # The build ended first (the timed one ran on a busier machine): from the old
+            # state again, killed sooner.
+            finished += 1
+            duration *= 0.7
+            site.restore(saved)
+        killed += status == -signal.SIGKILL
+    assert killed >= 1, f"no kill landed in {finished} builds"
     check_converged(site, new)
     before = snapshot(site.out)
     assert "wrote 0 files" in site.build().stdout

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import threading
 import time
@@ -375,7 +376,10 @@ def test_a_site_moved_into_another_folder_leaves_the_files_there_alone(
     assert {
         name: (shared / name).read_bytes() for name in theirs if (shared / name).exists()
     } == theirs
-    daemon.wait_for_log(rf"published into {site.out} until now: publishing into {shared} afresh")
+    daemon.wait_for_log(
+        rf"published into {site.out} until now, into {shared} from now on: 0 of the 2 files "
+        rf"recorded are there as published \(the files in {site.out} are left as they are\)"
+    )
     assert published(site.out) == ours  # the old folder left as it was
     assert "replaced or deleted" not in daemon.log()
     assert daemon.stop() == 0
@@ -386,6 +390,41 @@ def test_a_site_moved_into_another_folder_leaves_the_files_there_alone(
     daemon = run(site, daemons)
     daemon.wait_for_urls(u("", "a.html", "late.html"))
     assert {name: (shared / name).read_bytes() for name in theirs} == theirs
+
+
+def test_a_folder_moved_keeps_its_records_and_a_ledger_without_a_target_checks_them(
+    watched: Site,
+) -> None:
+    site = watched
+    other = second_config(site, "b", ('"out"', '"shared"'))
+
+    def given(folder: str, index: str) -> None:
+        site.configure(sitemap=f'index = "{index}"', source=DAEMON)
+        site.config.write_text(site.config.read_text().replace('"out"', f'"{folder}"'))
+
+    # `mv` of the folder and the index renamed: its old files there are its own (as
+    # recorded), removed as names no longer used.
+    site.build()
+    moved = site.base / "moved"
+    site.out.rename(moved)
+    given("moved", "a.xml")
+    site.build()
+    assert sorted(p.name for p in moved.iterdir() if p.is_file()) == ["a-1.xml", "a.xml"]
+    given("moved", "sitemap.xml")
+    site.build()
+
+    # A ledger of an earlier release does not say where its records are: another site's
+    # files under the names it no longer uses, in the folder it is given, stay.
+    run_cli("build", "-c", str(other))
+    shared = site.base / "shared"
+    theirs = {p.name: p.read_bytes() for p in shared.iterdir() if p.is_file()}
+    assert sorted(theirs) == ["sitemap-1.xml", "sitemap.xml"]
+    with sqlite3.connect(site.state / "ledger.sqlite3") as conn:
+        conn.execute("DELETE FROM cursors WHERE name = 'published_target'")
+    given("shared", "c.xml")
+    assert "removed 0" in site.build().stdout
+    assert {name: (shared / name).read_bytes() for name in theirs} == theirs
+    assert (shared / "c.xml").exists()
 
 
 def test_sigterm_finishes_the_batch_and_exits_0(watched: Site, daemons: list) -> None:

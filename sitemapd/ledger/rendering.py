@@ -110,24 +110,10 @@ class RenderQueries(Transactions):
         ).fetchone()
         return None if row is None else str(row[0])
 
-    def retarget(self, where: str) -> str | None:
-        """Note that files are published into `where` from now on. When the records are
-        of files published elsewhere (a configuration given another output folder or
-        bucket), forget them and return where: they say nothing of what `where` holds,
-        and a publish would remove there the names it no longer uses."""
-        before = self.published_target()
-        if before is None or before == where:
-            return None  # (`record_publish` notes where, with what it records)
+    def forget_published(self, names: list[str]) -> None:
+        """Forget that files `names` were published (they are not where the records say)."""
         with self.transaction():
-            self.conn.execute("DELETE FROM published")
-            self._note_target(where)
-        return before
-
-    def _note_target(self, where: str) -> None:
-        self.conn.execute(
-            "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
-            (PUBLISHED_TARGET_CURSOR, where),
-        )
+            self.conn.executemany("DELETE FROM published WHERE name = ?", [(n,) for n in names])
 
     def record_publish(
         self,
@@ -147,6 +133,7 @@ class RenderQueries(Transactions):
         )
         if (
             not (written or clean or dropped_shards or removed_files)
+            and self.published_target() == where
             and self.conn.execute(
                 "SELECT 1 FROM cursors WHERE name = ? "
                 "AND value = CAST((SELECT coalesce(max(seq), 0) FROM journal) AS TEXT)",
@@ -160,7 +147,10 @@ class RenderQueries(Transactions):
                 "SELECT ?, coalesce(max(seq), 0) FROM journal",
                 (PUBLISHED_CURSOR,),
             )
-            self._note_target(where)
+            self.conn.execute(
+                "INSERT OR REPLACE INTO cursors (name, value) VALUES (?, ?)",
+                (PUBLISHED_TARGET_CURSOR, where),
+            )
             self.conn.executemany(
                 "INSERT OR REPLACE INTO published (name, sha256, bytes, mtime_ns, at) "
                 "VALUES (?, ?, ?, ?, ?)",

@@ -25,6 +25,7 @@ from sitemapd.publish.manifestfile import VERSION
 from sitemapd.publish.names import OutputNames, partition_index_urls
 from sitemapd.publish.report import PublishReport as PublishReport
 from sitemapd.publish.report import Stored
+from sitemapd.publish.retarget import records_elsewhere, target_of
 from sitemapd.publish.shardtext import shard_document, spliced_shard
 from sitemapd.publish.store import Fence, LocalStore, Record, Soon, Store
 from sitemapd.render.parts import part_name, part_url
@@ -72,6 +73,7 @@ class Publisher:
         self.ledger = ledger
         self.out = config.site.output_dir
         self.names = OutputNames(config)
+        self.target = target_of(config, self.store)
 
     def publish(self, now: str) -> PublishReport:
         """Write every changed file, then remove files no index names; return what happened.
@@ -81,17 +83,8 @@ class Publisher:
         """
         report = PublishReport()
         self._check_lease()
-        if not self.dry_run:
-            before = self.ledger.retarget(self.store.where)
-            if before is not None:
-                log.warning(
-                    "published into %s until now: publishing into %s afresh (the files in "
-                    "%s are left as they are)",
-                    before,
-                    self.store.where,
-                    before,
-                )
         self.store.prepare(write=not self.dry_run)
+        elsewhere = records_elsewhere(self.ledger, self.store, self.target, self.dry_run)
         written: dict[str, tuple[str, int, int]] = {}
         dirty = {shard_id for shard_id, _ in self.ledger.shards_to_render()}
         index_rows = self.ledger.index_rows()
@@ -141,7 +134,7 @@ class Publisher:
         # Only now that the index is in place may files it no longer names go: shards of
         # this index, and anything published under names no longer in use (a renamed index
         # and its shards, news files and feed pages no longer needed).
-        retired = [name for name in self._published_here() if name not in current]
+        retired = [n for n in self.ledger.published_names() if n not in current | elsewhere]
         for name in self.store.names():
             # Numbered files are swept even when the ledger has no record of them (a lost
             # state folder, a crash before the record): left, they would be served stale.
@@ -152,7 +145,7 @@ class Publisher:
             self._check_lease()
             self.store.remove(report.removed)
         self.ledger.record_publish(
-            written, dirty, self.ledger.empty_shards(), retired, at=now, where=self.store.where
+            written, dirty, self.ledger.empty_shards(), retired, at=now, where=self.target
         )
         return report
 
@@ -307,15 +300,9 @@ class Publisher:
     def damaged(self) -> list[str]:
         """Return the names of published files no longer stored as published (replaced,
         edited or deleted by another writer)."""
-        return [name for name in self._published_here() if not self._intact(name)]
-
-    def _published_here(self) -> list[str]:
-        """Return the names of the files recorded as published into this publisher's
-        target: none when they were published elsewhere (a dry run after the
-        configuration moved the output)."""
-        if self.ledger.published_target() not in (None, self.store.where):
-            return []
-        return self.ledger.published_names()
+        if self.ledger.published_target() not in (None, self.target):
+            return []  # records of another folder: the next publish sorts them out
+        return [name for name in self.ledger.published_names() if not self._intact(name)]
 
     def _check_lease(self) -> None:
         """Raise PublishError unless this daemon may write to the target now (a long
