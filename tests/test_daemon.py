@@ -392,6 +392,25 @@ def test_a_site_moved_into_another_folder_leaves_the_files_there_alone(
     assert {name: (shared / name).read_bytes() for name in theirs} == theirs
 
 
+def test_a_folder_moved_under_the_daemon_is_followed_by_a_reload(
+    watched: Site, daemons: list
+) -> None:
+    site = watched
+    daemon = run(site, daemons)
+    daemon.wait_for_urls(u("", "a.html"))
+    # The operator moves the folder, then points the configuration at it: the daemon
+    # holds the moved lock files already, and hands them on.
+    moved = site.base / "moved"
+    site.out.rename(moved)
+    site.config.write_text(site.config.read_text().replace('"out"', '"moved"'))
+    daemon.proc.send_signal(signal.SIGHUP)
+    daemon.wait_for_log("sitemapd.daemon: reloaded")
+    site.write("late.html", page("Late"))
+    daemon.wait_until(lambda: set(published(moved)) == u("", "a.html", "late.html"), what="late")
+    assert "reload failed" not in daemon.log()
+    assert not site.out.exists()
+
+
 def test_a_folder_moved_keeps_its_records_and_a_ledger_without_a_target_checks_them(
     watched: Site,
 ) -> None:

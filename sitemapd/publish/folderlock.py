@@ -123,22 +123,32 @@ class FolderLock:
     def succeed(self, old: FolderLock) -> None:
         """Hold the locks, taking over from `old` (the lock of an engine being replaced)
         those of the same files it holds, so that none is free in between; `old` keeps
-        the rest. Raises PublishError as take does, `old` then holding all it held."""
+        the rest. Raises PublishError as take does, `old` then holding all it held.
+
+        The same files, not the same paths: a folder moved (`mv out out2`, the
+        configuration then given out2) holds `old`'s lock files under new paths."""
         with old._turn:
-            moved = {p: old._fds.pop(p) for p in self.paths if old._holds(p)}
+            # Each of this lock's paths, and the path under which `old` holds its file.
+            moved = {
+                path: held
+                for path in self.paths
+                for held in list(old._fds)
+                if _same(old._fds[held], path)
+            }
+            fds = {path: old._fds.pop(held) for path, held in moved.items()}
             kept = frozenset(p for p in old._fds if old._holds(p))
         with self._turn:
-            self._fds.update(moved)
+            self._fds.update(fds)
             self._predecessor = kept
         try:
             self.take()
         except PublishError:
             with self._turn, old._turn:
-                for path in moved:
+                for path, held in moved.items():
                     # Those still held go back (a file deleted meanwhile was let go).
                     fd = self._fds.pop(path, None)
                     if fd is not None:
-                        old._fds[path] = fd
+                        old._fds[held] = fd
             self.release()
             raise
         finally:
@@ -240,6 +250,14 @@ def make_folder(folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise PublishError(f"cannot create output directory {folder} ({exc})") from exc
+
+
+def _same(fd: int, path: Path) -> bool:
+    """True when `fd` is open on the file at `path` (False when either is gone)."""
+    try:
+        return same_file(fd, path)
+    except OSError:
+        return False
 
 
 def _shared(first: str, other: str) -> bool:
