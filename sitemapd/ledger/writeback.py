@@ -5,6 +5,17 @@ cache, where it waits for the commit's fsync: a third of a second of waiting at 
 of a five-second build. Flushing the ledger file every quarter second on a thread of its
 own puts most of it on disk while the load goes on.
 
+Flushed pages before the last 256 MiB of the file then leave the page cache: the URL
+index's build at the end reads them once more, from disk, and that costs less than
+keeping them. On a virtual machine each page of memory the guest has not touched lately
+costs a host fault inside the kernel's copy, and a 10M-URL load writes a 2 GB ledger:
+dropped, its pages are reused by the writes that follow. 10M cold builds in turn, where
+the machine's memory had lain unused: 16.4 and 16.5 s against 17.2 and 17.3 s (every
+flushed page dropped, in an earlier pair: 16.9 and 17.5 s against 18.0 and 18.3 s,
+system time 4.6-4.9 s against 7.0-7.6 s); right after another such build, when its
+freed memory is reused anyway, 16.8 s against 16.4-16.7 s. A million URLs' ledger (190
+MB) stays whole.
+
 The ledger file alone is flushed, not its file system (`syncfs`, before): that also
 wrote the index build's temporary sort files (as large as the URL index, deleted a
 moment later) and whatever else the machine had written meanwhile. It is flushed
@@ -26,6 +37,8 @@ from sitemapd.core import logs
 log = logs.Logger(__name__)
 
 _INTERVAL = 0.25
+# Flushed pages are left in the page cache for this many bytes at the file's end.
+_CACHED = 256 << 20
 # Once the rows are in (`hurry`): the URL index built next writes its pages in its last
 # moments, which the commit would otherwise flush all at once.
 _HURRIED = 0.05
@@ -62,6 +75,10 @@ class EarlyWriteback:
             while not stop.wait(self._interval):
                 try:
                     sync(fd)
+                    if hasattr(os, "posix_fadvise"):
+                        flushed = os.fstat(fd).st_size - _CACHED
+                        if flushed > 0:
+                            os.posix_fadvise(fd, 0, flushed, os.POSIX_FADV_DONTNEED)
                 except OSError as exc:
                     log.debug("%s: fdatasync failed (%s)", self.path, exc)
                     return
