@@ -130,7 +130,10 @@ def test_a_reload_to_a_foreign_name_keeps_the_running_configuration(
     # `status`, read with the file the daemon refused, says why it runs another.
     refused = f"reload failed: {site.out / 'other.xml'} was not written by sitemapd"
     daemon.wait_until(lambda: refused in site.cli("status").stdout, 30, "status")
-    assert "(running the previous configuration)" in site.cli("status").stdout
+    shown = site.cli("status").stdout
+    assert "(running the previous configuration)" in shown
+    # The index the file names is not the one the daemon publishes.
+    assert "other.xml (the configuration file's: not running)" in shown
     site.configure(source=DAEMON)
     daemon.proc.send_signal(signal.SIGHUP)
     daemon.wait_until(lambda: "reload failed" not in site.cli("status").stdout, 30, "status")

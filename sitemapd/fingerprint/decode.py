@@ -234,8 +234,8 @@ def _oddities(sample: bytes, codec: str) -> int:
     """Return how many characters of `sample` read by the one-byte `codec` no word
     holds: a symbol between two letters (mathematical, currency, other: box drawing;
     not punctuation, marks or format characters, which real text has there: a Hebrew
-    geresh, a Persian zero-width non-joiner), a capital right after a small letter (a
-    Cyrillic page read as Hebrew with its points, or Windows-1251 as KOI8-R)."""
+    geresh, a Persian zero-width non-joiner), a capital right after a small letter
+    (pointed Hebrew read as Cyrillic, Windows-1251 read as KOI8-R)."""
     classes = sample.translate(_classes(codec))
     return classes.count(b"lu") + len(_SYMBOL_IN_WORD.findall(classes))
 

@@ -211,8 +211,12 @@ def _target_lines(report: dict[str, Any]) -> list[str]:
 def render_text(report: dict[str, Any]) -> str:
     """Return the status report as lines for a terminal."""
     urls = report["urls"]
+    # A refused reload: the file's names are not those the daemon publishes under.
+    refused = (
+        " (the configuration file's: not running)" if report["daemon"].get("reload_error") else ""
+    )
     lines = [
-        f"index:        {report['index']}",
+        f"index:        {report['index']}{refused}",
         f"daemon:       {_daemon_line(report['daemon'])}",
         f"last publish: {report['last_publish'] or 'never'}",
         *_adopted_line(report["adopted"]),
