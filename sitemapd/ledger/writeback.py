@@ -75,13 +75,10 @@ class EarlyWriteback:
             while not stop.wait(self._interval):
                 try:
                     sync(fd)
-                    if hasattr(os, "posix_fadvise"):
-                        flushed = os.fstat(fd).st_size - _CACHED
-                        if flushed > 0:
-                            os.posix_fadvise(fd, 0, flushed, os.POSIX_FADV_DONTNEED)
                 except OSError as exc:
                     log.debug("%s: fdatasync failed (%s)", self.path, exc)
                     return
+                _drop_flushed(fd)
 
         thread = threading.Thread(target=flush, name="ledger-writeback", daemon=True)
         thread.start()
@@ -100,3 +97,14 @@ class EarlyWriteback:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _drop_flushed(fd: int) -> None:
+    """Let the flushed pages of the file open on `fd` before its last `_CACHED` bytes
+    leave the page cache (advice: where it cannot be given, they stay)."""
+    if not hasattr(os, "posix_fadvise"):  # macOS
+        return
+    with contextlib.suppress(OSError):
+        flushed = os.fstat(fd).st_size - _CACHED
+        if flushed > 0:
+            os.posix_fadvise(fd, 0, flushed, os.POSIX_FADV_DONTNEED)

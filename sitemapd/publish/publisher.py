@@ -134,7 +134,8 @@ class Publisher:
         # Only now that the index is in place may files it no longer names go: shards of
         # this index, and anything published under names no longer in use (a renamed index
         # and its shards, news files and feed pages no longer needed).
-        retired = [n for n in self.ledger.published_names() if n not in current | elsewhere]
+        kept = current | elsewhere  # names in use, and records of files not here
+        retired = [name for name in self.ledger.published_names() if name not in kept]
         for name in self.store.names():
             # Numbered files are swept even when the ledger has no record of them (a lost
             # state folder, a crash before the record): left, they would be served stale.
