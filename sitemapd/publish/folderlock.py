@@ -133,7 +133,7 @@ class FolderLock:
                 path: held
                 for path in self.paths
                 for held in list(old._fds)
-                if _same(old._fds[held], path)
+                if same_file(old._fds[held], path)
             }
             fds = {path: old._fds.pop(held) for path, held in moved.items()}
             kept = frozenset(p for p in old._fds if old._holds(p))
@@ -250,14 +250,6 @@ def make_folder(folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise PublishError(f"cannot create output directory {folder} ({exc})") from exc
-
-
-def _same(fd: int, path: Path) -> bool:
-    """True when `fd` is open on the file at `path` (False when either is gone)."""
-    try:
-        return same_file(fd, path)
-    except OSError:
-        return False
 
 
 def _shared(first: str, other: str) -> bool:

@@ -14,14 +14,16 @@ class OutputNames:
     """The file names and public URLs of a site's sitemaps, news sitemaps and feeds."""
 
     def __init__(self, config: Config) -> None:
-        self._config = config
         self.index = config.sitemap.index_name
         self.output_url = config.site.output_url
         self._gzip = config.sitemap.gzip
         self._stem = config.sitemap.index_name.removesuffix(".xml")
         self._shard_file = re.compile(rf"{re.escape(self._stem)}-(\d+)\.xml(\.gz)?\Z")
-        # Files whose later pages or parts are numbered from 2: news files, feeds.
-        self._paged = [name for name in _paged_names(config) if name]
+        # Files whose later pages or parts are numbered from 2: news files, feeds, each
+        # with the setting that names it.
+        settings = ("news.file", "feed.atom", "feed.rss")
+        named = zip(_paged_names(config), settings, strict=True)
+        self._paged = {name: key for name, key in named if name}
         feed = config.feed
         self._feeds = [(feed.atom, "atom"), (feed.rss, "rss")] if feed is not None else []
         self._news = config.news is not None
@@ -35,9 +37,7 @@ class OutputNames:
         """Return the names no other site may publish into the same folder, each with
         the setting that names it: the index (its shards are named after it), the first
         news file and feed pages (the later ones are named after them)."""
-        settings = ("news.file", "feed.atom", "feed.rss")
-        paged = zip(_paged_names(self._config), settings, strict=True)
-        return {self.index: "sitemap.index", **{name: key for name, key in paged if name}}
+        return {self.index: "sitemap.index", **self._paged}
 
     def shard(self, shard_id: int) -> str:
         """Return the file name of shard `shard_id`."""
@@ -54,7 +54,7 @@ class OutputNames:
 
     def is_news(self, name: str) -> bool:
         """True when `name` is one of the site's news sitemaps."""
-        first = self._paged[0] if self._news else None
+        first = next(iter(self._paged)) if self._news else None
         return first is not None and part_number(first, name) is not None
 
     def is_later_part(self, name: str) -> bool:
