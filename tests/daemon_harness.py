@@ -31,9 +31,11 @@ class RunningDaemon:
         *args: str,
         open_files: tuple[int, int] | None = None,
         executable: tuple[str, ...] = (sys.executable, "-m", "sitemapd"),
+        session: bool = False,
     ) -> None:
         """Start the daemon (`executable`, by default this checkout's); `open_files` sets
-        its (soft, hard) RLIMIT_NOFILE."""
+        its (soft, hard) RLIMIT_NOFILE; `session` starts it in a session (and process
+        group) of its own, as a terminal's shell does."""
         self.site = site
         limit = None
         if open_files is not None:
@@ -45,6 +47,7 @@ class RunningDaemon:
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             preexec_fn=limit,
+            start_new_session=session,
         )
         self.lines: list[str] = []
         self._lock = threading.Lock()

@@ -57,12 +57,13 @@ def supervisor(tmp_path: Path) -> Iterator[Supervisor]:
 
 
 def start_supervised(
-    site: Site, sup: Supervisor, watchdog_usec: str = "1000000", **env: str
+    site: Site, sup: Supervisor, watchdog_usec: str = "1000000", session: bool = False, **env: str
 ) -> RunningDaemon:
-    """Start `sitemapd run` as systemd would, with `NOTIFY_SOCKET` and `WATCHDOG_USEC`."""
+    """Start `sitemapd run` as systemd would, with `NOTIFY_SOCKET` and `WATCHDOG_USEC`
+    (in a session of its own with `session`)."""
     os.environ.update(NOTIFY_SOCKET=str(sup.path), WATCHDOG_USEC=watchdog_usec, **env)
     try:
-        return RunningDaemon(site)
+        return RunningDaemon(site, session=session)
     finally:
         for key in ("NOTIFY_SOCKET", "WATCHDOG_USEC", *env):
             os.environ.pop(key, None)

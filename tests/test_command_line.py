@@ -132,18 +132,28 @@ def test_changelog_sql_prints_for_the_last_database_named(flags: list[str], data
     assert result.stdout.startswith(f"-- sitemapd change log for {database}")
 
 
-def test_a_reader_that_stops_reading_ends_it_quietly() -> None:
+def _into_closed_pipe(*args: str) -> tuple[int, str]:
+    """Run `sitemapd ARGS` writing into a pipe nobody reads; return its exit code and
+    what it said on stderr."""
     read, write = os.pipe()
     os.close(read)
     with os.fdopen(write, "w") as closed:
         result = subprocess.run(
-            [sys.executable, "-m", "sitemapd", "changelog-sql"],
+            [sys.executable, "-m", "sitemapd", *args],
             stdout=closed,
             stderr=subprocess.PIPE,
             text=True,
             timeout=60,
         )
-    assert (result.returncode, result.stderr) == (1, "")
+    return result.returncode, result.stderr
+
+
+def test_a_reader_that_stops_reading_ends_it_quietly(site: Site) -> None:
+    assert _into_closed_pipe("changelog-sql") == (1, "")
+    # A command that names its errors on stderr: the closed pipe is none of them.
+    site.write("index.html", "<html><head><title>Home</title></head><body>Hi</body></html>")
+    site.cli("build")
+    assert _into_closed_pipe("status", "--json", "-c", str(site.config)) == (1, "")
 
 
 def converse(args: list[str], cwd: Path, answers: list[str]) -> tuple[int, str]:
@@ -172,10 +182,11 @@ def converse(args: list[str], cwd: Path, answers: list[str]) -> tuple[int, str]:
 
 def test_init_asks_what_the_options_do_not_say(tmp_path: Path) -> None:
     (tmp_path / "public").mkdir()
-    # An empty address is asked again.
-    code, shown = converse(["init"], tmp_path, ["public", "", "https://example.com/"])
+    # An empty answer is asked again: no folder is offered where no generator says one
+    # (this one, where the configuration goes, would be refused as the site's).
+    code, shown = converse(["init"], tmp_path, ["", "public", "", "https://example.com/"])
     assert code == 0, shown
-    assert "Folder of the built site [.]: " in shown
+    assert shown.count("Folder of the built site: ") == 2
     assert shown.count("The site's URL (https://example.com/): ") == 2
     text = (tmp_path / "sitemapd.toml").read_text()
     assert 'base_url = "https://example.com/"' in text

@@ -28,6 +28,15 @@ def doc(
 # (id, config text, dotted key, words the message must hold after the key)
 CASES = [
     ("unknown-table", doc(top='[sites]\nbase_url = "x"\n'), "sites", "unknown key"),
+    # A misspelled table is named, not the keys it would have given: not "site.base_url:
+    # is required".
+    (
+        "misspelled-site-table",
+        doc(site=SITE).replace("[site]", "[sitee]"),
+        "sitee",
+        "unknown key (did you mean site?)",
+    ),
+    ("misspelled-feed-table", doc(top='[feeds]\ntitle = "x"\n'), "feeds", "did you mean feed?"),
     ("unknown-site-key", doc(site=SITE + 'base_ur = "x"\n'), "site.base_ur", "unknown key"),
     ("unknown-sitemap-key", doc(sitemap="max_url = 5\n"), "sitemap.max_url", "unknown key"),
     ("unknown-source-key", doc(source=SOURCE + 'rooot = "x"\n'), "source[0].rooot", "unknown key"),

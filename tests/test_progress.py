@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from conftest import Site, page, published, terminal_output
 from daemon_harness import RunningDaemon
 from supervisor import Supervisor, start_supervised
@@ -54,11 +55,12 @@ def test_a_terminal_shows_a_progress_bar(site: Site) -> None:
     assert len(published(site.out)) == PAGES
 
 
-def test_systemd_hears_counts_and_sigterm_stops_the_first_scan(
-    site: Site, supervisor: Supervisor
+@pytest.mark.parametrize("stop", ["sigterm", "ctrl-c"])
+def test_systemd_hears_counts_and_a_stop_ends_the_first_scan(
+    site: Site, supervisor: Supervisor, stop: str
 ) -> None:
     many_pages(site, LONG_SCAN)
-    daemon = start_supervised(site, supervisor)
+    daemon = start_supervised(site, supervisor, session=True)
     try:
         found = supervisor.wait_for("STATUS", timeout=60)
         while not supervisor.messages[found][1]["STATUS"].startswith("scanning: "):
@@ -67,13 +69,19 @@ def test_systemd_hears_counts_and_sigterm_stops_the_first_scan(
         assert " pages read (" in status
         assert int(status.split()[1]) > 0
         started = time.monotonic()
-        daemon.proc.send_signal(signal.SIGTERM)
-        assert daemon.stop(timeout=10) == 0
+        if stop == "sigterm":
+            daemon.proc.send_signal(signal.SIGTERM)
+        else:
+            # A terminal's ^C reaches the whole process group: the page readers too.
+            os.killpg(daemon.proc.pid, signal.SIGINT)
+        assert daemon.proc.wait(10) == 0
+        daemon.stop()
         assert time.monotonic() - started < 10
     finally:
         if daemon.proc.poll() is None:
             daemon.kill()
     assert "stopped during the first scan" in daemon.log()
+    assert "Aborted!" not in daemon.log()
     assert not (site.out / "sitemap.xml").exists()
     # The next start scans again and publishes every page.
     again = RunningDaemon(site)

@@ -36,6 +36,8 @@ def errors_exit(command: F) -> F:
         except SitemapdError as exc:
             print(f"sitemapd: error: {exc}", file=sys.stderr)
             sys.exit(1)
+        except BrokenPipeError:
+            raise  # the reader of stdout gone (`| head`): main() ends quietly
         except OSError as exc:
             # A file system that is full or read-only: the file and why, not a traceback.
             where = f"{exc.filename}: " if exc.filename else ""

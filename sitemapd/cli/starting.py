@@ -35,7 +35,9 @@ def init_(
     if content is None and url_list is None:
         guess = (found.output or project / found.generator.outputs[0]) if found else None
         if interactive:
-            content = Path(_ask("Folder of the built site", str(guess or ".")))
+            # No default where nothing was found: the folder of the configuration, where
+            # it is written, would be refused (its state beside the pages).
+            content = Path(_ask("Folder of the built site", None if guess is None else str(guess)))
         elif guess is None:
             raise SitemapdError("give --content FOLDER (the built site) or --url-list FILE")
         else:

@@ -87,10 +87,29 @@ def load(path: str | Path) -> Config:
     return parse(raw, file)
 
 
+# The top level's tables, every one that `parse` reads.
+_TABLES = (
+    "publish",
+    "site",
+    "sitemap",
+    "daemon",
+    "http",
+    "source",
+    "feed",
+    "news",
+    "websub",
+    "indexnow",
+    "crawlers",
+)
+
+
 def parse(raw: dict[str, Any], file: Path) -> Config:
     """Return the configuration in the TOML document `raw` read from `file`."""
     base = file.resolve().parent
     top = Table(file, "", raw)
+    # A misspelled table is named before the keys it holds are missed: "sitee: unknown
+    # key (did you mean site?)", not "site.base_url: is required".
+    top.done(_TABLES)
     publish = read_publish(top.table("publish"))
     site = read_site(top.table("site"), base, bucket=publish.s3 is not None)
     sitemap = read_sitemap(top.table("sitemap"))

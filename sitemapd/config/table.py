@@ -154,10 +154,13 @@ class Table:
             raise self.missing(key)
         return value
 
-    def done(self) -> None:
-        unknown = sorted(set(self.data) - self.used)
+    def done(self, known: tuple[str, ...] | None = None) -> None:
+        """Raise ConfigError naming the first key that is not `known` (by default, the
+        keys read), and the known key spelled like it."""
+        allowed = self.used if known is None else set(known)
+        unknown = sorted(set(self.data) - allowed)
         if unknown:
-            near = _spelled_like(unknown[0], sorted(self.used))
+            near = _spelled_like(unknown[0], sorted(allowed))
             hint = f" (did you mean {near}?)" if near else ""
             raise self.error(unknown[0], f"unknown key{hint}")
 

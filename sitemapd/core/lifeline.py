@@ -24,7 +24,11 @@ _POLL_EVERY = 1.0  # seconds, where no pidfd is to be had
 
 def die_with(pid: int) -> None:
     """Make this process end (SIGKILL) as soon as process `pid` ends; at once when it has
-    ended already."""
+    ended already. A ^C is left to process `pid`."""
+    # A terminal's ^C reaches every process of the group: a worker's KeyboardInterrupt
+    # would be handed back as its task's error and stop the daemon's first scan with a
+    # traceback, where the daemon stops it cleanly (its SIGINT handler).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if os.getppid() == pid and _parent_death_signal():
         # Checked again: the parent may have gone before the request took effect.
         if os.getppid() != pid:

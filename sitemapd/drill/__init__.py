@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from sitemapd.config import Config
 from sitemapd.config.sources import DirectorySource
+from sitemapd.drill.mutate import CHANGES, append_correction, edit_word, new_item
 from sitemapd.drill.run import WORST, Report, drill
 from sitemapd.errors import SitemapdError
 from sitemapd.fingerprint import TemplateMemory
@@ -23,6 +24,11 @@ from sitemapd.sources.pages import fingerprint_settings, is_html, read_bytes
 # The bars a site passes: surroundings move at most 5% of pages, edits are caught on 98%.
 MAX_FALSE = 0.05
 MIN_CAUGHT = 0.98
+# An editor's changes to what a page says: a site whose pages could take none of them
+# passes no bar of edits.
+_CONTENT_EDITS = {
+    change.name for change in CHANGES if change.mutate in (edit_word, append_correction, new_item)
+}
 
 
 @dataclass
@@ -39,10 +45,20 @@ def run_drill(config: Config, pages: int, seed: int = 0) -> list[SourceReport]:
 
     Raises SitemapdError when no source has pages to drill.
     """
+    sources = [
+        source
+        for source in config.sources
+        if isinstance(source, DirectorySource) and source.fingerprint == "content"
+    ]
+    if not sources:
+        raise SitemapdError(
+            "nothing to drill: no directory source fingerprints its pages by content "
+            '(fingerprint = "content")'
+        )
     reports = []
-    for source in config.sources:
-        if not isinstance(source, DirectorySource) or source.fingerprint != "content":
-            continue
+    for source in sources:
+        if not source.root.is_dir():
+            raise SitemapdError(f"{source.name}: root {source.root} is no folder")
         chosen = _sample(source, config, pages, seed)
         unreadable: list[tuple[str, str]] = []
         loaded = _load(source, chosen, unreadable)
@@ -50,8 +66,19 @@ def run_drill(config: Config, pages: int, seed: int = 0) -> list[SourceReport]:
         report.skipped += unreadable
         reports.append(SourceReport(source.name, report))
     if not any(r.report.pages for r in reports):
-        raise SitemapdError("no HTML page to drill: no directory source with content fingerprints")
+        raise SitemapdError(_nothing_drilled(reports, sources))
     return reports
+
+
+def _nothing_drilled(reports: list[SourceReport], sources: list[DirectorySource]) -> str:
+    """Return why no page of `sources` was drilled: none found, or none read."""
+    skipped = [(page, why) for entry in reports for page, why in entry.report.skipped]
+    if not skipped:
+        roots = ", ".join(str(source.root) for source in sources)
+        return f"no HTML page to drill under {roots}"
+    named = "; ".join(f"{page}: {why}" for page, why in skipped[:WORST])
+    more = f" (and {len(skipped) - WORST} more)" if len(skipped) > WORST else ""
+    return f"no page could be drilled: {named}{more}"
 
 
 def _sample(source: DirectorySource, config: Config, pages: int, seed: int) -> list[str]:
@@ -74,9 +101,18 @@ def _load(
             unreadable.append((relpath, f"cannot read it ({exc.strerror or exc})"))
 
 
+def edited(report: Report) -> bool:
+    """True when an editor's change to what a page says (a word, a correction, a list
+    page's new item) could be made on one of the report's pages at least."""
+    return any(row.applied for name, row in report.rows.items() if name in _CONTENT_EDITS)
+
+
 def passed(reports: list[SourceReport]) -> bool:
-    """True when every source keeps false moves and missed edits within the bars."""
+    """True when every source keeps false moves and missed edits within the bars, and
+    had its pages' text edited."""
     for entry in reports:
+        if entry.report.pages and not edited(entry.report):
+            return False
         for row in entry.report.rows.values():
             if not row.applied:
                 continue
@@ -97,11 +133,18 @@ def render(reports: list[SourceReport]) -> str:
         counts = {name: f"({row.moved}/{row.applied})" for name, row in report.rows.items()}
         counted = max((len(text) for text in counts.values()), default=0)
         for row in report.rows.values():
+            if not row.applied:
+                lines.append(f"  {row.name:<{width}}  n/a: none of these pages has one")
+                continue
             expected = "should move" if row.real else "should not move"
-            verdict = _verdict(row.real, row.rate) if row.applied else "n/a"
             lines.append(
                 f"  {row.name:<{width}}  {row.rate:6.1%} moved {counts[row.name]:<{counted}}"
-                f"  {expected:<15}  {verdict}"
+                f"  {expected:<15}  {_verdict(row.real, row.rate)}"
+            )
+        if report.pages and not edited(report):
+            lines.append(
+                "  FAIL: no page's text could be edited (no paragraph of prose, no list of "
+                "items): edits are not known to be caught"
             )
         for row in report.rows.values():
             if not row.wrong:

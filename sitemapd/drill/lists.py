@@ -13,7 +13,15 @@ from __future__ import annotations
 
 from itertools import islice
 
-from sitemapd.drill.text import HEADINGS, Element, is_prose, link_share, linked_heading, text_of
+from sitemapd.drill.text import (
+    HEADINGS,
+    Element,
+    is_prose,
+    led_item,
+    link_share,
+    linked_heading,
+    text_of,
+)
 
 # Items a block needs to be a list a CMS rotates, and to be the list a page is about.
 LIST_ITEMS = 3
@@ -64,9 +72,11 @@ def _prose_item(item: Element) -> bool:
 
 
 def card(item: Element) -> bool:
-    """True when `item` is a teaser card: another page's linked title as a heading, and
-    an excerpt of its own."""
-    return _prose_item(item) and any(linked_heading(h) for h in item.iter(*HEADINGS))
+    """True when `item` is a teaser card: another page's linked title as a heading, or
+    leading a list's item, and an excerpt of its own."""
+    return _prose_item(item) and (
+        any(linked_heading(h) for h in item.iter(*HEADINGS)) or led_item(item)
+    )
 
 
 def _linked(item: Element, anywhere: bool = False) -> bool:

@@ -116,15 +116,17 @@ def _prose(page: Page) -> list[Element]:
     link, in a comment thread, in a block no reader reads as content, nor another
     page's teaser, whoever named the content."""
     found: dict[Element, None] = {}
+    # Decided once an element, from its parent's: pages nest thousands deep.
+    hidden: set[Element] = set()
+    for element in page.tree.iter(etree.Element):
+        if element.getparent() in hidden or _hidden_from_reader(element) or element in page.never:
+            hidden.add(element)
     for element in page.content:
         for block in element.iter(*PROSE_TAGS):
             if (
                 block not in found
+                and block not in hidden
                 and is_prose(paragraph_text(block))
-                and not any(
-                    _hidden_from_reader(a) or a in page.never
-                    for a in (block, *block.iterancestors())
-                )
                 and link_share(block) < PROSE_LINKS
                 and not teaser(block)
             ):

@@ -35,6 +35,8 @@ WHITESPACE = "whitespace between tags"
 WORST = 5
 
 Oracle = Callable[[Element], list[Element]]
+# As the fingerprint's parser: past 256 levels (a legacy page's unclosed tags), not cut.
+_PARSER = lxml.html.HTMLParser(huge_tree=True)
 
 
 @dataclass
@@ -85,7 +87,7 @@ def parse(data: bytes) -> Element:
     """
     text, _ = decoded(data)
     try:
-        tree = lxml.html.document_fromstring(_CONTROL.sub("", text))
+        tree = lxml.html.document_fromstring(_CONTROL.sub("", text), parser=_PARSER)
     except (etree.ParserError, ValueError) as exc:
         raise ValueError(f"not an HTML document ({exc})") from exc
     # The parser reads these as raw text and the serialiser escapes it: each round trip
@@ -133,6 +135,9 @@ def drill(
             continue
         bases.append((name, base, read_file("page.html", base, settings)))
     memory.learn([r.reading.shapes() for _, _, r in bases if r.reading is not None])
+    # Every change has its row, those that found nothing to change on any page too.
+    for change in changes if bases else ():
+        report.row(change.name, change.real)
     for name, base, before in bases:
         report.pages += 1
         digest = before.digest(memory)

@@ -151,21 +151,27 @@ def prose_paragraphs(tree: Element) -> list[Element]:
     comment thread, nor another page's teaser.
     """
     found: list[Element] = []
-    chosen: set[Element] = set()
     around = _around(tree)
-    for element in tree.iter(*PROSE_TAGS):
+    # What lies in a block left out or in a paragraph found, decided once an element
+    # from its parent's (a page of unclosed tags nests thousands deep).
+    passed: set[Element] = set()
+    for element in tree.iter(etree.Element):
+        if (
+            element.getparent() in passed
+            or element in around
+            or element.tag == "a"
+            or unseen(element)
+            or comments(element)
+        ):
+            passed.add(element)
+            continue
+        if element.tag not in PROSE_TAGS:
+            continue
         # A container's own paragraph is the prose it holds between its blocks.
         text = paragraph_text(element) if element.tag in _CONTAINERS else text_of(element)
-        if not is_prose(text):
-            continue
-        if any(
-            a in chosen or a in around or a.tag == "a" or unseen(a) or comments(a)
-            for a in (element, *element.iterancestors())
-        ):
-            continue
-        if link_share(element) < PROSE_LINKS and not teaser(element):
+        if is_prose(text) and link_share(element) < PROSE_LINKS and not teaser(element):
             found.append(element)
-            chosen.add(element)
+            passed.add(element)
     return _main_cluster(found)
 
 
@@ -364,15 +370,17 @@ class Page:
 
 def link_lists(page: Page, title: Element | None) -> list[tuple[Element, list[Element]]]:
     """Return the blocks of the page that list links (three items or more, each with a
-    link and little prose of its own) and hold no content, nor the headline `title` (a
-    breadcrumb whose last item is the `<h1>`), with their items."""
+    link and little prose of its own, or another story's teaser) and hold no content,
+    nor the headline `title` (a breadcrumb whose last item is the `<h1>`), with their
+    items."""
     found = []
-    taken: set[Element] = set()
+    taken: set[Element] = set()  # the lists found and what they hold
     holding = set() if title is None else set(title.iterancestors())
     for element in page.tree.iter(etree.Element):
-        if element in taken or any(a in taken for a in element.iterancestors()):
+        if element.getparent() in taken:
+            taken.add(element)
             continue
-        items = list_items(element)
+        items = list_items(element, cards=True)
         if len(items) < LIST_ITEMS or page.holds_content(element) or element in holding:
             continue
         found.append((element, items))

@@ -17,6 +17,7 @@ that page's teaser, not prose of this one; under the page's own headline (its fi
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from functools import lru_cache
 from itertools import islice
@@ -24,6 +25,7 @@ from itertools import islice
 from lxml import etree
 
 from sitemapd.fingerprint.extract import BLOCKS
+from sitemapd.fingerprint.shapes import leading_link
 
 Element = etree._Element
 
@@ -122,8 +124,17 @@ HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 # at most this many characters besides the two (a date, a kicker, a "more" link).
 _CARD_DEPTH = 3
 _CARD_SLACK = 100
+# Characters of the longest headline a card is looked for with.
+_HEADLINE = 300
 # How far above the card other cards' linked headlines are looked for.
 _LIST_DEPTH = 5
+# A list of excerpts each led by its story's link: so many items or more, each of at
+# most so many characters (a headline and a sentence or two).
+_LED_ITEMS = 3
+_EXCERPT = 300
+# Characters of a link that leads such an item: a story's headline, not a name or a
+# label ("<a>SMS</a>: reach customers worldwide").
+_HEADLINE_LINK = 20
 
 
 def normal(text: str) -> str:
@@ -180,22 +191,44 @@ def _hiding_class(names: str | None) -> bool:
 
 
 def _seen(element: Element) -> Iterator[str]:
+    """Yield the text nodes inside `element` a reader sees, in order."""
+    # A stack, not recursion: a page of unclosed tags nests thousands deep.
     if unseen(element):
         return
     if element.text:
         yield element.text
-    for child in element:
-        yield from _seen(child)
-        if child.tail:
-            yield child.tail
+    # Iterators of children, each below its parent's tail where it has one.
+    stack: list[Iterator[Element | str]] = [iter(element)]
+    while stack:
+        child = next(stack[-1], None)
+        if child is None:
+            stack.pop()
+        elif isinstance(child, str):
+            yield child
+        elif unseen(child):
+            if child.tail:
+                yield child.tail
+        else:
+            if child.text:
+                yield child.text
+            if child.tail:
+                stack.append(iter([child.tail]))
+            stack.append(iter(child))
+
+
+def _wraps_blocks(element: Element) -> bool:
+    """True when `element` is a legacy `<font>` around blocks (paragraphs, `<div>`s):
+    browsers let it wrap them, and a page of unclosed ones nests every paragraph in it."""
+    return element.tag == "font" and next(element.iter(*BLOCKS), None) is not None
 
 
 def loose_text(element: Element) -> str:
     """Return the text a reader sees in `element` outside its child blocks: its own
-    text, its inline children's, and what follows each child."""
+    text, its inline children's, and what follows each child. A `<font>` around blocks
+    is read as a block."""
     parts = [element.text or ""]
     for child in element:
-        if child.tag not in BLOCKS:
+        if child.tag not in BLOCKS and not _wraps_blocks(child):
             parts.extend(_seen(child))
         parts.append(child.tail or "")
     return normal("".join(parts))
@@ -224,7 +257,7 @@ def is_prose(text: str) -> bool:
 def paragraph_text(block: Element) -> str:
     """Return the text of `block` as a paragraph: all of it when it holds no block, else
     what it holds between its blocks (a story written straight into a container)."""
-    if any(child.tag in BLOCKS for child in block):
+    if any(child.tag in BLOCKS or _wraps_blocks(child) for child in block):
         return loose_text(block)
     return text_of(block)
 
@@ -232,9 +265,16 @@ def paragraph_text(block: Element) -> str:
 def teaser(paragraph: Element) -> bool:
     """True when `paragraph` is another page's teaser: it shares a card (a near
     ancestor holding little else) with a linked headline, and more linked headlines
-    lie near the card (a list of teasers, not a short post under its permalink)."""
+    lie near the card (a list of teasers, not a short post under its permalink); or it
+    is an item of a list of excerpts each led by its story's link (`led_item`)."""
+    if led_item(paragraph):
+        return True
     size = len(text_of(paragraph))
     for card in islice(paragraph.iterancestors(), _CARD_DEPTH):
+        # A block saying more than a headline besides is no card, nor is what holds it:
+        # told without reading it whole (a story's every paragraph asks of its body).
+        if _says_more(card, size + _HEADLINE + _CARD_SLACK):
+            return False
         heads = [h for h in card.iter(*HEADINGS) if not _holds(h, paragraph)]
         if not heads:
             continue
@@ -251,6 +291,54 @@ def teaser(paragraph: Element) -> bool:
             for h in near.iter(*HEADINGS)
         )
     return False
+
+
+def _says_more(element: Element, most: int) -> bool:
+    """True when `element` holds more than `most` characters of text a reader sees."""
+    said = 0
+    for piece in _seen(element):
+        said += len(normal(piece))
+        if said > most:
+            return True
+    return False
+
+
+def led_item(item: Element) -> bool:
+    """True when `item` is one of a list of excerpts each led by its story's link (see
+    `led_items`)."""
+    # Its own link first: a story's paragraphs say no more, without their siblings read.
+    return _leading_link(item) is not None and item in led_items(item.getparent())
+
+
+def led_items(element: Element | None) -> list[Element]:
+    """Return the children of `element` that make it a list of excerpts, each led by
+    its story's link ("<li><a>New tram line opens</a>: to the airport, next week</li>"):
+    three or more of the most common tag, all of them opening with a link to an address
+    of its own and saying no more than an excerpt in all; else none."""
+    children = [] if element is None else [c for c in element if isinstance(c.tag, str)]
+    if len(children) < _LED_ITEMS:
+        return []
+    tag, count = Counter(c.tag for c in children).most_common(1)[0]
+    if count < _LED_ITEMS:
+        return []
+    items = [c for c in children if c.tag == tag]
+    targets: set[str] = set()
+    # Item by item, to the first that is none: a story's paragraphs fail at once.
+    for item in items:
+        target = _leading_link(item)
+        if target is None or target in targets or len(text_of(item)) > _EXCERPT:
+            return []
+        targets.add(target)
+    return items
+
+
+def _leading_link(item: Element) -> str | None:
+    """Return the address of the link that holds the first text a reader sees in
+    `item` and says a headline's worth (`_HEADLINE_LINK`), or None."""
+    link = leading_link(item, unseen)
+    if link is None or len(text_of(link)) < _HEADLINE_LINK:
+        return None
+    return (link.get("href") or "").strip() or None
 
 
 def _own_headline(heading: Element) -> bool:

@@ -52,9 +52,11 @@ FINGERPRINT_VERSION = 18
 # Characters of main text below which the site's template is not left out.
 MIN_KEPT = 140
 # Plain elements: lxml.html's element classes cost a Python lookup per element.
-_PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True)
+_PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True, huge_tree=True)
 # Told the encoding, libxml2 reads past any <meta charset> the page holds, as for text.
-_UTF8_PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True, encoding="utf-8")
+_UTF8_PARSER = etree.HTMLParser(
+    remove_comments=True, remove_pis=True, encoding="utf-8", huge_tree=True
+)
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*>")
 _ROBOTS_NAMES = {"robots", "googlebot"}
 # Links to the page itself, and the names navigation blocks go by.

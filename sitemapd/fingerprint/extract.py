@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 
 from lxml import etree
 
+from sitemapd.fingerprint import shapes
 from sitemapd.fingerprint.chrome import (
     MIN_PARAGRAPH,
     Element,
@@ -31,13 +32,12 @@ from sitemapd.fingerprint.chrome import (
     inside,
     template_parts,
     template_reason,
+    uncounted,
 )
-
-# BLOCKS is the drill's too: named here, where it has always been imported from.
 from sitemapd.fingerprint.listing import MIN_LIST_TEXT, main_list
 from sitemapd.fingerprint.names import carousel, weight
 from sitemapd.fingerprint.posts import messages, posts
-from sitemapd.fingerprint.score import BLOCKS as BLOCKS
+from sitemapd.fingerprint.score import BLOCKS as BLOCKS  # the drill's: imported from here
 from sitemapd.fingerprint.score import (
     loose_text,
     paragraphs_score,
@@ -63,6 +63,9 @@ _CLOSE = 0.75
 _MIN_CLOSE = 3
 # Characters a sibling of the main content needs to be more of the same article.
 _SIBLING = 60
+# Characters of a paragraph written in a `<div>` before the main content for it to be
+# the page's too: a forum thread's opening post beside the replies that scored best.
+_OPENING = 200
 
 
 class Extract:
@@ -343,17 +346,31 @@ def _with_siblings(top: Element, sizes: Sizes, unseen: list[Element]) -> list[El
             continue
         length = sizes.text[sibling]
         density = sizes.link_density(sibling)
-        if template_reason(sibling, sizes, top_text):
+        if template_reason(sibling, sizes, top_text) or _teasers(sibling, sizes):
             continue
         # A lead, an intro, a second body part: paragraphs with few links; after the
         # story, an author's bio box, its one paragraph a `<div>`.
         if (
             length >= _SIBLING
             and density < 0.3
-            and (paragraph_share(sibling, sizes) > 0.5 or (after and one_line(sibling, sizes)))
+            and (
+                paragraph_share(sibling, sizes) > 0.5
+                or ((after or length >= _OPENING) and one_line(sibling, sizes))
+            )
         ) or (sibling.tag == "p" and length >= _SIBLING and density < 0.25):
             kept.append(sibling)
     return kept
+
+
+def _teasers(element: Element, sizes: Sizes) -> bool:
+    """True when most of `element`'s text is a list of other stories' teasers (see
+    `shapes.teasers`): a grid of them beside the story is no more of it, however long."""
+    half = sizes.text[element] / 2
+    return any(
+        shapes.teasers(block, sizes.text, sizes.links)
+        for block in element.iter(etree.Element)
+        if sizes.text.get(block, 0) > half
+    )
 
 
 def _inside_any(element: Element, roots: list[Element]) -> bool:
@@ -384,14 +401,26 @@ def fragments(extract: Extract) -> Iterator[tuple[Element, str]]:
     for root in extract.main:
         for element, text in _walk(root, extract.dropped):
             if not counter(element, text, root):
-                yield element, text
+                yield element, uncounted(element, text, root)
 
 
-def _walk(element: Element, dropped: dict[Element, str]) -> Iterator[tuple[Element, str]]:
-    if element.text:
-        yield element, element.text
-    for child in element:
-        if child not in dropped and isinstance(child.tag, str):
-            yield from _walk(child, dropped)
-        if child.tail:
-            yield element, child.tail
+def _walk(root: Element, dropped: dict[Element, str]) -> Iterator[tuple[Element, str]]:
+    """Yield `(element, text)` for each text node under `root`, what `dropped` holds left
+    out, in document order; a text after an element is its parent's."""
+    # A stack, not recursion: a page of unclosed tags nests thousands deep.
+    if root.text:
+        yield root, root.text
+    stack = [(root, iter(root))]
+    while stack:
+        parent, children = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            if stack and parent.tail:
+                yield stack[-1][0], parent.tail
+        elif child not in dropped and isinstance(child.tag, str):
+            if child.text:
+                yield child, child.text
+            stack.append((child, iter(child)))
+        elif child.tail:
+            yield parent, child.tail

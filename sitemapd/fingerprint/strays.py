@@ -42,7 +42,7 @@ def strays(
         found.append(part)
         if part is paragraph:
             found.extend(_run(paragraph, sizes, held, whole))
-    return outermost(list(dict.fromkeys(found)))
+    return outermost(found)
 
 
 def _run(paragraph: Element, sizes: Sizes, held: set[Element], whole: int) -> list[Element]:
@@ -100,6 +100,8 @@ def one_line(element: Element, sizes: Sizes) -> bool:
 
 
 def outermost(elements: list[Element]) -> list[Element]:
-    """Return `elements` without those inside another of them, in document order."""
-    chosen = set(elements)
-    return [e for e in elements if not any(a in chosen for a in e.iterancestors())]
+    """Return `elements` without those inside another of them (nor any twice), in the
+    order given."""
+    # An element may be given twice: `<main role="main">` is both a `<main>` and a role.
+    chosen = dict.fromkeys(elements)
+    return [e for e in chosen if not any(a in chosen for a in e.iterancestors())]
