@@ -11,7 +11,7 @@ from lxml import etree
 from sitemapd.drill.fresh import rewrite
 from sitemapd.drill.structure import Page, comments, one_comment
 from sitemapd.drill.text import Element, text_of, unseen
-from sitemapd.fingerprint.chrome import COUNTED, line
+from sitemapd.fingerprint.counters import COUNTED, line
 from sitemapd.fingerprint.extract import BLOCKS
 
 # Numbers there are data, not counters: tables, footnote marks, formulas, code.

@@ -25,11 +25,12 @@ from sitemapd.fingerprint import visible
 from sitemapd.fingerprint.assets import asset, image_parts, image_source
 from sitemapd.fingerprint.chrome import Element, elements
 from sitemapd.fingerprint.decode import decoded
-from sitemapd.fingerprint.extract import describe, fragments, main_content, outside
+from sitemapd.fingerprint.extract import describe, main_content, outside
 from sitemapd.fingerprint.headline import headline, ld_text, own_articles, title_text
 from sitemapd.fingerprint.material import Material, kept, material
 from sitemapd.fingerprint.score import normal, text_nodes, text_of
 from sitemapd.fingerprint.template import TemplateMemory, shape
+from sitemapd.fingerprint.texts import fragments
 
 __all__ = [
     "FINGERPRINT_VERSION",

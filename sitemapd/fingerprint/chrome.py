@@ -8,13 +8,11 @@ or when it is a link list: most of its text inside `<a>`, whatever its tag (byli
 labels, other stories' headlines), or a row of three or more links with little text
 between them ("Retailers: A | B | C", a date beside each). A form that holds a
 paragraph of the article's kind (long, few links) is a page or a product wrapped in a
-form, not a form's template. A counter's label alone ("27 comments", "1.2k views") is
-template wherever it stands, unless a paragraph says more around it.
+form, not a form's template. Counters are counters.py's.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from itertools import islice
 
@@ -60,42 +58,6 @@ _SHORT_LINKED = 100
 _ROW_LINKS = 0.3
 _ROW_COUNT = 3
 _ROW_OWN = 30
-# What a CMS counts anew on every request: readers' comments, replies, views, visits,
-# votes, likes and shares, in the languages of the benchmark's pages (the drill counts
-# them up). A number beside another word is not a counter: a price, a weight, a date,
-# "7 min" to read, a show named "13 Investigates", "30 Rezepte" in a cookbook's menu.
-COUNTED = (
-    "comments?|replies|reply|responses?|reviews?|ratings?|views?|visits?|visitors?|hits|"
-    "reads|plays|downloads|likes?|dislikes?|shares?|tweets?|pins?|votes?|diggs?|"
-    "followers?|fans|subscribers?|reactions?|pingbacks?|trackbacks?|clicks?|"
-    "kommentare?|antworten|antwort|aufrufe|besuche|bewertungen|ansichten|leser|klicks|"
-    "commentaires?|vues|réactions|partages|comentarios?|comentários?|visitas|vistas|"
-    "visualizaciones|visualizações|respuestas|respostas|votos|commenti|commento|visite|"
-    "visualizzazioni|voti|risposte|reacties|reactie|weergaven|kommentarer|visninger|"
-    "komentarze|komentarzy|komentarz|wyświetleń|komentářů|komentáře|komentář|"
-    "hozzászólás|megtekintés|комментариев|комментария|комментарий|просмотров|просмотра|"
-    "просмотр"
-)
-# A counter's label and nothing else: a count and what it counts ("27 comments",
-# "Comments (27)", "1.2k views").
-_COUNTED = f"(?:{COUNTED})"
-_COUNT = r"\d[\d.,\u00a0\u202f]*[kKmM]?"
-_COUNTER = re.compile(
-    rf"\s*(?:\(?{_COUNT}\)?\s*{_COUNTED}|{_COUNTED}\s*[:(]?\s*{_COUNT}\)?)\s*", re.IGNORECASE
-)
-# A counter inside a line of a byline, and the count in it.
-_COUNTED_IN = re.compile(
-    rf"(?<!\w)(?:{_COUNT}\s*{_COUNTED}|{_COUNTED}\s*[:(]\s*{_COUNT})(?!\w)", re.IGNORECASE
-)
-_COUNT_RE = re.compile(_COUNT)
-# A byline's line: so many words (and characters) at most, not ending as a sentence does.
-_LINE_WORDS = 12
-_LINE_CHARACTERS = 200
-_DIGIT = re.compile(r"\d")
-# (With the full stop, exclamation and question marks of Chinese and Japanese.)
-_SENTENCE_ENDS = (".", "!", "?", "\u3002", "\uff01", "\uff1f")
-# Blocks whose words around a count are a sentence's: "the clip had <b>900 views</b>".
-_SENTENCES = ("p", "blockquote", "dd")
 # Characters of a paragraph that introduces a section of links (see `_introduced`).
 _INTRO = 60
 # Blocks that are an item of a list whatever they link to: a teaser in one is its story's.
@@ -299,46 +261,6 @@ def _linked(text: int, links: int) -> bool:
     links, or what is left says little: a column holding the article's one paragraph
     beside a "related" box and a share bar is no link list."""
     return text - links < _SHORT_LINKED or links > 0.5 * text
-
-
-def uncounted(element: Element, text: str, root: Element) -> str:
-    """Return `text`, a text node of `element` inside `root`, with the counts of its
-    counters masked when it is a byline's line, not words of a sentence ("Posted by
-    Ann, 12 comments"): a count a CMS renders anew on every request, inside a text that
-    says more."""
-    # Cheap first: asked of every text kept.
-    if len(text) > _LINE_CHARACTERS or not _DIGIT.search(text) or not line(text):
-        return text
-    if not _COUNTED_IN.search(text):
-        return text
-    for block in (element, *element.iterancestors()):
-        if block.tag in _SENTENCES:
-            if not line(" ".join(t for t in block.itertext() if isinstance(t, str))):
-                return text
-            break
-        if block is root:
-            break
-    return _COUNTED_IN.sub(lambda m: _COUNT_RE.sub("#", m.group()), text)
-
-
-def line(text: str) -> bool:
-    """True when `text` reads as a line of a byline: a few words, not ending as a
-    sentence does."""
-    return len(text.split()) <= _LINE_WORDS and not text.rstrip().endswith(_SENTENCE_ENDS)
-
-
-def counter(element: Element, text: str, root: Element) -> bool:
-    """True when `text`, a text node of `element` inside `root`, is a counter's label
-    alone, not words of a paragraph that says more around it."""
-    if not _COUNTER.fullmatch(text):
-        return False
-    for block in (element, *element.iterancestors()):
-        if block.tag in _SENTENCES:
-            said = " ".join(t for t in block.itertext() if isinstance(t, str))
-            return said.split() == text.split()
-        if block is root:
-            break
-    return True
 
 
 def _row_share(element: Element, sizes: Sizes) -> float:

@@ -18,7 +18,7 @@ prose is short, unless it is a product's. A CSS selector replaces the search.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from lxml import etree
 
@@ -27,12 +27,10 @@ from sitemapd.fingerprint.chrome import (
     MIN_PARAGRAPH,
     Element,
     Sizes,
-    counter,
     elements,
     inside,
     template_parts,
     template_reason,
-    uncounted,
 )
 from sitemapd.fingerprint.listing import MIN_LIST_TEXT, main_list
 from sitemapd.fingerprint.names import carousel, weight
@@ -393,34 +391,3 @@ def outside(extract: Extract, body: Element) -> list[Element]:
             )
     order = {element: n for n, element in enumerate(body.iter())}
     return sorted(found, key=order.__getitem__)
-
-
-def fragments(extract: Extract) -> Iterator[tuple[Element, str]]:
-    """Yield `(element, text)` for every text node of the main content kept, in order,
-    but a counter's label (see `chrome.counter`)."""
-    for root in extract.main:
-        for element, text in _walk(root, extract.dropped):
-            if not counter(element, text, root):
-                yield element, uncounted(element, text, root)
-
-
-def _walk(root: Element, dropped: dict[Element, str]) -> Iterator[tuple[Element, str]]:
-    """Yield `(element, text)` for each text node under `root`, what `dropped` holds left
-    out, in document order; a text after an element is its parent's."""
-    # A stack, not recursion: a page of unclosed tags nests thousands deep.
-    if root.text:
-        yield root, root.text
-    stack = [(root, iter(root))]
-    while stack:
-        parent, children = stack[-1]
-        child = next(children, None)
-        if child is None:
-            stack.pop()
-            if stack and parent.tail:
-                yield stack[-1][0], parent.tail
-        elif child not in dropped and isinstance(child.tag, str):
-            if child.text:
-                yield child, child.text
-            stack.append((child, iter(child)))
-        elif child.tail:
-            yield parent, child.tail
