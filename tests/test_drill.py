@@ -72,9 +72,10 @@ def teasers(count: int) -> str:
     return f"<ul>{items}</ul>"
 
 
-def drill_rows(site: Site, *args: str) -> dict[str, dict[str, object]]:
-    """Return the rows of `sitemapd drill --json ARGS` on `site` (its one source)."""
-    (report,) = json.loads(site.cli("drill", "--json", *args).stdout)
+def drill_rows(site: Site, *args: str, check: bool = True) -> dict[str, dict[str, object]]:
+    """Return the rows of `sitemapd drill --json ARGS` on `site` (its one source); with
+    `check`, the drill must pass."""
+    (report,) = json.loads(site.cli("drill", "--json", *args, check=check).stdout)
     rows: dict[str, dict[str, object]] = report["report"]["rows"]
     return rows
 
@@ -113,7 +114,7 @@ def test_plain_link_lists_inside_the_article_pass(site: Site) -> None:
     assert rows["headline element alone"]["moved"] == 10
 
 
-def teaser_cards(count: int) -> str:
+def story_cards(count: int) -> str:
     """Return other stories' teaser cards: each a linked headline and an excerpt."""
     return "".join(
         f"<div class='item'><h3><a href='/story-{k}.html'>Story {k} of the harbour</a></h3>"
@@ -123,28 +124,15 @@ def teaser_cards(count: int) -> str:
     )
 
 
-def led_teasers(count: int) -> str:
-    """Return other stories, each led by its link and said in a line."""
-    items = "".join(
-        f"<li><a href='/story-{k}.html'>New tram line opens to the airport</a>: next "
-        f"week, officials said, after {k + 2} years of works</li>"
-        for k in range(count)
-    )
-    return f"<h2>Also today</h2><ul>{items}</ul>"
-
-
-@pytest.mark.parametrize("shape", [teaser_cards, led_teasers])
-def test_a_list_of_teasers_inside_the_article_is_rotated(
-    site: Site, shape: Callable[[int], str]
-) -> None:
-    # Each item says a line of its own: the drill turns the list over all the same, and
-    # the fingerprint, which leaves such a list out, moves for none of the pages.
+def test_a_list_of_teaser_cards_inside_the_article_is_rotated_and_reported(site: Site) -> None:
+    # Each card says a line of its own: the drill turns the list over all the same, and
+    # the fingerprint, which keeps such a list, moves on every page.
     for n in range(10):
-        site.write(f"story-{n}.html", article(n, f"<div class='more'>{shape(5)}</div>"))
-    rows = drill_rows(site, "--pages", "10")
-    assert rows["link lists outside the content rotate"]["applied"] == 10
-    assert rows["link lists outside the content rotate"]["moved"] == 0
-    # The teasers' lines are other stories': no edit goes there, and the story's are caught.
+        site.write(f"story-{n}.html", article(n, f"<div class='more'>{story_cards(5)}</div>"))
+    rows = drill_rows(site, "--pages", "10", check=False)
+    rotation = rows["link lists outside the content rotate"]
+    assert (rotation["applied"], rotation["moved"]) == (10, 10)
+    # The cards' lines are other stories': no edit goes there, and the story's are caught.
     assert rows["one word of a paragraph"]["moved"] == 10
     assert rows["correction appended"]["moved"] == 10
 
@@ -1019,15 +1007,3 @@ def test_a_site_whose_text_no_edit_could_reach_does_not_pass(site: Site) -> None
     edit = next(line for line in result.stdout.splitlines() if "one word" in line)
     assert edit.endswith("n/a: none of these pages has one")
     assert "FAIL: no page's text could be edited" in result.stdout
-
-
-def test_a_count_of_comments_in_the_article_s_byline_is_counted_up(site: Site) -> None:
-    # "Posted by Ann, 12 comments" under the headline: the line says more than the count.
-    for n in range(6):
-        page = article(n, "").replace(
-            f"<h1>Story {n}</h1>",
-            f"<h1>Story {n}</h1><p class='meta'>Posted by Ann, {n} comments</p>",
-        )
-        site.write(f"story-{n}.html", page)
-    row = drill_rows(site)["counters outside the content"]
-    assert (row["applied"], row["moved"]) == (6, 0)

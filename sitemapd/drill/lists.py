@@ -17,7 +17,6 @@ from sitemapd.drill.text import (
     HEADINGS,
     Element,
     is_prose,
-    led_item,
     link_share,
     linked_heading,
     text_of,
@@ -72,11 +71,9 @@ def _prose_item(item: Element) -> bool:
 
 
 def card(item: Element) -> bool:
-    """True when `item` is a teaser card: another page's linked title as a heading, or
-    leading a list's item, and an excerpt of its own."""
-    return _prose_item(item) and (
-        any(linked_heading(h) for h in item.iter(*HEADINGS)) or led_item(item)
-    )
+    """True when `item` is a teaser card: another page's linked title as a heading, and
+    an excerpt of its own."""
+    return _prose_item(item) and any(linked_heading(h) for h in item.iter(*HEADINGS))
 
 
 def _linked(item: Element, anywhere: bool = False) -> bool:

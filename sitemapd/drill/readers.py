@@ -11,59 +11,48 @@ from lxml import etree
 from sitemapd.drill.fresh import rewrite
 from sitemapd.drill.structure import Page, comments, one_comment
 from sitemapd.drill.text import Element, text_of, unseen
-from sitemapd.fingerprint.counters import COUNTED, line
-from sitemapd.fingerprint.extract import BLOCKS
 
 # Numbers there are data, not counters: tables, footnote marks, formulas, code.
 _NOT_COUNTERS = {"script", "style", "table", "sup", "sub", "math", "code", "pre", "time"}
 _NUMBER = re.compile(r"\d+")
+# What a CMS counts anew on every request: readers' comments, replies, views, visits,
+# votes, likes and shares, in the languages of the benchmark's pages. A number beside
+# another word is not a counter: a price, a weight, a date, "7 min" to read, a show
+# named "13 Investigates", "30 Rezepte" in a cookbook's menu.
+_COUNTED = (
+    "comments?|replies|reply|responses?|reviews?|ratings?|views?|visits?|visitors?|hits|"
+    "reads|plays|downloads|likes?|dislikes?|shares?|tweets?|pins?|votes?|diggs?|"
+    "followers?|fans|subscribers?|reactions?|pingbacks?|trackbacks?|clicks?|"
+    "kommentare?|antworten|antwort|aufrufe|besuche|bewertungen|ansichten|leser|klicks|"
+    "commentaires?|vues|réactions|partages|comentarios?|comentários?|visitas|vistas|"
+    "visualizaciones|visualizações|respuestas|respostas|votos|commenti|commento|visite|"
+    "visualizzazioni|voti|risposte|reacties|reactie|weergaven|kommentarer|visninger|"
+    "komentarze|komentarzy|komentarz|wyświetleń|komentářů|komentáře|komentář|"
+    "hozzászólás|megtekintés|комментариев|комментария|комментарий|просмотров|просмотра|"
+    "просмотр"
+)
 # A counter: a number, maybe abbreviated, and the one word saying what it counts
 # ("1.2k views", "42 comments"); a bare number may be a day, a rank or a footnote.
-_COUNTER = re.compile(rf"\s*\d{{1,3}}(?:[.,]\d+)?[kKmM]?\s+(?:{COUNTED})\s*", re.IGNORECASE)
-# The same within a line: "Posted by Ann, 12 comments".
-_COUNTER_IN = re.compile(rf"(?<!\w)\d{{1,3}}(?:[.,]\d+)?[kKmM]?\s+(?:{COUNTED})(?!\w)", re.I)
+_COUNTER = re.compile(rf"\s*\d{{1,3}}(?:[.,]\d+)?[kKmM]?\s+(?:{_COUNTED})\s*", re.IGNORECASE)
 
 
 def counters(page: Page) -> bool:
-    """Add to every counter outside the content: comment counts, views, likes; a counter
-    alone around the article, and anywhere one in a byline's line ("Posted by Ann, 12
-    comments"), never one in a paragraph of its prose."""
+    """Add to every counter outside the content: comment counts, views, likes."""
     done = False
     for element in page.tree.iter(etree.Element):
-        if element.tag in _NOT_COUNTERS or page.holds_content(element):
+        if element.tag in _NOT_COUNTERS or page.holds_content(element) or element in page.body:
             continue
         if any(a.tag in _NOT_COUNTERS for a in element.iterancestors()):
             continue
-        inside = element in page.body
         for attr in ("text", "tail"):
             value = getattr(element, attr)
             parent = element.getparent()
-            if not value or (attr == "tail" and parent is not None and page.holds_content(parent)):
+            if attr == "tail" and parent is not None and page.holds_content(parent):
                 continue
-            if _COUNTER.fullmatch(value) and not inside:
-                setattr(element, attr, _counted_up(value))
-                done = True
-            elif _COUNTER_IN.search(value) and _byline(element if attr == "text" else parent):
-                setattr(element, attr, _COUNTER_IN.sub(lambda m: _counted_up(m.group()), value))
+            if value and _COUNTER.fullmatch(value):
+                setattr(element, attr, _NUMBER.sub(lambda m: str(int(m.group()) + 7), value))
                 done = True
     return done
-
-
-def _counted_up(text: str) -> str:
-    return _NUMBER.sub(lambda m: str(int(m.group()) + 7), text)
-
-
-def _byline(holder: Element | None) -> bool:
-    """True when the block around `holder` reads as a line of a byline, not a sentence:
-    a few words, not ending as a sentence does."""
-    block = next((b for b in _up(holder) if b.tag in BLOCKS), holder)
-    if block is None:
-        return False
-    return line(text_of(block))
-
-
-def _up(element: Element | None) -> list[Element]:
-    return [] if element is None else [element, *element.iterancestors()]
 
 
 # What a comment is written in when its thread does not name it.

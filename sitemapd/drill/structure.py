@@ -211,16 +211,22 @@ def main_list(tree: Element) -> Element | None:
     cloud, a widget's), and of those the one with most link text."""
     best, most = None, (False, 0)
     around = _around(tree)
-    mains = [m for m in _mains(tree) if not out_of_sight(m)]
+    mains = {m for m in _mains(tree) if not out_of_sight(m)}
+    # Each element's answers from its parent's, once: pages nest thousands deep.
+    left_out: set[Element] = set()
+    in_main: set[Element] = set()
     for element in tree.iter(etree.Element):
-        ancestry = (element, *element.iterancestors())
+        parent = element.getparent()
         # A carousel turns other pages' teasers over in place (a shop's "you may also
         # like", its product's pictures): no page is about it.
-        if any(a in around or unseen(a) or carousel(a) for a in ancestry):
+        if parent in left_out or element in around or unseen(element) or carousel(element):
+            left_out.add(element)
             continue
+        if parent in in_main or element in mains:
+            in_main.add(element)
         # A page that marks its main content has its list there: not a feed's widget
         # in a bar above it.
-        if mains and not any(a in mains for a in ancestry):
+        elif mains:
             continue
         items = list_items(element, cards=True)
         if len(items) < MAIN_LIST_ITEMS:

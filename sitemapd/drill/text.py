@@ -17,7 +17,6 @@ that page's teaser, not prose of this one; under the page's own headline (its fi
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterator
 from functools import lru_cache
 from itertools import islice
@@ -25,7 +24,6 @@ from itertools import islice
 from lxml import etree
 
 from sitemapd.fingerprint.extract import BLOCKS
-from sitemapd.fingerprint.shapes import leading_link
 
 Element = etree._Element
 
@@ -128,13 +126,6 @@ _CARD_SLACK = 100
 _HEADLINE = 300
 # How far above the card other cards' linked headlines are looked for.
 _LIST_DEPTH = 5
-# A list of excerpts each led by its story's link: so many items or more, each of at
-# most so many characters (a headline and a sentence or two).
-_LED_ITEMS = 3
-_EXCERPT = 300
-# Characters of a link that leads such an item: a story's headline, not a name or a
-# label ("<a>SMS</a>: reach customers worldwide").
-_HEADLINE_LINK = 20
 
 
 def normal(text: str) -> str:
@@ -265,10 +256,7 @@ def paragraph_text(block: Element) -> str:
 def teaser(paragraph: Element) -> bool:
     """True when `paragraph` is another page's teaser: it shares a card (a near
     ancestor holding little else) with a linked headline, and more linked headlines
-    lie near the card (a list of teasers, not a short post under its permalink); or it
-    is an item of a list of excerpts each led by its story's link (`led_item`)."""
-    if led_item(paragraph):
-        return True
+    lie near the card (a list of teasers, not a short post under its permalink)."""
     size = len(text_of(paragraph))
     for card in islice(paragraph.iterancestors(), _CARD_DEPTH):
         # A block saying more than a headline besides is no card, nor is what holds it:
@@ -301,44 +289,6 @@ def _says_more(element: Element, most: int) -> bool:
         if said > most:
             return True
     return False
-
-
-def led_item(item: Element) -> bool:
-    """True when `item` is one of a list of excerpts each led by its story's link (see
-    `led_items`)."""
-    # Its own link first: a story's paragraphs say no more, without their siblings read.
-    return _leading_link(item) is not None and item in led_items(item.getparent())
-
-
-def led_items(element: Element | None) -> list[Element]:
-    """Return the children of `element` that make it a list of excerpts, each led by
-    its story's link ("<li><a>New tram line opens</a>: to the airport, next week</li>"):
-    three or more of the most common tag, all of them opening with a link to an address
-    of its own and saying no more than an excerpt in all; else none."""
-    children = [] if element is None else [c for c in element if isinstance(c.tag, str)]
-    if len(children) < _LED_ITEMS:
-        return []
-    tag, count = Counter(c.tag for c in children).most_common(1)[0]
-    if count < _LED_ITEMS:
-        return []
-    items = [c for c in children if c.tag == tag]
-    targets: set[str] = set()
-    # Item by item, to the first that is none: a story's paragraphs fail at once.
-    for item in items:
-        target = _leading_link(item)
-        if target is None or target in targets or len(text_of(item)) > _EXCERPT:
-            return []
-        targets.add(target)
-    return items
-
-
-def _leading_link(item: Element) -> str | None:
-    """Return the address of the link that holds the first text a reader sees in
-    `item` and says a headline's worth (`_HEADLINE_LINK`), or None."""
-    link = leading_link(item, unseen)
-    if link is None or len(text_of(link)) < _HEADLINE_LINK:
-        return None
-    return (link.get("href") or "").strip() or None
 
 
 def _own_headline(heading: Element) -> bool:

@@ -248,11 +248,6 @@ def template_reason(
             element, sizes.text, sizes.links
         ):
             return f"list of noted links ({round(100 * links / text)}% link text)"
-        # Whatever its share of links: other stories, each its link and an excerpt, in
-        # the story ("Also today", "More news"); a list the page is about is no
-        # template part (`lists` False), nor is one as long as the rest of the story.
-        if small and shapes.teasers(element, sizes.text, sizes.links):
-            return "list of teasers"
     return None
 
 

@@ -22,7 +22,6 @@ from collections.abc import Callable
 
 from lxml import etree
 
-from sitemapd.fingerprint import shapes
 from sitemapd.fingerprint.chrome import (
     MIN_PARAGRAPH,
     Element,
@@ -61,9 +60,6 @@ _CLOSE = 0.75
 _MIN_CLOSE = 3
 # Characters a sibling of the main content needs to be more of the same article.
 _SIBLING = 60
-# Characters of a paragraph written in a `<div>` before the main content for it to be
-# the page's too: a forum thread's opening post beside the replies that scored best.
-_OPENING = 200
 
 
 class Extract:
@@ -344,31 +340,17 @@ def _with_siblings(top: Element, sizes: Sizes, unseen: list[Element]) -> list[El
             continue
         length = sizes.text[sibling]
         density = sizes.link_density(sibling)
-        if template_reason(sibling, sizes, top_text) or _teasers(sibling, sizes):
+        if template_reason(sibling, sizes, top_text):
             continue
         # A lead, an intro, a second body part: paragraphs with few links; after the
         # story, an author's bio box, its one paragraph a `<div>`.
         if (
             length >= _SIBLING
             and density < 0.3
-            and (
-                paragraph_share(sibling, sizes) > 0.5
-                or ((after or length >= _OPENING) and one_line(sibling, sizes))
-            )
+            and (paragraph_share(sibling, sizes) > 0.5 or (after and one_line(sibling, sizes)))
         ) or (sibling.tag == "p" and length >= _SIBLING and density < 0.25):
             kept.append(sibling)
     return kept
-
-
-def _teasers(element: Element, sizes: Sizes) -> bool:
-    """True when most of `element`'s text is a list of other stories' teasers (see
-    `shapes.teasers`): a grid of them beside the story is no more of it, however long."""
-    half = sizes.text[element] / 2
-    return any(
-        shapes.teasers(block, sizes.text, sizes.links)
-        for block in element.iter(etree.Element)
-        if sizes.text.get(block, 0) > half
-    )
 
 
 def _inside_any(element: Element, roots: list[Element]) -> bool:

@@ -1,23 +1,23 @@
 """The main content's texts the fingerprint is taken over: every text node of what the
-extractor kept, in document order, but what it left out and a counter's label alone,
-and with the counts of a byline's counters masked (see counters.py)."""
+extractor kept, in document order, but what it left out and a counter's label alone
+(see counters.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from sitemapd.fingerprint.chrome import Element
-from sitemapd.fingerprint.counters import counter, uncounted
+from sitemapd.fingerprint.counters import counter
 from sitemapd.fingerprint.extract import Extract
 
 
 def fragments(extract: Extract) -> Iterator[tuple[Element, str]]:
     """Yield `(element, text)` for every text node of the main content kept, in order,
-    but a counter's label (see `counters.counter`), its counts in bylines masked."""
+    but a counter's label (see `counters.counter`)."""
     for root in extract.main:
         for element, text in _walk(root, extract.dropped):
             if not counter(element, text, root):
-                yield element, uncounted(element, text, root)
+                yield element, text
 
 
 def _walk(root: Element, dropped: dict[Element, str]) -> Iterator[tuple[Element, str]]:
