@@ -13,14 +13,7 @@ from __future__ import annotations
 
 from itertools import islice
 
-from sitemapd.drill.text import (
-    HEADINGS,
-    Element,
-    is_prose,
-    link_share,
-    linked_heading,
-    text_of,
-)
+from sitemapd.drill.text import HEADINGS, Element, is_prose, link_share, linked_heading, text_of
 
 # Items a block needs to be a list a CMS rotates, and to be the list a page is about.
 LIST_ITEMS = 3
