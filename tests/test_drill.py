@@ -169,6 +169,23 @@ def test_a_site_without_pages_is_an_error_that_says_why(site: Site) -> None:
     assert f"root {site.root} is no folder" in result.stderr
 
 
+def test_a_source_whose_root_is_gone_is_reported_and_the_others_drilled(site: Site) -> None:
+    new_site("semantic", 6, seed=3).write(site.root)
+    site.configure(
+        source='name = "news"',
+        extra='[[source]]\ntype = "directory"\nroot = "archive"\nname = "archive"\n',
+    )
+    result = site.cli("drill", check=False)
+    assert result.returncode == 1, result.stderr
+    assert "news: 6 pages" in result.stdout
+    assert f"archive: FAIL: not drilled: root {site.base / 'archive'} is no folder" in (
+        result.stdout
+    )
+    (report, gone) = json.loads(site.cli("drill", "--json", check=False).stdout)
+    assert (report["source"], report["problem"], report["report"]["pages"]) == ("news", "", 6)
+    assert (gone["source"], gone["report"]["pages"]) == ("archive", 0)
+
+
 def test_list_pages_are_drilled_by_their_list(site: Site) -> None:
     for section in ("news", "sport", "culture", "tech", "world", "science"):
         items = "".join(

@@ -37,12 +37,15 @@ class SourceReport:
 
     source: str
     report: Report
+    # Why the source was not drilled at all (its root is gone), or "".
+    problem: str = ""
 
 
 def run_drill(config: Config, pages: int, seed: int = 0) -> list[SourceReport]:
     """Return the drill of up to `pages` HTML pages of each content-fingerprinted
     directory source.
 
+    A source whose root is no folder is reported as not drilled, the others drilled.
     Raises SitemapdError when no source has pages to drill.
     """
     sources = [
@@ -58,7 +61,8 @@ def run_drill(config: Config, pages: int, seed: int = 0) -> list[SourceReport]:
     reports = []
     for source in sources:
         if not source.root.is_dir():
-            raise SitemapdError(f"{source.name}: root {source.root} is no folder")
+            reports.append(SourceReport(source.name, Report(), f"root {source.root} is no folder"))
+            continue
         chosen = _sample(source, config, pages, seed)
         unreadable: list[tuple[str, str]] = []
         loaded = _load(source, chosen, unreadable)
@@ -71,14 +75,17 @@ def run_drill(config: Config, pages: int, seed: int = 0) -> list[SourceReport]:
 
 
 def _nothing_drilled(reports: list[SourceReport], sources: list[DirectorySource]) -> str:
-    """Return why no page of `sources` was drilled: none found, or none read."""
+    """Return why no page of `sources` was drilled: roots gone, none found, none read."""
+    gone = [f"{entry.source}: {entry.problem}" for entry in reports if entry.problem]
+    if len(gone) == len(reports):
+        return "; ".join(gone)
     skipped = [(page, why) for entry in reports for page, why in entry.report.skipped]
     if not skipped:
-        roots = ", ".join(str(source.root) for source in sources)
-        return f"no HTML page to drill under {roots}"
+        roots = ", ".join(str(source.root) for source in sources if source.root.is_dir())
+        return "; ".join([*gone, f"no HTML page to drill under {roots}"])
     named = "; ".join(f"{page}: {why}" for page, why in skipped[:WORST])
     more = f" (and {len(skipped) - WORST} more)" if len(skipped) > WORST else ""
-    return f"no page could be drilled: {named}{more}"
+    return "; ".join([*gone, f"no page could be drilled: {named}{more}"])
 
 
 def _sample(source: DirectorySource, config: Config, pages: int, seed: int) -> list[str]:
@@ -108,10 +115,10 @@ def edited(report: Report) -> bool:
 
 
 def passed(reports: list[SourceReport]) -> bool:
-    """True when every source keeps false moves and missed edits within the bars, and
-    had its pages' text edited."""
+    """True when every source was drilled, keeps false moves and missed edits within the
+    bars, and had its pages' text edited."""
     for entry in reports:
-        if entry.report.pages and not edited(entry.report):
+        if entry.problem or (entry.report.pages and not edited(entry.report)):
             return False
         for row in entry.report.rows.values():
             if not row.applied:
@@ -128,6 +135,9 @@ def render(reports: list[SourceReport]) -> str:
     lines = []
     for entry in reports:
         report = entry.report
+        if entry.problem:
+            lines += [f"{entry.source}: FAIL: not drilled: {entry.problem}", ""]
+            continue
         lines.append(f"{entry.source}: {report.pages} pages")
         width = max((len(name) for name in report.rows), default=10)
         counts = {name: f"({row.moved}/{row.applied})" for name, row in report.rows.items()}
