@@ -1466,3 +1466,73 @@ def test_a_story_nested_past_256_levels_is_read_to_its_end() -> None:
     assert digest(unclosed_page(300, edited=250)) != before
     # Deeper than Python's recursion goes: read, not a RecursionError.
     assert digest(unclosed_page(900)) != digest(unclosed_page(900, edited=890))
+
+
+_STORY = [
+    f"The council voted on Tuesday, after a debate of {n + 3} hours, to repair the river "
+    "bridge before winter, and to pay for it from the roads budget."
+    for n in range(8)
+]
+
+
+def story_with_box(box: str, word: str = "repair") -> str:
+    """Return a story whose `<article>` holds `box` between its paragraphs."""
+    paragraphs = [f"<p>{text.replace('repair', word)}</p>" for text in _STORY]
+    return (
+        "<html><head><title>Bridge to be repaired | Daily</title></head><body>"
+        "<nav><a href='/'>Home</a> <a href='/news'>News</a></nav><main><article>"
+        f"<h1>Bridge to be repaired</h1>{''.join(paragraphs[:4])}{box}"
+        f"{''.join(paragraphs[4:])}</article></main></body></html>"
+    )
+
+
+# Lists of the story's own that read like cards but are not other stories': each item
+# led by a link, no picture or date on every one. A word changed in one moves the page.
+_OWN_LISTS = {
+    "references": "<h2>References</h2><ol>{items}</ol>",
+    "see also": "<h2>See also</h2><ul>{items}</ul>",
+    "steps": "<h2>Method</h2><ol>{items}</ol>",
+}
+_OWN_ITEM = (
+    "<li><a href='/guide/{n}'>How the river bridge was built in the year 19{n}0</a> "
+    "Engineers {word} the piers each spring, and the deck was laid in {n} stages.</li>"
+)
+
+
+@pytest.mark.parametrize("kind", sorted(_OWN_LISTS))
+def test_a_list_of_the_story_s_own_led_by_links_is_content(kind: str) -> None:
+    def page(word: str) -> str:
+        items = "".join(_OWN_ITEM.format(n=n, word=word) for n in range(1, 5))
+        return story_with_box(_OWN_LISTS[kind].format(items=items))
+
+    assert digest(page("checked")) != digest(page("painted"))
+
+
+def test_questions_linking_to_their_answers_on_the_page_are_content() -> None:
+    def page(word: str) -> str:
+        items = "".join(
+            f"<li><img src='/icons/q.svg' alt=''><a href='#q{n}'>Why is the river bridge "
+            f"closed in the winter of year {n}?</a> It is {word} each year, when the ice on the "
+            "river is thick enough to bear the crews and their machines.</li>"
+            for n in range(4)
+        )
+        return story_with_box(f"<h2>Questions</h2><ul>{items}</ul>")
+
+    assert digest(page("inspected")) != digest(page("repainted"))
+
+
+@pytest.mark.parametrize("target", ["https://shop{n}.example/item/{n}", "/reviews/{n}/"])
+def test_a_roundup_s_picks_with_pictures_and_linked_names_are_content(target: str) -> None:
+    # They look like cards of other stories (a picture, a linked name, a line), whether
+    # they lead to the shops or to the site's own reviews: they are what the story says,
+    # and a word changed in one moves it.
+    def page(word: str) -> str:
+        picks = "".join(
+            f"<li><img src='/img/pick-{n}.jpg' alt=''><h3><a href='{target.format(n=n)}'>"
+            f"Wireless noise cancelling headphones model {n}</a></h3><p>The {word} pick "
+            "for long flights: light, and quiet on the ears.</p></li>"
+            for n in range(4)
+        )
+        return story_with_box(f"<h2>Our picks</h2><ul>{picks}</ul>")
+
+    assert digest(page("best")) != digest(page("cheapest"))
