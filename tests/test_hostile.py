@@ -373,3 +373,29 @@ def test_values_many_pages_share_are_stored_as_given(site: Site) -> None:
     ]
     conn.close()
     assert len(site.urls()) == 40
+
+
+def test_half_a_surrogate_pair_in_structured_data_is_a_replacement_character(
+    site: Site,
+) -> None:
+    """A JSON-LD escape of half a surrogate pair (`\\ud800`) is no character and has no
+    UTF-8: the page's headline shows U+FFFD in its place, and the page and the others
+    are published (the ledger refused the text, and every build failed)."""
+    site.configure(
+        extra='[news]\npublication_name = "Example"\nlanguage = "en"\n[feed]\ntitle = "Updates"\n'
+    )
+    ld = '{"@type": "NewsArticle", "headline": "Bridge \\ud800 reopens", "name": "x\\udfff"}'
+    body = "The river bridge reopened on Tuesday after a year of repairs to its piers. " * 4
+    site.write(
+        "bridge.html",
+        page("Bridge reopens", body).replace(
+            "</head>", f'<script type="application/ld+json">{ld}</script></head>'
+        ),
+    )
+    site.write("other.html", page("Other", body))
+    site.build()
+    assert set(site.urls()) == {f"https://example.com/{n}.html" for n in ("bridge", "other")}
+    news = read_xml(site.out / "news-sitemap.xml")
+    titles = [t.text for t in news.iter("{http://www.google.com/schemas/sitemap-news/0.9}title")]
+    assert titles == ["Bridge \ufffd reopens"]
+    assert_valid(site.out)

@@ -9,7 +9,7 @@ selector is configured: then its JSON-LD and the article's images count too.
 # Annotations evaluated, not text: see core/observation.py.
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 from urllib.parse import urldefrag, urljoin
 
@@ -45,6 +45,9 @@ _LD_JSON = re.compile(
 )
 # Real pages nest a few levels (@graph, mainEntity); the bound stops hostile nesting.
 _LD_MAX_DEPTH = 8
+# A JSON escape of half a surrogate pair, and a code point that is one once decoded.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # schema.org article-like types whose names do not end in "Article".
 _POSTING_TYPES = {"BlogPosting", "LiveBlogPosting", "SocialMediaPosting", "DiscussionForumPosting"}
 # schema.org types of a thing for sale: a page about one is a product page, whatever lists
@@ -189,8 +192,32 @@ def ld_objects(data: bytes, whole: bytes | None = None) -> list[dict[str, object
             document = json.loads(text)
         except (ValueError, RecursionError):
             continue
+        if _SURROGATE_ESCAPE.search(text):
+            document = _whole_characters(document)
         found.extend(_ld_nodes(document, 0))
     return found
+
+
+def _whole_characters(document: object) -> object:
+    """Return the JSON value `document` with every lone surrogate in its strings (an
+    escape such as `\\ud800` with no pair: no character, and no UTF-8 for the ledger or
+    the feeds) replaced by U+FFFD, as a browser shows it."""
+    # A stack, not recursion: JSON nests as deep as json.loads lets it.
+    root: list[object] = [document]
+    stack: list[list[object] | dict[str, object]] = [root]
+    while stack:
+        holder = stack.pop()
+        keys: Iterable[Any] = range(len(holder)) if isinstance(holder, list) else list(holder)
+        for key in keys:
+            value = holder[key]
+            if isinstance(value, str):
+                holder[key] = _LONE_SURROGATE.sub("\ufffd", value)
+            elif isinstance(value, list | dict):
+                stack.append(value)
+        if isinstance(holder, dict):
+            for key in [k for k in holder if _LONE_SURROGATE.search(k)]:
+                holder[_LONE_SURROGATE.sub("\ufffd", key)] = holder.pop(key)
+    return root[0]
 
 
 def ld_articles(data: bytes, whole: bytes | None = None) -> list[dict[str, object]]:
