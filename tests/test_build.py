@@ -182,6 +182,41 @@ def test_paths_map_to_urls(site: Site) -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("source", "served", "shadowed", "url"),
+    [
+        ("", "b/index.html", "b/index.htm", "https://example.com/b/"),
+        ("strip_html = true", "b/x.html", "b/x.htm", "https://example.com/b/x"),
+    ],
+)
+def test_of_two_files_that_are_one_url_the_served_one_is_the_page_every_build(
+    site: Site, source: str, served: str, shadowed: str, url: str
+) -> None:
+    # A web server serves index.html where index.htm is there too: so does the sitemap,
+    # build after build (each took the other's place, moving the lastmod every time).
+    site.configure(source=source)
+    site.write(served, page("Served", "Served text"))
+    site.write(shadowed, page("Shadowed", "Shadowed text"))
+    first = site.build()
+    assert f"{shadowed} is not published: {served} is served as the same URL" in first.stderr
+    lastmod = site.urls()[url]
+    for _ in range(3):
+        time.sleep(1.1)  # lastmods have one-second resolution
+        os.utime(site.root / shadowed)
+        assert "0 new, 0 updated, 0 gone" in site.build().stdout
+    assert site.urls() == {url: lastmod}
+    # The served one says noindex: nothing is published, whatever the other says.
+    site.write(served, page("Served", "Served text", robots="noindex"))
+    site.build()
+    os.utime(site.root / shadowed)
+    site.build()
+    assert site.urls() == {}
+    # Gone, the other takes its place.
+    (site.root / served).unlink()
+    site.build()
+    assert set(site.urls()) == {url}
+
+
 def test_the_output_folder_inside_the_root_holds_no_pages(site: Site) -> None:
     site.config.write_text(
         '[site]\nbase_url = "https://example.com/"\noutput_dir = "site/sitemaps"\n'

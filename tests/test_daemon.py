@@ -37,6 +37,27 @@ def watched(site: Site) -> Site:
     return site
 
 
+def test_a_folder_s_second_index_file_follows_the_first(watched: Site, daemons: list) -> None:
+    # index.html is served where index.htm is there too: an edit to index.htm moves
+    # nothing while index.html is there, and once it is gone index.htm is the page.
+    site = watched
+    site.write("b/index.html", page("Served", "Served text"))
+    site.write("b/index.htm", page("Second", "Second text"))
+    daemon = run(site, daemons)
+    first = daemon.wait_for_urls(u("", "a.html", "b/"))
+    count = daemon.publishes()
+    time.sleep(1.1)  # lastmods have one-second resolution
+    write_atomic(site.root / "b" / "index.htm", page("Second", "Second text, edited"))
+    daemon.wait_for_log(r"b/index.htm is not published: b/index.html is served", count=2)
+    time.sleep(1.0)  # proving that nothing happens needs a quiet period
+    assert daemon.publishes() == count
+    assert published(site.out) == first
+    (site.root / "b" / "index.html").unlink()
+    daemon.wait_until(
+        lambda: published(site.out)["https://example.com/b/"] != first["https://example.com/b/"]
+    )
+
+
 def test_each_kind_of_event_ends_in_the_right_sitemap(watched: Site, daemons: list) -> None:
     site = watched
     daemon = run(site, daemons)

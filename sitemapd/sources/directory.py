@@ -2,7 +2,10 @@
 
 A file whose size, mtime and inode are unchanged since the last scan is not read again.
 Dotfiles and dot-folders are never pages, nor is anything under `skip` (the output and
-state directories when they sit inside the root).
+state directories when they sit inside the root). Of the files of a folder that are one
+URL (`index.html` and `index.htm`; `a.html` and `a.htm` with `strip_html`), the one a
+web server serves is the page, always the same: the first of `index_files`, `.html`
+before `.htm`.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import functools
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import chain, islice
 from pathlib import Path
 
@@ -25,6 +28,7 @@ from sitemapd.sources.base import (
     Context,
     Scan,
     file_url,
+    log,
     skipped_below,
 )
 from sitemapd.sources.content import FACTS_VERSION
@@ -93,7 +97,7 @@ def walk(
             continue
         except OSError as exc:
             raise SourceError(f"{source.name}: cannot list {folder} ({exc.strerror})") from exc
-        files = []
+        files: list[tuple[str, os.DirEntry[str]]] = []
         for entry in entries:
             if entry.name.startswith("."):
                 continue
@@ -111,7 +115,61 @@ def walk(
                     files.append((relpath, entry))
             except OSError:
                 continue
-        yield from reversed(files)
+        yield from _served(source, reversed(files))
+
+
+def _served(
+    source: DirectorySource, files: Iterable[tuple[str, os.DirEntry[str]]]
+) -> list[tuple[str, os.DirEntry[str]]]:
+    """Return `files` (of one folder, in order) but those another of them is served in
+    place of (`served_as`), each such one logged."""
+    listed = [(relpath, entry, *served_as(source, entry.name)) for relpath, entry in files]
+    best: dict[str, tuple[int, str]] = {}
+    for relpath, _, leaf, rank in listed:
+        if leaf not in best or rank < best[leaf][0]:
+            best[leaf] = rank, relpath
+    kept = []
+    for relpath, entry, leaf, _ in listed:
+        served = best[leaf][1]
+        if served == relpath:
+            kept.append((relpath, entry))
+        else:
+            _log_shadowed(source, relpath, served)
+    return kept
+
+
+def served_as(source: DirectorySource, name: str) -> tuple[str, int]:
+    """Return the last segment of the URL a file `name` is published as ("" for a
+    folder's index) and its rank among the files published as that URL: the lowest is
+    served (the first of `index_files`, then `.html` before `.htm` before no suffix)."""
+    if name in source.index_files:
+        return "", source.index_files.index(name)
+    if source.strip_html:
+        for rank, suffix in enumerate((".html", ".htm")):
+            if name.endswith(suffix):
+                return name[: -len(suffix)], rank
+        return name, 2
+    return name, 0
+
+
+def _rivals(source: DirectorySource, relpath: str) -> list[str]:
+    """Return the paths of the files of `relpath`'s folder that would be published as its
+    URL, `relpath` among them, the served one first."""
+    folder, slash, name = relpath.rpartition("/")
+    leaf, _ = served_as(source, name)
+    if leaf == "" and name in source.index_files:
+        names = list(source.index_files)
+    elif source.strip_html:
+        names = [leaf + ".html", leaf + ".htm", leaf]
+    else:
+        return [relpath]
+    return [folder + slash + n for n in sorted(names, key=lambda n: served_as(source, n)[1])]
+
+
+def _log_shadowed(source: DirectorySource, relpath: str, served: str) -> None:
+    log.warning(
+        "%s: %s is not published: %s is served as the same URL", source.name, relpath, served
+    )
 
 
 def _may_follow(source: DirectorySource, path: str, is_link: bool) -> bool:
@@ -158,8 +216,24 @@ def _observe_paths(source: DirectorySource, ctx: Context, relpaths: set[str]) ->
         elif path.is_dir():
             continue
         elif relpath in pages:
-            if path.is_file() and _may_follow(source, str(path), link):
-                files.append(iter([(relpath, path)]))
+            # The file served as its URL now: this one, another that takes its place
+            # once it is gone, or none.
+            served = next(
+                (
+                    rival
+                    for rival in _rivals(source, relpath)
+                    if rival in pages
+                    and (source.root / rival).is_file()
+                    and _may_follow(
+                        source, str(source.root / rival), (source.root / rival).is_symlink()
+                    )
+                ),
+                None,
+            )
+            if served == relpath or (served is not None and not os.path.lexists(path)):
+                files.append(iter([(served, source.root / served)]))
+            elif served is not None:
+                _log_shadowed(source, relpath, served)
             elif not path.exists():
                 try:
                     loc = file_url(ctx.policy, source, relpath)
