@@ -399,3 +399,22 @@ def test_half_a_surrogate_pair_in_structured_data_is_a_replacement_character(
     titles = [t.text for t in news.iter("{http://www.google.com/schemas/sitemap-news/0.9}title")]
     assert titles == ["Bridge \ufffd reopens"]
     assert_valid(site.out)
+
+
+def test_a_canonical_spelling_escapes_otherwise_names_the_page_itself(site: Site) -> None:
+    """WordPress writes a non-ASCII slug's escapes in lower case; an escape of `~` or `-`
+    is that character. RFC 3986 compares them equal: such a page is published, where it
+    was left out as canonicalised elsewhere."""
+    for relpath, canonical in (
+        ("سلام/index.html", "https://example.com/%d8%b3%d9%84%d8%a7%d9%85/"),
+        ("~ann.html", "/%7Eann.html"),
+        ("dash-x.html", "/dash%2Dx.html"),
+    ):
+        site.write(relpath, page(relpath, "Text of the page", canonical=canonical))
+    site.write("other.html", page("Other", "Text", canonical="/%7Eann.html"))
+    site.build()
+    assert set(site.urls()) == {
+        "https://example.com/%D8%B3%D9%84%D8%A7%D9%85/",
+        "https://example.com/~ann.html",
+        "https://example.com/dash-x.html",
+    }

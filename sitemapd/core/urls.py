@@ -28,6 +28,8 @@ _PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9!$&'()*+,;=:@~\-._]*")
 _NOT_CANONICAL = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]")
 _DOT_SEGMENT = re.compile(r"(?:^|/)(?:\.|%2[eE]){1,2}(?:/|$)")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 # What `_NOT_CANONICAL` allows, as bytes, and the line break that separates URLs.
 _CANONICAL_BYTES = bytes(
     c for c in range(128) if chr(c) == "\n" or not _NOT_CANONICAL.match(chr(c))
@@ -202,6 +204,18 @@ def _checked_length(url: str) -> str:
     if len(url) > MAX_URL_LENGTH:
         raise InvalidURL(f"URL is {len(url)} characters long (limit {MAX_URL_LENGTH})")
     return url
+
+
+def comparable(url: str) -> str:
+    """Return `url` with its escapes as RFC 3986 (6.2.2) compares them: in upper case,
+    and an unreserved character's (a letter, a digit, `-`, `.`, `_`, `~`) as the character:
+    `/%d8%b3/` (as WordPress writes a slug) and `/%7Eann` are `/%D8%B3/` and `/~ann`."""
+    return _ESCAPE.sub(_compared_escape, url) if "%" in url else url
+
+
+def _compared_escape(match: re.Match[str]) -> str:
+    byte = int(match.group()[1:], 16)
+    return chr(byte) if byte in _UNRESERVED else match.group().upper()
 
 
 def xml_escape(url: str) -> str:

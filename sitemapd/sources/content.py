@@ -17,7 +17,7 @@ from lxml import etree
 
 from sitemapd.core import w3c
 from sitemapd.core.observation import ArticleMeta
-from sitemapd.core.urls import Origin, URLPolicy
+from sitemapd.core.urls import Origin, URLPolicy, comparable
 from sitemapd.errors import ConfigError, InvalidURL
 from sitemapd.fingerprint import compile_selector, image_source, parse_html, title_text
 from sitemapd.fingerprint.decode import declared_encoding, detected
@@ -357,7 +357,9 @@ def _resolve(base: str, href: str, policy: URLPolicy | None = None) -> str:
 
 
 def _same_page(canonical: str, loc: str) -> bool:
-    """True when `canonical` names `loc`, allowing `/a/index.html` for `/a/` and `.html`."""
+    """True when `canonical` names `loc`, allowing `/a/index.html` for `/a/` and `.html`,
+    and escapes spelled otherwise (`comparable`)."""
+    canonical, loc = comparable(canonical), comparable(loc)
     if canonical == loc:
         return True
     for suffix in ("index.html", "index.htm"):
