@@ -418,3 +418,32 @@ def test_a_canonical_spelling_escapes_otherwise_names_the_page_itself(site: Site
         "https://example.com/~ann.html",
         "https://example.com/dash-x.html",
     }
+
+
+def test_a_listed_url_whose_datetime_turns_bad_stays_as_it_was(site: Site) -> None:
+    """A typo in an export's datetime (`2026-13-01`, a space for the tab) leaves the URL
+    as the ledger has it, reported as invalid: it took the page out of the sitemap and
+    told the search engines it was gone. A new URL on such a line waits for the fix."""
+    path = configure_list(site)
+    lines = [f"{ROOT}p{n}.html\t2025-03-0{n + 1}T00:00:00Z" for n in range(3)]
+    path.write_text("\n".join(lines) + "\n")
+    site.build()
+    before = published(site.out)
+    typos = [
+        f"{ROOT}p0.html\t2026-13-01",
+        f"{ROOT}p1.html 2025-06-01T00:00:00Z",
+        lines[2],
+        f"{ROOT}new.html\t2025-02-30",
+    ]
+    path.write_text("\n".join(typos) + "\n")
+    result = site.build()
+    assert "0 new, 0 updated, 0 gone, 3 invalid" in result.stdout
+    assert published(site.out) == before
+    invalid = {item["item"]: item["reason"] for item in status(site)["invalid"]["items"]}
+    assert "bad datetime '2026-13-01'" in invalid[f"{ROOT}p0.html"]
+    assert "separate the datetime with a tab" in invalid[f"{ROOT}p1.html 2025-06-01T00:00:00Z"]
+    # Fixed, the lines are read as they say.
+    fixed = [f"{ROOT}p0.html\t2026-01-01T00:00:00Z", *lines[1:], f"{ROOT}new.html\t2025-02-28"]
+    path.write_text("\n".join(fixed) + "\n")
+    assert "1 new, 1 updated, 0 gone, 0 invalid" in site.build().stdout
+    assert published(site.out)[f"{ROOT}p0.html"] == "2026-01-01T00:00:00+00:00"

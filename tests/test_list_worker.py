@@ -18,7 +18,7 @@ import pytest
 from conftest import Site
 
 from sitemapd.core import w3c
-from sitemapd.core.listlines import ListLines, Rendered
+from sitemapd.core.listlines import HELD, ListLines, Rendered
 from sitemapd.core.urls import Origin, URLPolicy
 from sitemapd.render.sitemap import column_entries, entry_sizes, manifest_lines
 from sitemapd.sources import listworker
@@ -113,7 +113,7 @@ def test_a_worker_parses_as_this_process_does(
         lines = chunk.parsed.lines
         assert isinstance(lines, ListLines)
         if lines.rendered is None:
-            assert "" in lines.stamps
+            assert "" in lines.stamps or HELD in lines.stamps
             continue
         formatted += 1
         locs, stamps = lines.locs, lines.stamps
@@ -244,7 +244,8 @@ def test_a_big_list_builds_through_the_worker(site: Site) -> None:
     site.configure(extra='[[source]]\ntype = "urllist"\npath = "urls.txt"\nname = "list"\n')
     result = site.build()
     expected = here(path)
-    locs = {loc for c in expected for loc, _ in c.parsed.lines}
+    # A line held for its bad datetime lists no URL of a first build.
+    locs = {loc for c in expected for loc, stamp in c.parsed.lines if stamp != HELD}
     rejects = sum(len(c.parsed.rejects) for c in expected)
     assert f"{len(locs)} new" in result.stdout
     assert result.stderr.count(": skipped ") == rejects

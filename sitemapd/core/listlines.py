@@ -12,6 +12,10 @@ from operator import itemgetter
 from typing import NamedTuple, overload
 
 _LOC, _STAMP = itemgetter(0), itemgetter(1)
+# The datetime of a line whose own cannot be read (`2026-13-01`): its URL stays as the
+# ledger has it (a typo in an export must not take a page out of the sitemap and tell the
+# search engines it is gone), and a URL the ledger does not have waits for the fix.
+HELD = "?"
 
 
 class Rendered(NamedTuple):
@@ -51,6 +55,14 @@ class ListLines(Sequence[tuple[str, str]]):
         pairs = lines if isinstance(lines, list) else list(lines)
         # Not `zip(*pairs)`: it runs an iterator for each line, which costs 7 times more.
         return cls(list(map(_LOC, pairs)), list(map(_STAMP, pairs)))
+
+    def listed(self) -> "ListLines":
+        """Return the lines but those `HELD` (what the parse worker formatted stays only
+        when that is every line)."""
+        if HELD not in self.stamps:
+            return self
+        kept = [stamp != HELD for stamp in self.stamps]
+        return self._where(kept, True)
 
     def only(self, keep: Callable[[str], bool]) -> "ListLines":
         """Return the lines whose URL `keep` accepts; what was rendered stays only when

@@ -93,7 +93,8 @@ class FirstLoad:
         """Insert a chunk's lines (`(loc, datetime or "")`) as new URLs, placed in shards
         as they come."""
         (before,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
-        columns = ListLines.of(lines)
+        # A line held for its datetime lists no URL an empty ledger could keep.
+        columns = listed = ListLines.of(lines).listed()
         if self.run.robots.fingerprint != "none":
             columns, excluded = columns.split(self.run.robots.allows)
             if excluded:
@@ -103,7 +104,7 @@ class FirstLoad:
         # Each line's row took the next id (the bulk load leaves the uniqueness of URLs to
         # the end): the chunk's ids are a range, a few bytes where an array of them took 8
         # an id (and an overflow page a chunk, half of it empty).
-        self._ranges.append((source_id, digest, before + 1, len(lines)))
+        self._ranges.append((source_id, digest, before + 1, len(listed)))
         if len(self._ranges) >= _RANGES:
             self.finish()
 

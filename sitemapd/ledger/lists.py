@@ -22,7 +22,7 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 from sitemapd.core import logs
-from sitemapd.core.listlines import ListLines
+from sitemapd.core.listlines import HELD, ListLines
 from sitemapd.core.observation import Gone, ListChunk, Observation, Seen
 from sitemapd.ledger.listqueries import batches, listed_ids
 from sitemapd.ledger.run import Run
@@ -42,7 +42,7 @@ _AS_LISTED = (
     "u.source_id = ? AND u.status IN ('live', 'excluded') AND u.page_reason IS NULL "
     "AND u.title IS NULL AND u.file_key IS NULL AND u.language IS NULL "
     "AND u.news_title IS NULL AND u.article IS NULL AND u.alternates IS NULL "
-    f"AND u.extra IS NULL AND (w.stamp = '' OR w.stamp = {source_time('u')})"
+    f"AND u.extra IS NULL AND (w.stamp IN ('', '{HELD}') OR w.stamp = {source_time('u')})"
 )
 
 
@@ -244,7 +244,9 @@ class ListLoad:
             (source_id,),
         ).fetchall()
         for loc, stamp in rows:
-            yield Observation(loc, source, None, stamp or None)
+            # A held line changes nothing: a URL new or gone waits for its datetime.
+            if stamp != HELD:
+                yield Observation(loc, source, None, stamp or None)
 
     def _gone(
         self, source: str, source_id: int, full: bool, removed: list[bytes]

@@ -33,7 +33,7 @@ import xxhash
 from sitemapd.core import w3c
 from sitemapd.core.filedigest import Found, Place, ends
 from sitemapd.core.fileread import FileBytes
-from sitemapd.core.listlines import ListLines
+from sitemapd.core.listlines import HELD, ListLines
 from sitemapd.core.observation import Rejected
 from sitemapd.core.urls import MAX_URL_LENGTH, URLPolicy
 from sitemapd.errors import InvalidURL
@@ -313,15 +313,20 @@ class LineParser:
             raw_lines.pop()  # the chunk's last line end
         for number, raw in enumerate(raw_lines, start=first_line):
             line = self._line(number, raw)
-            if isinstance(line, Rejected):
+            if isinstance(line, tuple) and isinstance(line[1], Rejected):
+                lines.append((line[0], HELD))
+                rejects.append(line[1])
+            elif isinstance(line, Rejected):
                 rejects.append(line)
             elif line is not None:
                 lines.append(line)
         return Parsed(lines, rejects)
 
-    def _line(self, number: int, raw: bytes) -> tuple[str, str] | Rejected | None:
+    def _line(
+        self, number: int, raw: bytes
+    ) -> tuple[str, str] | tuple[str, Rejected] | Rejected | None:
         """Return the `(loc, datetime or "")` of one line, None for a blank line or a
-        comment, or why it is rejected."""
+        comment, or why it is rejected (with its URL, when only its datetime is)."""
         try:
             line = raw.decode("utf-8").strip()
         except UnicodeDecodeError:
@@ -333,7 +338,11 @@ class LineParser:
         url, _, stamp = line.partition("\t")
         head, _, tail = url.rpartition(" ")
         if head and not stamp and _looks_like_datetime(tail):
-            return self._rejected(url, f"line {number}: separate the datetime with a tab")
+            reject = self._rejected(url, f"line {number}: separate the datetime with a tab")
+            try:
+                return self.policy.normalise(head), reject
+            except InvalidURL:
+                return reject
         try:
             loc = self.policy.normalise(url)
         except InvalidURL as exc:
@@ -343,9 +352,9 @@ class LineParser:
         try:
             return loc, w3c.parse(stamp)
         except ValueError:
-            # Published without it, the URL would take a made-up time: skipped, as
-            # logged, until the line is fixed.
-            return self._rejected(url, f"line {number}: bad datetime {stamp!r}")
+            # Published without it, a new URL would take a made-up time: held as the
+            # ledger has it (`HELD`), as logged, until the line is fixed.
+            return loc, self._rejected(url, f"line {number}: bad datetime {stamp!r}")
 
     def _rejected(self, item: str, reason: str) -> Rejected:
         # Logged by the reader, when it yields it.

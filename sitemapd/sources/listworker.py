@@ -29,7 +29,7 @@ from typing import BinaryIO, NamedTuple
 
 from sitemapd.core import lifeline
 from sitemapd.core.fileread import FileShrank
-from sitemapd.core.listlines import ListLines, Rendered
+from sitemapd.core.listlines import HELD, ListLines, Rendered
 from sitemapd.render.sitemap import column_entries, entry_sizes, manifest_lines
 from sitemapd.sources.base import log
 from sitemapd.sources.listchunks import Chunk, LineParser, Parsed, cut
@@ -212,7 +212,7 @@ def _rendered(lines: ListLines, now: str) -> Rendered | None:
     its time), or, where every datetime is after `now` (a list dated ahead of the
     clock), `now` as each lastmod, `capped`. None when a line has no datetime, some but
     not all are after `now`, or the entries' bytes are not their sizes."""
-    if not lines or "" in lines.stamps:
+    if not lines or "" in lines.stamps or HELD in lines.stamps:
         return None
     locs, stamps = lines.locs, lines.stamps
     latest = max(stamps)
