@@ -59,7 +59,9 @@ class ListLines(Sequence[tuple[str, str]]):
     def listed(self) -> "ListLines":
         """Return the lines but those `HELD` (what the parse worker formatted stays only
         when that is every line)."""
-        if HELD not in self.stamps:
+        # Rendered lines hold none (the worker renders no chunk holding one): a first
+        # load's chunks are not searched.
+        if self.rendered is not None or HELD not in self.stamps:
             return self
         kept = [stamp != HELD for stamp in self.stamps]
         return self._where(kept, True)
