@@ -139,6 +139,24 @@ CASES = [
         "unknown source type 'sitemapz'",
     ),
     (
+        "source-type-misspelled",
+        doc(source='type = "url-list"\npath = "u.txt"\n'),
+        "source[0].type",
+        "unknown source type 'url-list' (did you mean urllist? known:",
+    ),
+    (
+        "source-name-empty",
+        doc(source=SOURCE + 'name = " "\n'),
+        "source[0].name",
+        "must not be empty",
+    ),
+    (
+        "duplicate-unnamed-sources",
+        doc(source=SOURCE + "\n[[source]]\n" + SOURCE),
+        "source[1].name",
+        "source[0]'s too (a source not named is named after what it reads: give each a `name`)",
+    ),
+    (
         "duplicate-source-names",
         doc(
             source=SOURCE + 'name = "pages"\n\n[[source]]\ntype = "urllist"\npath = "u.txt"\n'

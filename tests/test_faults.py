@@ -14,6 +14,7 @@ import re
 import resource
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -495,3 +496,17 @@ def test_watchdog_pings_come_at_half_the_interval(site: Site, supervisor: Superv
         assert all(1.5 < gap < 2.5 for gap in gaps), gaps  # WATCHDOG_USEC / 2
     finally:
         assert daemon.stop() == 0
+
+
+def test_a_taken_http_port_is_an_error_naming_the_setting(site: Site) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        site.configure(extra=f'[http]\nlisten = "127.0.0.1:{port}"\n')
+        site.write("index.html", page("Home"))
+        result = site.cli("run", check=False)
+    assert result.returncode == 1, result.stderr
+    assert f"http.listen: cannot listen on 127.0.0.1:{port} (Address already in use)" in (
+        result.stderr
+    )

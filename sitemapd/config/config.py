@@ -137,7 +137,11 @@ def parse(raw: dict[str, Any], file: Path) -> Config:
     names = [source.name for source in sources]
     for n, name in enumerate(names):
         if name in names[:n]:
-            raise top.error(f"source[{n}].name", f"duplicate source name {name!r}")
+            raise top.error(
+                f"source[{n}].name",
+                f"duplicate source name {name!r}, source[{names.index(name)}]'s too (a source "
+                "not named is named after what it reads: give each a `name`)",
+            )
     _check_file_names(top, sitemap, feed, news, indexnow)
     _check_folders(top, site, sources, _own_files(sitemap, feed, news, indexnow))
     if publish.s3 is not None and http.serve_files:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote
 
 from sitemapd.config.daemon import BACKENDS
-from sitemapd.config.table import Table
+from sitemapd.config.table import Table, spelled_like
 
 if TYPE_CHECKING:
     from sitemapd.config.changelog import ChangelogSpec
@@ -89,9 +89,13 @@ def read_source(table: Table, base: Path) -> SourceConfig:
     reader = _SOURCE_READERS.get(kind)
     if reader is None:
         known = ", ".join(sorted(_SOURCE_READERS))
-        raise table.error("type", f"unknown source type {kind!r} (known: {known})")
+        near = spelled_like(kind, sorted(_SOURCE_READERS))
+        hint = f"did you mean {near}? " if near else ""
+        raise table.error("type", f"unknown source type {kind!r} ({hint}known: {known})")
     source = reader(table, base)
     table.done()
+    if not source.name.strip():
+        raise table.error("name", "must not be empty (it names the source in logs and status)")
     return source
 
 

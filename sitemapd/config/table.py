@@ -46,7 +46,7 @@ class Table:
     def missing(self, key: str) -> ConfigError:
         """Return the error of the required `key` missing, naming a key not yet read that
         is spelled like it ("stat_dir" for `state_dir`) where there is one."""
-        near = _spelled_like(key, [k for k in self.data if k not in self.used])
+        near = spelled_like(key, [k for k in self.data if k not in self.used])
         hint = f" ({near} is given: misspelled?)" if near else ""
         return self.error(key, f"is required{hint}")
 
@@ -160,12 +160,12 @@ class Table:
         allowed = self.used if known is None else set(known)
         unknown = sorted(set(self.data) - allowed)
         if unknown:
-            near = _spelled_like(unknown[0], sorted(allowed))
+            near = spelled_like(unknown[0], sorted(allowed))
             hint = f" (did you mean {near}?)" if near else ""
             raise self.error(unknown[0], f"unknown key{hint}")
 
 
-def _spelled_like(key: str, keys: list[str]) -> str | None:
+def spelled_like(key: str, keys: list[str]) -> str | None:
     """Return the one of `keys` spelled most like `key`, if any is alike enough."""
     import difflib  # only on an error: not at every start
 

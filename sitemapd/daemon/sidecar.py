@@ -42,6 +42,7 @@ from sitemapd.core import logs
 from sitemapd.daemon.prometheus import Exported
 from sitemapd.daemon.statuspage import PATHS as STATUS_PATHS
 from sitemapd.daemon.statuspage import StatusPage
+from sitemapd.errors import SitemapdError
 from sitemapd.ledger.ledger import is_published
 
 log = logs.Logger("sitemapd.sidecar")
@@ -360,7 +361,12 @@ class Sidecar:
         stalls: Callable[[], list[str]] = lambda: [],
     ) -> None:
         host, port = parse_listen(listen)
-        self.server = (_Server6 if ":" in host else _Server)((host, port), connection_cap())
+        try:
+            self.server = (_Server6 if ":" in host else _Server)((host, port), connection_cap())
+        except OSError as exc:  # the port taken, an address not this machine's
+            raise SitemapdError(
+                f"http.listen: cannot listen on {listen} ({exc.strerror or exc})"
+            ) from exc
         self.server.output_dir = output_dir
         self.server.serve_files = serve_files
         self.server.problems = problems
