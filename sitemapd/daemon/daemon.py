@@ -84,18 +84,25 @@ class Daemon:
             from sitemapd.daemon.sidecar import Sidecar
             from sitemapd.daemon.statuspage import StatusPage
 
-            self.sidecar = Sidecar(
-                config.http.listen,
-                config.site.output_dir,
-                config.http.serve_files,
-                self.health.problems,
-                exported,
-                config.ledger_path,
-                self.loop.served,
-                self.fleet.role,
-                StatusPage(lambda: self.state.config, self.health.live_state, config.ledger_path),
-                self.health.stalls,
-            )
+            try:
+                self.sidecar = Sidecar(
+                    config.http.listen,
+                    config.site.output_dir,
+                    config.http.serve_files,
+                    self.health.problems,
+                    exported,
+                    config.ledger_path,
+                    self.loop.served,
+                    self.fleet.role,
+                    StatusPage(
+                        lambda: self.state.config, self.health.live_state, config.ledger_path
+                    ),
+                    self.health.stalls,
+                )
+            except OSError as exc:  # the port taken, an address not this machine's
+                raise SitemapdError(
+                    f"http.listen: cannot listen on {config.http.listen} ({exc.strerror})"
+                ) from exc
 
     @functools.cached_property
     def scheduler(self) -> BackgroundScheduler:

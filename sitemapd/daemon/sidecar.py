@@ -42,7 +42,6 @@ from sitemapd.core import logs
 from sitemapd.daemon.prometheus import Exported
 from sitemapd.daemon.statuspage import PATHS as STATUS_PATHS
 from sitemapd.daemon.statuspage import StatusPage
-from sitemapd.errors import SitemapdError
 from sitemapd.ledger.ledger import is_published
 
 log = logs.Logger("sitemapd.sidecar")
@@ -361,12 +360,7 @@ class Sidecar:
         stalls: Callable[[], list[str]] = lambda: [],
     ) -> None:
         host, port = parse_listen(listen)
-        try:
-            self.server = (_Server6 if ":" in host else _Server)((host, port), connection_cap())
-        except OSError as exc:  # the port taken, an address not this machine's
-            raise SitemapdError(
-                f"http.listen: cannot listen on {listen} ({exc.strerror or exc})"
-            ) from exc
+        self.server = (_Server6 if ":" in host else _Server)((host, port), connection_cap())
         self.server.output_dir = output_dir
         self.server.serve_files = serve_files
         self.server.problems = problems

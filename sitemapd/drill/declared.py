@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sitemapd.drill.text import Element
 from sitemapd.fingerprint import og_type, product_type
-from sitemapd.sources.content import is_article, ld_objects, one_product
+from sitemapd.sources.jsonld import is_article, ld_objects, one_product
 
 
 def declares_article_or_product(tree: Element) -> bool:

@@ -23,7 +23,8 @@ from sitemapd.fingerprint import (
     without_ignored,
 )
 from sitemapd.ledger.model import KnownFile
-from sitemapd.sources.content import PageFacts, is_article, ld_objects, one_product, read_page
+from sitemapd.sources.content import PageFacts, read_page
+from sitemapd.sources.jsonld import is_article, ld_objects, one_product
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 
