@@ -163,6 +163,34 @@ def test_files_written_into_a_recreated_root_are_seen(site: Site, daemons: list)
     assert daemon.stop() == 0
 
 
+def test_a_root_swapped_for_a_link_to_a_release_is_watched_where_it_leads(
+    site: Site, daemons: list
+) -> None:
+    # A deploy that moves the folder away and links a release in its place: the pages
+    # written through the link after that are seen (the watch was on the link itself).
+    site.configure(source=DAEMON)
+    site.write("index.html", page("Home"))
+    daemon = start(site)
+    daemons.append(daemon)
+    daemon.wait_for_urls(u(""))
+    release = site.base / "releases" / "1"
+    shutil.copytree(site.root, release)
+    site.root.rename(site.base / "site.old")
+    site.root.symlink_to(release)
+    (site.root / "swapped.html").write_text(page("Swapped"))
+    daemon.wait_for_urls(u("", "swapped.html"))
+    (site.root / "later.html").write_text(page("Later"))
+    daemon.wait_for_urls(u("", "swapped.html", "later.html"))
+    # The link pointed at another release: watched there.
+    other = site.base / "releases" / "2"
+    shutil.copytree(release, other)
+    (site.base / "next").symlink_to(other)
+    (site.base / "next").rename(site.root)
+    (site.root / "next.html").write_text(page("Next"))
+    daemon.wait_for_urls(u("", "swapped.html", "later.html", "next.html"))
+    assert daemon.stop() == 0
+
+
 # 6. An access log that cannot be read for a while -----------------------------------------
 
 

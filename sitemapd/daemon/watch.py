@@ -94,6 +94,8 @@ class Watcher:
         self.observer: BaseObserver | None = None
         self.backend = "none"
         self.root_id: tuple[int, int] | None = None
+        # The folder observed, as `watched` resolves it when it starts.
+        self.observed = self.folder
         # Why the last start failed, for logs, STATUS and /healthz; and whether it was
         # because the folder is missing (an outage of the source, not of sitemapd).
         self.failure: str | None = None
@@ -126,6 +128,7 @@ class Watcher:
             self.failure = f"watching disabled by {FAIL_HOOK} (test hook)"
             return False
         self.root_id = (st.st_dev, st.st_ino)
+        self.observed = self.watched()
         try:
             self._start_any()
         except OSError as exc:
@@ -133,6 +136,15 @@ class Watcher:
             return False
         self.failure = None
         return True
+
+    def watched(self) -> Path:
+        """Return the folder to observe: a page folder where its links lead (inotify
+        watches a link itself, not the folder it names: a root swapped for a link to a
+        release left the daemon deaf to its pages); a list's folder as it is named, its
+        events matched to the list's path."""
+        if isinstance(self.source, DirectorySource):
+            return Path(os.path.realpath(self.folder))
+        return self.folder
 
     def _start_any(self) -> None:
         wanted = getattr(self.source, "backend", "auto")
@@ -157,7 +169,7 @@ class Watcher:
     def _start(self, observer: BaseObserver, backend: str) -> None:
         recursive = isinstance(self.source, DirectorySource)
         observer.schedule(
-            _Handler(self), str(self.folder), recursive=recursive, event_filter=_EVENTS
+            _Handler(self), str(self.observed), recursive=recursive, event_filter=_EVENTS
         )
         try:
             observer.start()
@@ -165,7 +177,7 @@ class Watcher:
             observer.stop()
             raise
         self.observer, self.backend = observer, backend
-        log.info("%s: watching %s (%s)", self.source.name, self.folder, backend)
+        log.info("%s: watching %s (%s)", self.source.name, self.observed, backend)
 
     def stop(self) -> None:
         """Stop observing and wait for the observer thread."""
@@ -188,7 +200,8 @@ class Watcher:
             st = self.folder.stat()
         except OSError:
             return False
-        return (st.st_dev, st.st_ino) == self.root_id
+        # A folder swapped for a link (or a link pointed elsewhere) is watched anew.
+        return (st.st_dev, st.st_ino) == self.root_id and self.watched() == self.observed
 
     def event(self, event: FileSystemEvent) -> None:
         """Turn one watchdog event into work for the writer."""
@@ -237,7 +250,7 @@ class Watcher:
             return
         if os.path.basename(path).startswith(".sitemapd-tmp-"):
             return  # our own writes in progress
-        relpath = os.path.relpath(path, self.folder)
+        relpath = os.path.relpath(path, self.observed)
         if relpath == "." or relpath.startswith(".." + os.sep) or relpath == "..":
             return
         self.on_paths(self.source.name, {relpath.replace(os.sep, "/")})
