@@ -197,6 +197,12 @@ CASES = [
         "must be an ISO 639 code",
     ),
     (
+        "indexnow-key-elsewhere",
+        doc(top='[indexnow]\nkey = "abcdef123456"\nkey_location = "https://other.org/k.txt"\n'),
+        "indexnow.key_location",
+        "must be on https://example.com/: IndexNow accepts only URLs on the key file's host",
+    ),
+    (
         "indexnow-key",
         doc(top='[indexnow]\nkey = "short"\n'),
         "indexnow.key",

@@ -7,6 +7,8 @@ from urllib.parse import urlsplit
 
 from sitemapd.config.site import SiteConfig
 from sitemapd.config.table import Table
+from sitemapd.core.urls import Origin
+from sitemapd.errors import ConfigError
 
 
 class WebSubConfig(NamedTuple):
@@ -54,6 +56,17 @@ def read_indexnow(table: Table, site: SiteConfig) -> IndexNowConfig:
         key_location=table.web_url("key_location", f"{site.output_url}{key}.txt"),
         key_file=table.flag("key_file", True),
     )
+    parts = urlsplit(config.key_location)
+    try:
+        located = Origin.from_base_url(f"{parts.scheme}://{parts.netloc}/").root
+    except ConfigError as exc:
+        raise table.error("key_location", str(exc)) from exc
+    if located != site.origin.root:
+        raise table.error(
+            "key_location",
+            f"must be on {site.origin.root}: IndexNow accepts only URLs on the key file's "
+            f"host, and every submission would be refused, got {config.key_location!r}",
+        )
     table.done()
     return config
 
