@@ -282,3 +282,27 @@ def test_sidecar_records_crawler_fetches_of_the_feeds(site: Site) -> None:
         )
     finally:
         assert daemon.stop() == 0
+
+
+def test_a_list_s_newest_datetimes_are_on_the_first_page(site: Site) -> None:
+    # A list's order says nothing of its lines' age: of a first build's URLs the newest
+    # lastmods fill the first page; of a later build's changes, the newest go first too.
+    listing = site.base / "urls.txt"
+    root = "https://example.com/"
+    listing.write_text(
+        f"{root}old1.html\t2020-01-01T00:00:00Z\n{root}fresh1.html\n"
+        f"{root}old2.html\t2020-01-02T00:00:00Z\n{root}fresh2.html\n"
+    )
+    site.configure(
+        extra='[feed]\ntitle = "T"\nmax_entries = 2\n'
+        f'[[source]]\ntype = "urllist"\npath = "{listing}"\nname = "list"\n'
+    )
+    build_at(site, at(0))
+    assert sorted(entries(site, "atom.xml")) == ["fresh1.html", "fresh2.html"]
+    listing.write_text(
+        f"{root}x.html\t{at(2)}\n{root}y.html\t{at(1, 30)}\n{root}z.html\t{at(1, 10)}\n"
+        + listing.read_text()
+    )
+    build_at(site, at(3))
+    assert entries(site, "atom.xml") == ["x.html", "y.html"]
+    assert parsed(site.out / "atom.xml").feed.updated == at(2)

@@ -238,9 +238,11 @@ class ListLoad:
         return True
 
     def _differences(self, source: str, source_id: int) -> Iterator[Observation]:
+        # Oldest datetime first, those without one (dated now) last: the journal then
+        # holds the newest as the latest changes, and a feed shows them first.
         rows = self.conn.execute(
             "SELECT w.loc, w.stamp FROM temp.list_winners w LEFT JOIN urls u ON u.loc = w.loc "
-            f"WHERE u.id IS NULL OR NOT ({_AS_LISTED}) ORDER BY w.pos",
+            f"WHERE u.id IS NULL OR NOT ({_AS_LISTED}) ORDER BY w.stamp = '', w.stamp, w.pos",
             (source_id,),
         ).fetchall()
         for loc, stamp in rows:

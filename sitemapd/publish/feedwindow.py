@@ -19,6 +19,7 @@ first page before they moved).
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -99,10 +100,17 @@ def feed_pages(
         if where < len(ranges) and ranges[where].low_seq < seq:
             older[ranges[where].number].append(item)
     if len(head) > feed.max_entries:
-        head, overflow = head[: feed.max_entries], head[feed.max_entries :]
-        # The first build's URLs are the site's baseline, not updates: no page for them.
+        # The first build's URLs are the site's baseline, not updates: they fill the room
+        # the updates leave, newest lastmod first (the order of a list's lines or of a
+        # folder's walk says nothing of their age), and no page takes the rest.
         baseline = int(ledger.cursor(BASELINE_CURSOR) or 0)
-        moving = [item for item in reversed(overflow) if item[0] > baseline]
+        updates = [item for item in head if item[0] > baseline]
+        room = max(feed.max_entries - len(updates), 0)
+        first = heapq.nlargest(
+            room, (item for item in head if item[0] <= baseline), key=lambda i: i[2].updated
+        )
+        head, overflow = (updates + first)[: feed.max_entries], updates[feed.max_entries :]
+        moving = list(reversed(overflow))
         ranges = _move_to_pages(ledger, feed, ranges, older, moving, skipped, now)
     kept = _prune(feed, ranges, older, fetches, readers, floor)
     if kept != recorded:
