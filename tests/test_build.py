@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO, Site, assert_valid, page, published, snapshot
 
+from sitemapd import config
 from sitemapd.core import w3c
+from sitemapd.engine.engine import Engine
 
 EXAMPLE_URLS = {
     "https://example.com/",
@@ -200,6 +202,10 @@ def test_of_two_files_that_are_one_url_the_served_one_is_the_page_every_build(
     first = site.build()
     assert f"{shadowed} is not published: {served} is served as the same URL" in first.stderr
     lastmod = site.urls()[url]
+    # `explain` reads the served one, by its URL or its file, and says so of the other.
+    assert f"file:         {site.root / served}" in site.cli("explain", url).stdout
+    refused = site.cli("explain", str(site.root / shadowed), check=False)
+    assert f"{shadowed} is not published: {served} is served as {url}" in refused.stderr
     for _ in range(3):
         time.sleep(1.1)  # lastmods have one-second resolution
         os.utime(site.root / shadowed)
@@ -215,6 +221,31 @@ def test_of_two_files_that_are_one_url_the_served_one_is_the_page_every_build(
     (site.root / served).unlink()
     site.build()
     assert set(site.urls()) == {url}
+
+
+def test_events_on_files_that_are_one_url_follow_the_served_one(site: Site) -> None:
+    """What a daemon's events read: the served file, another taking its place once it is
+    no page (gone, a link leading nowhere), and a file of another URL as its own."""
+    site.configure(source='name = "s"\nstrip_html = true\nindex_files = ["index.html"]')
+    site.write("b/index.html", page("Served", "Served text"))
+    site.write("b/index.htm", page("Own URL", "Its own text"))  # /b/index, not /b/
+    site.write("a.html", page("A", "A text", robots="noindex"))
+    site.write("a.htm", page("A too", "Other text"))
+    engine = Engine(config.load(site.config))
+    try:
+        engine.build()
+        assert set(site.urls()) == {"https://example.com/b/", "https://example.com/b/index"}
+        site.write("b/index.htm", page("Own URL", "Its own text, edited"))
+        assert engine.update({"s": {"b/index.htm"}}, set()).changes.updated == 1
+        (site.root / "b" / "index.htm").unlink()
+        assert engine.update({"s": {"b/index.htm"}}, set()).changes.gone == 1
+        # The noindex a.html turned into a link to nothing: a.htm is the page now.
+        (site.root / "a.html").unlink()
+        (site.root / "a.html").symlink_to(site.root / "nowhere.html")
+        assert engine.update({"s": {"a.html"}}, set()).changes.new == 1
+        assert set(site.urls()) == {"https://example.com/b/", "https://example.com/a"}
+    finally:
+        engine.close()
 
 
 def test_the_output_folder_inside_the_root_holds_no_pages(site: Site) -> None:

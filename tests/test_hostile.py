@@ -447,3 +447,15 @@ def test_a_listed_url_whose_datetime_turns_bad_stays_as_it_was(site: Site) -> No
     path.write_text("\n".join(fixed) + "\n")
     assert "1 new, 1 updated, 0 gone, 0 invalid" in site.build().stdout
     assert published(site.out)[f"{ROOT}p0.html"] == "2026-01-01T00:00:00+00:00"
+
+
+def test_a_url_whose_last_line_is_held_waits_on_a_first_build_too(site: Site) -> None:
+    """Of a URL listed twice its last line counts: held for its datetime, the URL waits
+    on a first build as on any other (a later read of the list agrees)."""
+    path = configure_list(site)
+    lines = [f"{ROOT}u.html\t2025-01-01T00:00:00Z", f"{ROOT}v.html\t2025-01-02T00:00:00Z"]
+    path.write_text("\n".join([*lines, f"{ROOT}u.html\t2025-13-01"]) + "\n")
+    assert "1 new, 0 updated, 0 gone, 1 invalid" in site.build().stdout
+    assert set(published(site.out)) == {f"{ROOT}v.html"}
+    path.write_text("\n".join([lines[1], f"{ROOT}u.html\t2025-13-01"]) + "\n")
+    assert "0 new, 0 updated, 0 gone, 1 invalid" in site.build().stdout

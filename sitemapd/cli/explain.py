@@ -23,6 +23,7 @@ from sitemapd.ledger import history
 from sitemapd.ledger.readonly import open_readonly
 from sitemapd.sources.base import file_url
 from sitemapd.sources.pages import fingerprint_settings, read_file
+from sitemapd.sources.served import served_file
 
 # Characters of main text shown before the rest is summed up.
 _SHOWN = 4000
@@ -101,7 +102,11 @@ def _locate(config: Config, policy: URLPolicy, target: str) -> tuple[DirectorySo
             root = os.path.realpath(source.root) + os.sep
             if real.startswith(root):
                 relpath = real[len(root) :].replace(os.sep, "/")
-                return source, relpath, file_url(policy, source, relpath)
+                loc = file_url(policy, source, relpath)
+                served = served_file(source, relpath)
+                if served not in (None, relpath):
+                    raise SitemapdError(f"{relpath} is not published: {served} is served as {loc}")
+                return source, relpath, loc
         raise SitemapdError(f"{target} is under no directory source's root")
     if "://" not in target and not target.startswith("/"):
         target = "/" + target  # a path on the site, written without its first slash
@@ -116,7 +121,9 @@ def _locate(config: Config, policy: URLPolicy, target: str) -> tuple[DirectorySo
         if not path.startswith(source.url_prefix):
             continue
         rest = path[len(source.url_prefix) :]
-        for relpath in _candidates(rest, source):
+        for candidate in _candidates(rest, source):
+            # The file served as that URL (`index.html` where `index.htm` is there too).
+            relpath = served_file(source, candidate) or candidate
             if (source.root / relpath).is_file():
                 # The URL the file is published as: `/index.html` names the page at `/`.
                 try:

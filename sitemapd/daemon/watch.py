@@ -90,7 +90,8 @@ class Watcher:
         self.source = source
         self.on_paths = on_paths
         self.on_rescan = on_rescan
-        self._skip = tuple(path + os.sep for path in skipped_below(self.folder, skip))
+        self._skipped = skip
+        self._skip: tuple[str, ...] = ()
         self.observer: BaseObserver | None = None
         self.backend = "none"
         self.root_id: tuple[int, int] | None = None
@@ -129,6 +130,8 @@ class Watcher:
             return False
         self.root_id = (st.st_dev, st.st_ino)
         self.observed = self.watched()
+        # Where the skipped folders are now (a root swapped for a link moves them).
+        self._skip = tuple(path + os.sep for path in skipped_below(self.folder, self._skipped))
         try:
             self._start_any()
         except OSError as exc:

@@ -6,7 +6,7 @@ lastmods and shards worked out a chunk at a time, and the shards rendered as the
 from collections.abc import Sequence
 from typing import cast
 
-from sitemapd.core.listlines import ListLines, Rendered
+from sitemapd.core.listlines import HELD, ListLines, Rendered
 from sitemapd.ledger.bulk import insert_values
 from sitemapd.ledger.model import FIRST_LOAD_SEEN, ROBOTS_REASON
 from sitemapd.ledger.run import Run
@@ -93,8 +93,11 @@ class FirstLoad:
         """Insert a chunk's lines (`(loc, datetime or "")`) as new URLs, placed in shards
         as they come."""
         (before,) = self.conn.execute("SELECT coalesce(max(id), 0) FROM urls").fetchone()
-        # A line held for its datetime lists no URL an empty ledger could keep.
-        columns = listed = ListLines.of(lines).listed()
+        # A line held for its datetime lists no URL an empty ledger could keep, and of a
+        # URL listed again before it (in this chunk or an earlier one) its last line is
+        # the held one: that URL waits too (`bulk_gone`, as a change log's delete).
+        every = ListLines.of(lines)
+        columns = listed = every.listed()
         if self.run.robots.fingerprint != "none":
             columns, excluded = columns.split(self.run.robots.allows)
             if excluded:
@@ -105,6 +108,11 @@ class FirstLoad:
         # the end): the chunk's ids are a range, a few bytes where an array of them took 8
         # an id (and an overflow page a chunk, half of it empty).
         self._ranges.append((source_id, digest, before + 1, len(listed)))
+        if len(listed) < len(every):
+            upto = before + len(listed)
+            for loc, stamp in zip(every.locs, every.stamps, strict=True):
+                if stamp == HELD:
+                    self.run.bulk_gone[loc] = upto
         if len(self._ranges) >= _RANGES:
             self.finish()
 

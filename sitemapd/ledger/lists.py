@@ -238,11 +238,9 @@ class ListLoad:
         return True
 
     def _differences(self, source: str, source_id: int) -> Iterator[Observation]:
-        # Oldest datetime first, those without one (dated now) last: the journal then
-        # holds the newest as the latest changes, and a feed shows them first.
         rows = self.conn.execute(
             "SELECT w.loc, w.stamp FROM temp.list_winners w LEFT JOIN urls u ON u.loc = w.loc "
-            f"WHERE u.id IS NULL OR NOT ({_AS_LISTED}) ORDER BY w.stamp = '', w.stamp, w.pos",
+            f"WHERE u.id IS NULL OR NOT ({_AS_LISTED}) ORDER BY w.pos",
             (source_id,),
         ).fetchall()
         for loc, stamp in rows:

@@ -34,6 +34,7 @@ from sitemapd.sources.base import (
 from sitemapd.sources.content import FACTS_VERSION
 from sitemapd.sources.pagereader import AHEAD, Batch, PageReader
 from sitemapd.sources.pages import fingerprint_settings
+from sitemapd.sources.served import may_follow, rivals, servable, served_as
 
 _BATCH = 500
 
@@ -110,7 +111,7 @@ def walk(
                 elif (
                     entry.is_file()
                     and relpath in pages
-                    and _may_follow(source, entry.path, entry.is_symlink())
+                    and may_follow(source, entry.path, entry.is_symlink())
                 ):
                     files.append((relpath, entry))
             except OSError:
@@ -138,46 +139,10 @@ def _served(
     return kept
 
 
-def served_as(source: DirectorySource, name: str) -> tuple[str, int]:
-    """Return the last segment of the URL a file `name` is published as ("" for a
-    folder's index) and its rank among the files published as that URL: the lowest is
-    served (the first of `index_files`, then `.html` before `.htm` before no suffix)."""
-    if name in source.index_files:
-        return "", source.index_files.index(name)
-    if source.strip_html:
-        for rank, suffix in enumerate((".html", ".htm")):
-            if name.endswith(suffix):
-                return name[: -len(suffix)], rank
-        return name, 2
-    return name, 0
-
-
-def _rivals(source: DirectorySource, relpath: str) -> list[str]:
-    """Return the paths of the files of `relpath`'s folder that would be published as its
-    URL, `relpath` among them, the served one first."""
-    folder, slash, name = relpath.rpartition("/")
-    leaf, _ = served_as(source, name)
-    if leaf == "" and name in source.index_files:
-        names = list(source.index_files)
-    elif source.strip_html:
-        names = [leaf + ".html", leaf + ".htm", leaf]
-    else:
-        return [relpath]
-    return [folder + slash + n for n in sorted(names, key=lambda n: served_as(source, n)[1])]
-
-
 def _log_shadowed(source: DirectorySource, relpath: str, served: str) -> None:
     log.warning(
         "%s: %s is not published: %s is served as the same URL", source.name, relpath, served
     )
-
-
-def _may_follow(source: DirectorySource, path: str, is_link: bool) -> bool:
-    """False when the file at `path` is a symlink out of the root and the source does not
-    follow those: anyone who can plant a link would publish (and hash) any file."""
-    if source.follow_symlinks or not is_link:
-        return True
-    return os.path.realpath(path).startswith(os.path.realpath(source.root) + os.sep)
 
 
 def _observe_paths(source: DirectorySource, ctx: Context, relpaths: set[str]) -> Iterator[Item]:
@@ -217,20 +182,11 @@ def _observe_paths(source: DirectorySource, ctx: Context, relpaths: set[str]) ->
             continue
         elif relpath in pages:
             # The file served as its URL now: this one, another that takes its place
-            # once it is gone, or none.
-            served = next(
-                (
-                    rival
-                    for rival in _rivals(source, relpath)
-                    if rival in pages
-                    and (source.root / rival).is_file()
-                    and _may_follow(
-                        source, str(source.root / rival), (source.root / rival).is_symlink()
-                    )
-                ),
-                None,
-            )
-            if served == relpath or (served is not None and not os.path.lexists(path)):
+            # once it is no page (gone, a folder, a link leading nowhere or out of the
+            # root), or none.
+            now = [r for r in rivals(source, relpath) if servable(source, pages, r)]
+            served = now[0] if now else None
+            if served is not None and (served == relpath or relpath not in now):
                 files.append(iter([(served, source.root / served)]))
             elif served is not None:
                 _log_shadowed(source, relpath, served)
