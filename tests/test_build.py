@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REPO, Site, assert_valid, page, published, snapshot
@@ -17,6 +18,7 @@ from conftest import REPO, Site, assert_valid, page, published, snapshot
 from sitemapd import config
 from sitemapd.core import w3c
 from sitemapd.engine.engine import Engine
+from sitemapd.sources import directory
 
 EXAMPLE_URLS = {
     "https://example.com/",
@@ -244,6 +246,35 @@ def test_events_on_files_that_are_one_url_follow_the_served_one(site: Site) -> N
         (site.root / "a.html").symlink_to(site.root / "nowhere.html")
         assert engine.update({"s": {"a.html"}}, set()).changes.new == 1
         assert set(site.urls()) == {"https://example.com/b/", "https://example.com/a"}
+    finally:
+        engine.close()
+
+
+def test_a_folder_moved_away_and_back_during_a_scan_is_not_gone(
+    site: Site, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A deploy that swaps folders (`mv blog blog.old; mv blog.new blog`) while a full scan
+    walks past: pages the walk missed but that are there are kept, not removed and
+    announced as gone; pages really gone still go."""
+    site.configure(source='name = "s"')
+    site.write("index.html", page("Home"))
+    for n in range(3):
+        site.write(f"blog/p{n}.html", page(f"Post {n}", "Text"))
+    engine = Engine(config.load(site.config))
+    try:
+        engine.build()
+        before = site.urls()
+        walk = directory.walk
+
+        def walk_past_blog(*args: Any, **kwargs: Any) -> Any:
+            return (e for e in walk(*args, **kwargs) if not e[0].startswith("blog/"))
+
+        monkeypatch.setattr(directory, "walk", walk_past_blog)
+        assert engine.build().changes.gone == 0
+        assert "s: 3 pages the scan did not find are there now" in caplog.text
+        assert site.urls() == before
+        shutil.rmtree(site.root / "blog")
+        assert engine.build().changes.gone == 3
     finally:
         engine.close()
 

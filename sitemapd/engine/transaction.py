@@ -67,6 +67,7 @@ def apply_scans(
         configured=configured if retire else None,
         complete_before=earlier,
         guard=guard,
+        present={scan.name: scan.present for scan in scans if scan.present is not None},
     )
     complete += earlier
     return changes

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from sitemapd.core import logs
 from sitemapd.core.observation import (
@@ -33,6 +33,7 @@ from sitemapd.ledger.model import (
 from sitemapd.ledger.removals import RemovalGuard, decide
 from sitemapd.ledger.run import LedgerFile
 from sitemapd.ledger.schema import (
+    EXCLUDED,
     LIVE,
     create_url_indexes,
     drop_loc_index,
@@ -49,11 +50,17 @@ class Apply(Decisions):
     """One `Ledger.apply()` run: what each observation changes, and the end of the run."""
 
     def __init__(
-        self, ledger: LedgerFile, robots: RobotsRules, now: str, guard: RemovalGuard
+        self,
+        ledger: LedgerFile,
+        robots: RobotsRules,
+        now: str,
+        guard: RemovalGuard,
+        present: Mapping[str, Callable[[list[str]], set[str]]],
     ) -> None:
         super().__init__(ledger, robots, now, guard)
         self.lists = ListLoad(self, self._update)
         self.updated = 0  # rows given to `update_chunk`
+        self.present = present
 
     # Phases ------------------------------------------------------------------------
 
@@ -180,6 +187,7 @@ class Apply(Decisions):
                 self._remove_missing(source, "id IN (SELECT id FROM temp.pending)")
             for source in set(complete) - lists:
                 if source in self.observed or not self.owns_any(source):
+                    self._keep_present(source)
                     self._remove_missing(source, UNSEEN)
                 else:
                     # A full scan that finds nothing at all is far likelier an empty mount
@@ -301,6 +309,31 @@ class Apply(Decisions):
             )
         else:
             journal_first_load(self.conn, spans, self.now)
+
+    def _keep_present(self, source: str) -> None:
+        """Count as seen the URLs of `source` its full scan did not see but a page is there
+        for now: a folder moved away and back while the scan walked past it (a deploy
+        swapping folders) is not the deletion of its pages. Read again at the next scan."""
+        present = self.present.get(source)
+        if present is None:
+            return
+        unseen = dict(
+            self.conn.execute(
+                f"SELECT loc, id FROM urls WHERE source_id = ? AND status IN (?, ?) AND {UNSEEN}",
+                (self.source_id(source), LIVE, EXCLUDED),
+            )
+        )
+        there = present(list(unseen)) if unseen else set()
+        if there:
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO temp.seen VALUES (?)", [(unseen[loc],) for loc in there]
+            )
+            log.warning(
+                "%s: %d pages the scan did not find are there now (moved while it ran): "
+                "kept, and read at the next scan",
+                source,
+                len(there),
+            )
 
     def _remove_missing(self, source: str, which: str) -> None:
         """Remove the URLs of `source` that `which` (SQL over `urls`) names, unless the

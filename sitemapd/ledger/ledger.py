@@ -10,7 +10,7 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -281,6 +281,7 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         configured: Collection[str] | None = None,
         complete_before: Collection[str] = (),
         guard: RemovalGuard | None = None,
+        present: Mapping[str, Callable[[list[str]], set[str]]] | None = None,
     ) -> ChangeSet:
         """Apply observations in one transaction with `cursors`; return what changed.
 
@@ -290,12 +291,14 @@ class Ledger(RenderQueries, JournalQueries, CrawlRecords, ListQueries):
         URLs still owned by a source no longer in it (renamed or removed) are gone too.
         A `guard` holds the removals of its sources that take too much at once, and the
         cursors of a held source or one found empty, so that it is read again in full.
+        `present` tells, of a source's URLs a full scan did not see, those a page is there
+        for now: they are not gone.
         """
         guard = guard or RemovalGuard()
         spooled: dict[int, SpooledShard] = {}
         try:
             with self._first_load_journal() as through_wal, self.transaction():
-                run = Apply(self, robots, now or w3c.now(), guard)
+                run = Apply(self, robots, now or w3c.now(), guard, present or {})
                 run.start(complete)
                 run.consume(items)
                 self._writeback.hurry()

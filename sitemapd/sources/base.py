@@ -2,7 +2,7 @@
 
 # Annotations evaluated, not text: see core/observation.py.
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,7 +53,7 @@ class Scan:
     """Items from one source; `complete` when they describe everything it holds."""
 
     # A plain class: a dataclass costs every build's start-up its generated methods.
-    __slots__ = ("complete", "cursors", "items", "more", "name")
+    __slots__ = ("complete", "cursors", "items", "more", "name", "present")
 
     def __init__(
         self,
@@ -61,11 +61,15 @@ class Scan:
         items: Iterator[Item],
         complete: bool,
         cursors: dict[str, str] | None = None,
+        present: Callable[[list[str]], set[str]] | None = None,
     ) -> None:
         self.name = name
         self.items = items
         self.complete = complete
         self.cursors = cursors or {}
+        # Of a full scan's URLs not among its items, those a page is there for now (moved
+        # away and back while the scan ran): not gone.
+        self.present = present
         # Set once the items are read when the source holds more than one scan takes.
         self.more = False
 

@@ -34,7 +34,7 @@ from sitemapd.sources.base import (
 from sitemapd.sources.content import FACTS_VERSION
 from sitemapd.sources.pagereader import AHEAD, Batch, PageReader
 from sitemapd.sources.pages import fingerprint_settings
-from sitemapd.sources.served import may_follow, rivals, servable, served_as
+from sitemapd.sources.served import may_follow, rivals, servable, served_as, still_there
 
 _BATCH = 500
 
@@ -50,7 +50,13 @@ def scan(source: DirectorySource, ctx: Context) -> Scan:
     name, fingerprint = f"facts:{source.name}", _facts_fingerprint(source, ctx)
     reread = ctx.ledger.cursor(name) != fingerprint
     items = _items(source, ctx, walk(source, ctx.skip), reread)
-    return Scan(source.name, items, complete=True, cursors={name: fingerprint})
+    return Scan(
+        source.name,
+        items,
+        complete=True,
+        cursors={name: fingerprint},
+        present=functools.partial(still_there, source),
+    )
 
 
 def _facts_fingerprint(source: DirectorySource, ctx: Context) -> str:

@@ -4,6 +4,7 @@ the first of `index_files`, `.html` before `.htm`."""
 
 # Annotations evaluated, not text: see core/observation.py.
 import os
+from urllib.parse import unquote, urlsplit
 
 from sitemapd.config.sources import DirectorySource
 from sitemapd.core.globs import Selection
@@ -60,3 +61,25 @@ def may_follow(source: DirectorySource, path: str, is_link: bool) -> bool:
     if source.follow_symlinks or not is_link:
         return True
     return os.path.realpath(path).startswith(os.path.realpath(source.root) + os.sep)
+
+
+def candidates(rest: str, source: DirectorySource) -> list[str]:
+    """Return the relative paths whose URL could be `rest` below the source's prefix."""
+    if rest == "" or rest.endswith("/"):
+        return [rest + name for name in source.index_files]
+    return [rest, rest + ".html", rest + ".htm"]
+
+
+def still_there(source: DirectorySource, locs: list[str]) -> set[str]:
+    """Return those of `locs` (URLs of `source`) a page of the source is served as now."""
+    pages = Selection(source.include, source.exclude)
+    found = set()
+    for loc in locs:
+        # File names are bytes: an escape of one that is no UTF-8 reads as the OS does.
+        path = unquote(urlsplit(loc).path, errors="surrogateescape")
+        if not path.startswith(source.url_prefix):
+            continue
+        rest = path[len(source.url_prefix) :]
+        if any(servable(source, pages, relpath) for relpath in candidates(rest, source)):
+            found.add(loc)
+    return found
