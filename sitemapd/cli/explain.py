@@ -23,7 +23,7 @@ from sitemapd.ledger import history
 from sitemapd.ledger.readonly import open_readonly
 from sitemapd.sources.base import file_url
 from sitemapd.sources.pages import fingerprint_settings, read_file
-from sitemapd.sources.served import candidates, served_file
+from sitemapd.sources.served import served_file
 
 # Characters of main text shown before the rest is summed up.
 _SHOWN = 4000
@@ -121,7 +121,7 @@ def _locate(config: Config, policy: URLPolicy, target: str) -> tuple[DirectorySo
         if not path.startswith(source.url_prefix):
             continue
         rest = path[len(source.url_prefix) :]
-        for candidate in candidates(rest, source):
+        for candidate in _candidates(rest, source):
             # The file served as that URL (`index.html` where `index.htm` is there too).
             relpath = served_file(source, candidate) or candidate
             if (source.root / relpath).is_file():
@@ -131,6 +131,13 @@ def _locate(config: Config, policy: URLPolicy, target: str) -> tuple[DirectorySo
                 except InvalidURL:
                     continue
     raise SitemapdError(f"no file of a directory source is published as {loc}")
+
+
+def _candidates(rest: str, source: DirectorySource) -> list[str]:
+    """Return the relative paths whose URL could be `rest` below the source's prefix."""
+    if rest == "" or rest.endswith("/"):
+        return [rest + name for name in source.index_files]
+    return [rest, rest + ".html", rest + ".htm"]
 
 
 def _history(config: Config, loc: str) -> tuple[list[str], dict[str, str]]:

@@ -28,24 +28,21 @@ def rivals(source: DirectorySource, relpath: str) -> list[str]:
     """Return the paths of the files of `relpath`'s folder that would be published as its
     URL, `relpath` among them, the served one first."""
     folder, slash, name = relpath.rpartition("/")
-    leaf, _ = served_as(source, name)
-    if leaf == "" and name in source.index_files:
-        names = list(source.index_files)
-    elif source.strip_html:
-        names = [leaf + ".html", leaf + ".htm", leaf]
-    else:
-        return [relpath]
-    # Only those published as the same URL (`index.htm` is `/b/index` with `strip_html`
-    # when `index_files` names `index.html` alone).
-    same = [n for n in names if served_as(source, n)[0] == leaf]
-    return [folder + slash + n for n in sorted(same, key=lambda n: served_as(source, n)[1])]
+    return candidates(source, folder + slash + served_as(source, name)[0])
 
 
 def served_file(source: DirectorySource, relpath: str) -> str | None:
     """Return the file published as the URL of the file at `relpath` (`relpath` itself,
     or one served in its place), or None when none is a page now."""
+    folder, slash, name = relpath.rpartition("/")
     pages = Selection(source.include, source.exclude)
-    return next((r for r in rivals(source, relpath) if servable(source, pages, r)), None)
+    return served_at(source, pages, folder + slash + served_as(source, name)[0])
+
+
+def served_at(source: DirectorySource, pages: Selection, rest: str) -> str | None:
+    """Return the file served as `rest` below the source's prefix, among its `pages`, or
+    None when none is a page now."""
+    return next((r for r in candidates(source, rest) if servable(source, pages, r)), None)
 
 
 def servable(source: DirectorySource, pages: Selection, relpath: str) -> bool:
@@ -63,11 +60,16 @@ def may_follow(source: DirectorySource, path: str, is_link: bool) -> bool:
     return os.path.realpath(path).startswith(os.path.realpath(source.root) + os.sep)
 
 
-def candidates(rest: str, source: DirectorySource) -> list[str]:
-    """Return the relative paths whose URL could be `rest` below the source's prefix."""
-    if rest == "" or rest.endswith("/"):
-        return [rest + name for name in source.index_files]
-    return [rest, rest + ".html", rest + ".htm"]
+def candidates(source: DirectorySource, rest: str) -> list[str]:
+    """Return the relative paths of the files published as `rest` below the source's
+    prefix (`a/` of `a/index.html`, `a` of `a.html` with `strip_html`), the served first."""
+    folder, slash, leaf = rest.rpartition("/")
+    names = source.index_files if leaf == "" else (leaf + ".html", leaf + ".htm", leaf)
+    same = sorted(
+        (n for n in names if served_as(source, n)[0] == leaf),
+        key=lambda n: served_as(source, n)[1],
+    )
+    return [folder + slash + n for n in same]
 
 
 def still_there(source: DirectorySource, locs: list[str]) -> set[str]:
@@ -77,9 +79,7 @@ def still_there(source: DirectorySource, locs: list[str]) -> set[str]:
     for loc in locs:
         # File names are bytes: an escape of one that is no UTF-8 reads as the OS does.
         path = unquote(urlsplit(loc).path, errors="surrogateescape")
-        if not path.startswith(source.url_prefix):
-            continue
         rest = path[len(source.url_prefix) :]
-        if any(servable(source, pages, relpath) for relpath in candidates(rest, source)):
+        if path.startswith(source.url_prefix) and served_at(source, pages, rest) is not None:
             found.add(loc)
     return found
