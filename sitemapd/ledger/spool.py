@@ -12,15 +12,14 @@ disk, a crash: the shard is rendered from the ledger, as every later publish doe
 The publish that follows has little left to do. A spooled document's digest is taken
 as it is written and the file is fsynced (on a thread of the spool's own, as the next
 shard fills): a local publish on the same file system moves it into place instead of
-reading and copying it. The manifest lines are compressed on the same thread as they
-come, into the gzip members that follow the header's in the shard's manifest file
-(each written once closed: its header says its length), which is synced and moved into
-place too.
+reading and copying it. The manifest lines are packed on the same thread, into the gzip
+members that follow the header's in the shard's manifest file (each compressed and
+written once its lines are all there: its header says its length), which is synced and
+moved into place too.
 """
 
 # Annotations evaluated, not text: see core/observation.py.
 import os
-import zlib
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
@@ -30,7 +29,7 @@ from typing import NamedTuple, TypeVar
 from sitemapd.core import docdigest, logs
 from sitemapd.core.workers import Pending, Workers
 from sitemapd.ledger.shards import ShardState
-from sitemapd.render.members import HEADER_MEMBER, boundaries, labelled
+from sitemapd.render.members import HEADER_MEMBER, boundaries, pack_member
 from sitemapd.render.sitemap import URLSET_HEAD, URLSET_TAIL, column_entries, manifest_lines
 
 log = logs.Logger("sitemapd.ledger")
@@ -81,7 +80,7 @@ class SpooledShard:
 
 class _Files:
     """The files of one spooled shard: its document, hashed as it is written, and its
-    manifest lines, compressed as they come. Written on the spool's thread alone, in
+    manifest lines, packed as each member fills. Written on the spool's thread alone, in
     order; the document is complete and on disk once closed."""
 
     def __init__(self, shard: int, path: Path) -> None:
@@ -103,12 +102,10 @@ class _Files:
             self.manifest.close()
             raise
         self.hash = docdigest.hasher(_HEAD)
-        # Split anywhere, the lines give the bytes `zlib.compress` gives them whole: the
-        # members `pack` gives, each closed where `boundaries` says and written then,
-        # its header saying its length and rows.
-        self.packer = zlib.compressobj(1, zlib.DEFLATED, 31)
-        self.packed: list[bytes] = []  # the member being packed, so far
-        self.filled = 0  # bytes of lines in the member being packed
+        # The members `pack` gives: each closed where `boundaries` says, packed whole
+        # then (`pack_member`) and written, its header saying its length and rows.
+        self.lines: list[bytes | memoryview] = []  # of the member being filled, so far
+        self.filled = 0  # bytes of lines in the member being filled
         self.rows = 0  # and their rows
         self.members = 0  # members closed
 
@@ -118,7 +115,7 @@ class _Files:
         self.document.write(entries)
         self.hash.update(entries)
         start = 0
-        view = memoryview(lines)  # compressed where they lie, not copied out first
+        view = memoryview(lines)  # joined where they lie, not copied out first
         ends = boundaries(lines, self.filled)
         for end in ends:
             # The rows of the last member closed here are those before the lines left
@@ -131,16 +128,15 @@ class _Files:
             self._close_member(view[start:end], rows)
             start, urls = end, urls - rows
         if start < len(lines):
-            self.packed.append(self.packer.compress(view[start:]))
+            self.lines.append(view[start:])
             self.filled += len(lines) - start
             self.rows += urls
 
     def _close_member(self, lines: bytes | memoryview, rows: int) -> None:
-        """Write the member being packed, ended by `lines` of `rows` rows."""
-        self.packed += (self.packer.compress(lines), self.packer.flush())
-        self.manifest.write(labelled(b"".join(self.packed), self.rows + rows))
-        self.packer = zlib.compressobj(1, zlib.DEFLATED, 31)
-        self.packed, self.filled, self.rows, self.members = [], 0, 0, self.members + 1
+        """Write the member being filled, ended by `lines` of `rows` rows."""
+        self.lines.append(lines)
+        self.manifest.write(pack_member(b"".join(self.lines), self.rows + rows))
+        self.lines, self.filled, self.rows, self.members = [], 0, 0, self.members + 1
 
     def close(self) -> str:
         """Finish both files and flush the document to disk; return the document's digest
