@@ -10,13 +10,18 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import random
 import re
 import sqlite3
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_to_bytes, urlsplit
 
+import pytest
 from conftest import NS, Site, assert_valid, page, published, read_xml, snapshot
+
+from sitemapd.fingerprint import bytes_digest
+from sitemapd.sources.pages import read_hashed
 
 ROOT = "https://example.com/"
 # Characters a canonical URL may hold after its origin (RFC 3986 unreserved + sub-delims
@@ -459,3 +464,36 @@ def test_a_url_whose_last_line_is_held_waits_on_a_first_build_too(site: Site) ->
     assert set(published(site.out)) == {f"{ROOT}v.html"}
     path.write_text("\n".join([lines[1], f"{ROOT}u.html\t2025-13-01"]) + "\n")
     assert "0 new, 0 updated, 0 gone, 1 invalid" in site.build().stdout
+
+
+def test_a_page_past_what_search_engines_read_is_read_for_its_first_fifteen_mib(
+    site: Site,
+) -> None:
+    """Googlebot reads the first 15 MB of an HTML file. A bigger page is published with
+    what its first 15 MiB say, and the build says so; the rest is hashed, never parsed (a
+    200 MB page took 874 MB of memory to parse)."""
+    story = "The council approved the river budget after a long night of debate. " * 3
+    entries = [f"<p>Archive entry {n}: {story}</p>\n" for n in range(70_000)]  # 16 MiB
+    site.write("archive.html", page("Archive", "".join(entries)))
+    site.write("small.html", page("Small", story))
+    result = site.build()
+    assert "2 new" in result.stdout
+    assert "archive.html is read for its first 15 MiB alone" in result.stderr, result.stderr
+    assert "its first 15 MiB of 16 MiB" in site.cli("explain", "archive.html").stdout
+    entries[10] = f"<p>Archive entry 10: {story} Corrected on Friday.</p>\n"
+    site.write("archive.html", page("Archive", "".join(entries)))
+    assert "0 new, 1 updated" in site.build().stdout
+    # Past the first 15 MiB: as unseen as it is to a search engine.
+    entries[-1] = "<p>The last entry, rewritten.</p>\n"
+    site.write("archive.html", page("Archive", "".join(entries)))
+    assert "0 new, 0 updated" in site.build().stdout
+
+
+@pytest.mark.parametrize("size", [0, 1, 999, 1_000, 1_001, (1 << 20) + 5_000, 3 << 20])
+def test_a_file_is_hashed_whole_however_little_of_it_is_kept(tmp_path: Path, size: int) -> None:
+    data = random.Random(size).randbytes(size)
+    path = tmp_path / "page.html"
+    path.write_bytes(data)
+    stat, head, digest = read_hashed(str(path), 1_000)
+    assert (stat.st_size, head, digest) == (size, data[:1_000], bytes_digest(data))
+    assert read_hashed(str(path)) == (stat, data, digest)

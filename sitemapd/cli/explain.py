@@ -22,7 +22,7 @@ from sitemapd.fingerprint import TemplateMemory
 from sitemapd.ledger import history
 from sitemapd.ledger.readonly import open_readonly
 from sitemapd.sources.base import file_url
-from sitemapd.sources.pages import fingerprint_settings, read_file
+from sitemapd.sources.pages import HTML_READ, fingerprint_settings, read_file
 from sitemapd.sources.served import served_file
 
 # Characters of main text shown before the rest is summed up.
@@ -65,6 +65,11 @@ def explain(config: Config, target: str) -> str:
             "taken over:   the file's bytes" + (" less ignore matches" if settings.ignore else "")
         )
         return "\n".join(lines) + "\n"
+    if len(data) > HTML_READ:
+        lines.append(
+            f"read:         its first {HTML_READ >> 20} MiB of {-(-len(data) >> 20)} MiB, "
+            "as search engines read it"
+        )
     if reading.fallback:
         lines.append("main content: NOT FOUND: the whole page's text counts")
     elif reading.around:

@@ -28,6 +28,7 @@ from sitemapd.fingerprint.decode import decoded
 from sitemapd.fingerprint.extract import describe, main_content, outside
 from sitemapd.fingerprint.headline import headline, ld_text, own_articles, title_text
 from sitemapd.fingerprint.material import Material, kept, material
+from sitemapd.fingerprint.rawbytes import bytes_digest, bytes_hasher, without_ignored
 from sitemapd.fingerprint.score import normal, text_nodes, text_of
 from sitemapd.fingerprint.template import TemplateMemory, shape
 from sitemapd.fingerprint.texts import fragments
@@ -39,6 +40,7 @@ __all__ = [
     "Settings",
     "TemplateMemory",
     "bytes_digest",
+    "bytes_hasher",
     "compile_selector",
     "image_source",
     "og_type",
@@ -154,18 +156,6 @@ def compile_selector(text: str) -> Callable[[Element], list[Element]]:
         return elements(selector(root))
 
     return select
-
-
-def bytes_digest(data: bytes, ignore: tuple[re.Pattern[bytes], ...] = ()) -> str:
-    """Return the hex digest of `data` with every `ignore` match removed."""
-    return blake2b(without_ignored(data, ignore), digest_size=16).hexdigest()
-
-
-def without_ignored(data: bytes, ignore: tuple[re.Pattern[bytes], ...]) -> bytes:
-    """Return `data` with every match of the `ignore` patterns removed."""
-    for pattern in ignore:
-        data = pattern.sub(b"", data)
-    return data
 
 
 def parse_html(data: bytes, whole: bytes | None = None) -> Element | None:

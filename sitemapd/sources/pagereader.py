@@ -41,6 +41,7 @@ from sitemapd.sources.base import (
 )
 from sitemapd.sources.content import article_meta, exclusion
 from sitemapd.sources.pages import (
+    HTML_READ,
     Job,
     PageRead,
     fingerprint_settings,
@@ -103,6 +104,8 @@ class _Read(NamedTuple):
     data: bytes | None
     # None when the bytes are those the ledger has: nothing was parsed.
     said: _Said | None
+    # Bytes past those read for what the page says (`pages.HTML_READ`).
+    unread: int
 
 
 class _Fault(NamedTuple):
@@ -208,6 +211,15 @@ class PageReader:
             elif read.said is None:
                 yield Seen(job.loc, self.source.name, read.file_key)
             else:
+                if read.unread:
+                    log.warning(
+                        "%s: %s is read for its first %d MiB alone, as search engines read "
+                        "it: an edit in its last %d MiB moves no lastmod",
+                        self.source.name,
+                        printable(job.relpath),
+                        HTML_READ >> 20,
+                        -(-read.unread >> 20),
+                    )
                 pages.append(_Page(job, read, read.said))
         before = len(self.memory.known)
         self.memory.learn(
@@ -338,7 +350,7 @@ def _read(job: Job, how: _How) -> _Read | OSError | _Fault:
         said = None if loaded.read is None else _said(loaded.read, job.loc, how)
     except Exception as exc:  # one page's fault must not end the scan
         return _Fault(f"{type(exc).__name__}: {exc}", traceback.format_exc())
-    return _Read(loaded.file_key, loaded.source_time, loaded.raw, loaded.data, said)
+    return _Read(loaded.file_key, loaded.source_time, loaded.raw, loaded.data, said, loaded.unread)
 
 
 def _said(read: PageRead, loc: str, how: _How) -> _Said:
