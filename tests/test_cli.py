@@ -142,6 +142,26 @@ def test_status_json_reports_counts_reasons_invalid_and_shards(mixed: Site) -> N
     assert any(line.startswith("  sitemap-2.xml: 1 URLs (33.3%), ") for line in text)
 
 
+def test_status_names_the_shards_a_failed_publish_left_unpublished(site: Site) -> None:
+    site.write("a.html", page("A", "The first page of the site."))
+    site.build()
+    site.write("b.html", page("B", "A second page, added before the publish failed."))
+    index = site.out / "sitemap.xml"
+    index.unlink()
+    (index / "in-the-way").mkdir(parents=True)  # the index cannot be written
+    assert site.cli("build", check=False).returncode == 1
+    assert json.loads(site.cli("status", "--json").stdout)["unpublished"] == ["sitemap-1.xml"]
+    assert any(
+        line.startswith("UNPUBLISHED:  sitemap-1.xml: changed since last published")
+        for line in site.cli("status").stdout.splitlines()
+    )
+    shutil.rmtree(index)
+    site.build()
+    assert json.loads(site.cli("status", "--json").stdout)["unpublished"] == []
+    assert "UNPUBLISHED" not in site.cli("status").stdout
+    assert set(site.urls()) == {"https://example.com/a.html", "https://example.com/b.html"}
+
+
 def test_status_shard_bytes_are_the_file_size(mixed: Site) -> None:
     """A shard's bytes (and byte_fill against max_bytes) count the whole document."""
     mixed.build()

@@ -25,6 +25,7 @@ def status_(config_path: Path, as_json: bool) -> None:
     from sitemapd.ledger.readonly import open_readonly
     from sitemapd.publish.names import OutputNames
     from sitemapd.status import report as status
+    from sitemapd.status.text import render_text
 
     cfg = config.load(config_path)
     if not cfg.ledger_path.exists():
@@ -34,7 +35,7 @@ def status_(config_path: Path, as_json: bool) -> None:
             report = status.collect(cfg, conn, OutputNames(cfg))
     except sqlite3.Error as exc:
         raise SitemapdError(f"{cfg.ledger_path}: cannot read the ledger ({exc})") from exc
-    print(json.dumps(report, indent=2) if as_json else status.render_text(report))
+    print(json.dumps(report, indent=2) if as_json else render_text(report))
 
 
 @errors_exit

@@ -11,7 +11,6 @@ from typing import Any
 
 from sitemapd.config import Config
 from sitemapd.config.sources import ChangelogSource, DirectorySource
-from sitemapd.core.words import count
 from sitemapd.errors import SitemapdError
 from sitemapd.ledger.lock import StateLock
 from sitemapd.ledger.removals import holds
@@ -21,7 +20,7 @@ from sitemapd.publish.names import OutputNames, partition_index_urls
 from sitemapd.render.sitemap import SITEMAP_NS, envelope_size
 from sitemapd.status.problems import canonical_elsewhere, crawl_problems, hreflang_problems
 
-_EXAMPLES = 50  # excluded and invalid items listed per report
+EXAMPLES = 50  # excluded and invalid items listed per report
 
 
 # A running daemon's health, which it rewrites in the state folder when it changes.
@@ -44,7 +43,7 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
         {"loc": loc, "reason": reason}
         for loc, reason in conn.execute(
             "SELECT loc, reason FROM urls WHERE status = 'excluded' ORDER BY loc LIMIT ?",
-            (_EXAMPLES,),
+            (EXAMPLES,),
         )
     ]
     by_reason = dict(
@@ -58,7 +57,7 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
     invalid = [
         {"source": source, "item": item, "reason": reason}
         for source, item, reason in conn.execute(
-            "SELECT source, item, reason FROM rejects ORDER BY source, item LIMIT ?", (_EXAMPLES,)
+            "SELECT source, item, reason FROM rejects ORDER BY source, item LIMIT ?", (EXAMPLES,)
         )
     ]
     limits = config.sitemap
@@ -81,6 +80,12 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
             }
         )
     (last_publish,) = conn.execute("SELECT max(at) FROM published").fetchone()
+    # Shards changed since their last publish: a publish failed (or was a dry run) since,
+    # or one is under way.
+    unpublished = [
+        names.shard(shard_id)
+        for (shard_id,) in conn.execute("SELECT id FROM shards WHERE dirty = 1 ORDER BY id")
+    ]
     cursors = dict(conn.execute("SELECT name, value FROM cursors"))
     return {
         "crawl_problems": crawl_problems(conn),
@@ -127,6 +132,7 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
         "shards": shards,
         "index": names.index_url,
         "last_publish": last_publish,
+        "unpublished": unpublished,
         "adopted": _adopted(cursors.get(ADOPTED)),
         "daemon": daemon_health(config.site.state_dir),
     }
@@ -182,121 +188,6 @@ def _adopted(cursor: str | None) -> dict[str, Any] | None:
         return None
     moved, _, at = cursor.partition(" ")
     return {"lastmods": int(moved), "at": at}
-
-
-def _adopted_line(adopted: dict[str, Any] | None) -> list[str]:
-    if adopted is None:
-        return []
-    kept = count(adopted["lastmods"], "published lastmod")
-    return [f"adopted:      {kept} kept from the target's manifests at {adopted['at']}"]
-
-
-def _target_lines(report: dict[str, Any]) -> list[str]:
-    """Return what the bucket says: its lease, or why it cannot be read."""
-    if report.get("target_error"):
-        return [f"target:       CANNOT READ: {report['target_error']}"]
-    if "lease" not in report:
-        return []
-    lease = report["lease"]
-    if lease is None:
-        return ["lease:        none (nothing published to the bucket yet)"]
-    if lease.get("released"):
-        return [f"lease:        released by {lease.get('holder')}"]
-    return [
-        f"lease:        held by {lease.get('holder')} (renewal {lease.get('renewal', 0)} "
-        f"at {lease.get('renewed', 'unknown')})"
-    ]
-
-
-def render_text(report: dict[str, Any]) -> str:
-    """Return the status report as lines for a terminal."""
-    urls = report["urls"]
-    # A refused reload: the file's names are not those the daemon publishes under.
-    refused = (
-        " (the configuration file's: not running)" if report["daemon"].get("reload_error") else ""
-    )
-    lines = [
-        f"index:        {report['index']}{refused}",
-        f"daemon:       {_daemon_line(report['daemon'])}",
-        f"last publish: {report['last_publish'] or 'never'}",
-        *_adopted_line(report["adopted"]),
-        *_target_lines(report),
-        "URLs:         " + ", ".join(f"{n} {status}" for status, n in urls.items()),
-    ]
-    lines += [f"HELD:         {h['source']}: {h['reason']}" for h in report["removals_held"]]
-    lines += [f"CANONICAL ELSEWHERE: {line}" for line in report["canonical_elsewhere"]]
-    lines += [f"warning:      {line}" for line in report["robots_other_sitemaps"]]
-    if report["excluded_by_reason"]:
-        reasons = ", ".join(f"{n} {r}" for r, n in report["excluded_by_reason"].items())
-        lines.append(f"excluded:     {reasons}")
-        lines += [f"  {item['loc']}  ({item['reason']})" for item in report["excluded"]]
-    for source, n in report["main_content_not_found"].items():
-        selector = report["content_selectors"].get(source)
-        advice = (
-            f"content_selector {selector!r} matches nothing there"
-            if selector
-            else "set content_selector"
-        )
-        lines.append(
-            f"no main content: {source}: {n} pages fingerprinted whole "
-            f"(see 'sitemapd explain'; {advice})"
-        )
-    invalid = report["invalid"]
-    if invalid["count"]:
-        lines.append(f"invalid:      {invalid['count']}")
-        lines += [f"  {i['source']}: {i['item']}  ({i['reason']})" for i in invalid["items"]]
-    for key, title in (
-        ("crawl_problems", "crawlers got errors or redirects for"),
-        ("hreflang_problems", "hreflang problems"),
-    ):
-        if report[key]:
-            lines.append(f"{title}: {len(report[key])}")
-            lines += [f"  {p['message']}" for p in report[key][:_EXAMPLES]]
-    if report["crawlers"]:
-        lines.append(
-            "feed fetched: " + ", ".join(f"{c} {at}" for c, at in report["crawlers"].items())
-        )
-    for log in report["changelogs"]:
-        waiting = "following" if log["waiting"] is None else f"{log['waiting']} rows waiting"
-        state = f"CANNOT READ: {log['error']}" if log["error"] else waiting
-        line = f"change log:   {log['source']}: {state} (cursor {log['cursor']})"
-        if (kept := log.get("retained_wal")) is not None:
-            line += f", WAL kept: {kept['bytes'] / 2**20:.0f} MiB"
-            line += f" ({kept['problem']})" if kept["problem"] else ""
-        lines.append(line)
-    if report["news_items"] is not None:
-        lines.append(f"news:         {count(report['news_items'], 'article')} in news sitemaps")
-    if report["feed_entries"] is not None:
-        lines.append(f"feed:         {count(report['feed_entries'], 'update')} on the first page")
-    if report["feed_later_pages"]:
-        lines.append(f"feed pages:   {report['feed_later_pages'] + 1} (updates not yet fetched)")
-    notes = report["notifications"]
-    if notes["indexnow_pending"] is not None:
-        lines.append(f"indexnow:     {notes['indexnow_pending']} changes waiting")
-    if notes["indexnow_key_rejected"]:
-        lines.append(f"indexnow:     KEY REFUSED: {notes['indexnow_key_rejected']}")
-    lines.append(f"shards:       {len(report['shards'])}")
-    lines += [
-        f"  {s['file']}: {s['urls']} URLs ({s['url_fill']:.1%}), {s['bytes']} bytes "
-        f"({s['byte_fill']:.1%}), lastmod {s['lastmod']}"
-        for s in report["shards"]
-    ]
-    return "\n".join(lines)
-
-
-def _daemon_line(daemon: dict[str, Any]) -> str:
-    """Return the daemon's pid and health, and its last error on a line of its own."""
-    if daemon["pid"] is None:
-        held = f" (state folder held by pid {daemon['held_by']})" if daemon["held_by"] else ""
-        return f"not running{held}"
-    health = "healthy" if daemon["healthy"] else "UNHEALTHY: " + "; ".join(daemon["problems"])
-    role = f"{daemon['role']}, " if daemon.get("role") else ""
-    line = f"pid {daemon['pid']}, {role}{health}"
-    if daemon["last_error"]:
-        line += f"\nlast error:   {daemon['last_error_at']} {daemon['last_error']}"
-    if daemon.get("reload_error"):
-        line += f"\nreload failed: {daemon['reload_error']} (running the previous configuration)"
-    return line
 
 
 def published_counts(config: Config, names: OutputNames) -> dict[str, Any]:
