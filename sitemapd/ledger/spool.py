@@ -42,7 +42,8 @@ _RESERVE = 1 << 30
 _LEDGER_PER_SPOOLED = 4
 _HEAD, _TAIL = URLSET_HEAD.encode(), URLSET_TAIL.encode()
 # Pieces of work the spool's thread may lag behind by (a list chunk's entries and lines:
-# a few hundred KB each): their bytes are held meanwhile.
+# a few hundred KB each): their bytes are held meanwhile, and those of the member being
+# filled until it is packed (at most one more piece).
 _QUEUE = 16
 
 

@@ -72,7 +72,7 @@ class Packed:
 def pack(lines: bytes) -> bytes:
     """Return the gzip members of the rows `lines` that follow the header's in a manifest
     file: one for each stretch `member_ends` gives (`pack_member`). A first load's spool
-    (ledger/spool.py) packs them as they come, to the same bytes."""
+    (ledger/spool.py) packs each member whole as it fills, to the same bytes."""
     start, members = 0, []
     for end in member_ends(lines):
         members.append(pack_member(lines[start:end]))
