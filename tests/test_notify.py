@@ -124,6 +124,27 @@ def test_forbidden_key_shows_in_status_and_health(site: Site, endpoint: Endpoint
     assert report["notifications"]["indexnow_key_rejected"] is None
 
 
+def test_a_hub_that_refuses_or_is_away_shows_in_status(site: Site, endpoint: Endpoint) -> None:
+    notify_site(site, endpoint)
+    hub = endpoint.url("/hub")
+    site.write("a.html", page("A", "1"))
+    endpoint.script["/hub"] = [(403, {}), (403, {})]  # both feeds
+    site.build()
+    text = site.cli("status").stdout.splitlines()
+    assert any(line.startswith(f"websub:       {hub}: REFUSED at ") for line in text), text
+    (told,) = json.loads(site.cli("status", "--json").stdout)["notifications"]["websub"]
+    assert (told["hub"], told["owed"], told["last_answer"]["status"]) == (hub, [], 403)
+    site.write("a.html", page("A", "2"))
+    site.build()
+    assert "websub:" not in site.cli("status").stdout
+    # A hub that cannot be reached: the feeds wait for it.
+    away = "http://127.0.0.1:9/hub"
+    site.configure(extra=f'[feed]\ntitle = "Updates"\n[websub]\nhubs = ["{away}"]\n')
+    site.write("a.html", page("A", "3"))
+    site.cli("build", check=False)
+    assert f"websub:       {away}: not told of {ATOM}, {RSS} yet" in site.cli("status").stdout
+
+
 def test_outage_and_restart_deliver_every_change_once(site: Site, endpoint: Endpoint) -> None:
     notify_site(site, endpoint)
     for name in "abc":

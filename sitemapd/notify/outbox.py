@@ -59,6 +59,21 @@ def websub_cursor(hub: str, topic: str) -> str:
     return f"websub {hub} {topic}"
 
 
+def websub_owed(
+    config: Config, hub: str, cursors: dict[str, str], feed_sha: dict[str, str]
+) -> list[str]:
+    """Return the feeds (their URLs) published since `hub` last heard of them, given the
+    ledger's `cursors` and the digest of each published feed file by name."""
+    feed = config.feed
+    if feed is None:
+        return []
+    return [
+        topic
+        for name, topic in ((feed.atom, feed.atom_url), (feed.rss, feed.rss_url))
+        if (sha := feed_sha.get(name)) is not None and cursors.get(websub_cursor(hub, topic)) != sha
+    ]
+
+
 def answer_cursor(kind: str, target: str) -> str:
     """Return the name of the cursor holding the last answer of `target` (an IndexNow
     endpoint or a WebSub hub) as JSON `{at, outcome, status, detail}`."""

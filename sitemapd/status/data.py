@@ -35,7 +35,7 @@ from sitemapd.notify.outbox import (
     KEY_REJECTED,
     WEBSUB,
     answer_cursor,
-    websub_cursor,
+    websub_owed,
 )
 from sitemapd.publish.names import OutputNames
 from sitemapd.status.report import published_counts
@@ -379,18 +379,11 @@ def _notifications(
             "retrying": mask(live.retrying.get(f"{INDEXNOW} {settings.endpoint}")),
         }
     hubs = []
-    feed = config.feed
     for hub in config.websub.hubs:
-        owed = []
-        if feed is not None:
-            for name, topic in ((feed.atom, feed.atom_url), (feed.rss, feed.rss_url)):
-                sha = feed_sha.get(name)
-                if sha is not None and cursors.get(websub_cursor(hub, topic)) != sha:
-                    owed.append(topic)
         hubs.append(
             {
                 "hub": mask.text(hub),
-                "owed": owed,
+                "owed": websub_owed(config, hub, cursors, feed_sha),
                 "last_answer": _answer(cursors, WEBSUB, hub, mask),
                 "retrying": mask(live.retrying.get(f"{WEBSUB} {hub}")),
             }

@@ -105,6 +105,7 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
         "notifications": {
             "indexnow_key_rejected": cursors.get("indexnow_key_rejected") or None,
             "indexnow_pending": _indexnow_pending(conn, cursors),
+            "websub": _websub(config, conn, cursors),
         },
         "urls": url_counts(conn),
         "removals_held": [
@@ -254,6 +255,30 @@ def _indexnow_pending(conn: sqlite3.Connection, cursors: dict[str, str]) -> int 
     from sitemapd.ledger.journal import count_between
 
     return count_between(conn, int(cursors["indexnow"]), int(cursors.get("published_seq") or 0))
+
+
+def _websub(config: Config, conn: sqlite3.Connection, cursors: dict[str, str]) -> list[Any]:
+    """Return each WebSub hub with the feeds published since it last heard of them, and
+    its last answer (as the ledger records them)."""
+    if not config.websub.hubs:
+        return []
+    # Loaded for WebSub sites alone: the outbox brings its threads and dataclasses.
+    from sitemapd.notify.outbox import WEBSUB, answer_cursor, websub_owed
+
+    feed = config.feed
+    names = (feed.atom, feed.rss) if feed is not None else ("", "")
+    feed_sha = dict(conn.execute("SELECT name, sha256 FROM published WHERE name IN (?, ?)", names))
+    hubs = []
+    for hub in config.websub.hubs:
+        answer = cursors.get(answer_cursor(WEBSUB, hub))
+        hubs.append(
+            {
+                "hub": hub,
+                "owed": websub_owed(config, hub, cursors, feed_sha),
+                "last_answer": json.loads(answer) if answer else None,
+            }
+        )
+    return hubs
 
 
 def _changelog(source: ChangelogSource, cursors: dict[str, str]) -> dict[str, Any]:

@@ -85,6 +85,14 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"indexnow:     {notes['indexnow_pending']} changes waiting")
     if notes["indexnow_key_rejected"]:
         lines.append(f"indexnow:     KEY REFUSED: {notes['indexnow_key_rejected']}")
+    for hub in notes["websub"]:
+        if hub["owed"]:
+            lines.append(f"websub:       {hub['hub']}: not told of {', '.join(hub['owed'])} yet")
+        answer = hub["last_answer"]
+        if answer is not None and answer["outcome"] != "done":
+            lines.append(
+                f"websub:       {hub['hub']}: REFUSED at {answer['at']}: {answer['detail']}"
+            )
     lines.append(f"shards:       {len(report['shards'])}")
     lines += [
         f"  {s['file']}: {s['urls']} URLs ({s['url_fill']:.1%}), {s['bytes']} bytes "
