@@ -88,6 +88,14 @@ def test_a_site_whose_lastmods_hold_passes(site: Site) -> None:
     assert "link lists outside the content rotate    0.0%" in result.stdout
 
 
+def test_a_page_past_what_search_engines_read_is_not_drilled(site: Site) -> None:
+    new_site("semantic", 12, seed=5).write(site.root)
+    site.write("archive.html", "<p>An entry of the archive.</p>\n" * 520_000)  # 16 MiB
+    result = site.cli("drill", "--pages", "13")
+    assert "FAIL" not in result.stdout
+    assert "not drilled: archive.html: read for its first 15 MiB alone" in result.stdout
+
+
 def test_a_rotating_list_inside_the_article_is_reported(site: Site) -> None:
     for n in range(10):
         site.write(f"story-{n}.html", article(n, teasers(6)))

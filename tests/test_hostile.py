@@ -474,19 +474,47 @@ def test_a_page_past_what_search_engines_read_is_read_for_its_first_fifteen_mib(
     200 MB page took 874 MB of memory to parse)."""
     story = "The council approved the river budget after a long night of debate. " * 3
     entries = [f"<p>Archive entry {n}: {story}</p>\n" for n in range(70_000)]  # 16 MiB
-    site.write("archive.html", page("Archive", "".join(entries)))
+
+    def archive(version: int) -> str:
+        styled = f'<link rel="stylesheet" href="/site.css?v={version}"></head>'
+        return page("Archive", "".join(entries)).replace("</head>", styled)
+
+    site.write("archive.html", archive(1))
     site.write("small.html", page("Small", story))
     result = site.build()
     assert "2 new" in result.stdout
-    assert "archive.html is read for its first 15 MiB alone" in result.stderr, result.stderr
-    assert "its first 15 MiB of 16 MiB" in site.cli("explain", "archive.html").stdout
+    size = (site.root / "archive.html").stat().st_size
+    said = f"archive.html ({size:,} bytes) is read for its first 15 MiB alone"
+    assert said in result.stderr, result.stderr
+    explained = site.cli("explain", "archive.html").stdout
+    assert f"read:         its first 15 MiB of {size:,} bytes" in explained
     entries[10] = f"<p>Archive entry 10: {story} Corrected on Friday.</p>\n"
-    site.write("archive.html", page("Archive", "".join(entries)))
+    site.write("archive.html", archive(1))
     assert "0 new, 1 updated" in site.build().stdout
     # Past the first 15 MiB: as unseen as it is to a search engine.
     entries[-1] = "<p>The last entry, rewritten.</p>\n"
-    site.write("archive.html", page("Archive", "".join(entries)))
+    site.write("archive.html", archive(1))
     assert "0 new, 0 updated" in site.build().stdout
+    # The template a byte longer moves what is read by a byte, and the cut stays at the
+    # end of the same paragraph.
+    site.write("archive.html", archive(12))
+    assert "0 new, 0 updated" in site.build().stdout
+
+
+def test_a_page_past_what_search_engines_read_is_said_so_when_its_bytes_count_too(
+    site: Site,
+) -> None:
+    """With `fingerprint = "page"` every byte counts, and what the page says (its title,
+    robots rules, canonical) is read in its first 15 MiB, as in content mode."""
+    site.configure(source='fingerprint = "page"')
+    filler = "<p>An entry of the archive, one of very many.</p>\n" * 340_000  # 16 MiB
+    site.write("archive.html", page("Archive", filler))
+    result = site.build()
+    size = (site.root / "archive.html").stat().st_size
+    assert f"archive.html ({size:,} bytes) is read for its first 15 MiB alone" in result.stderr
+    assert "read:         its first 15 MiB of " in site.cli("explain", "archive.html").stdout
+    site.write("archive.html", page("Archive", filler + "<p>A last entry.</p>"))
+    assert "0 new, 1 updated" in site.build().stdout
 
 
 @pytest.mark.parametrize("size", [0, 1, 999, 1_000, 1_001, (1 << 20) + 5_000, 3 << 20])
@@ -494,6 +522,6 @@ def test_a_file_is_hashed_whole_however_little_of_it_is_kept(tmp_path: Path, siz
     data = random.Random(size).randbytes(size)
     path = tmp_path / "page.html"
     path.write_bytes(data)
-    stat, head, digest = read_hashed(str(path), 1_000)
-    assert (stat.st_size, head, digest) == (size, data[:1_000], bytes_digest(data))
-    assert read_hashed(str(path)) == (stat, data, digest)
+    stat, head, digest, read = read_hashed(str(path), 1_000)
+    assert (stat.st_size, head, digest, read) == (size, data[:1_000], bytes_digest(data), size)
+    assert read_hashed(str(path)) == (stat, data, digest, size)

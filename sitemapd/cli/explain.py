@@ -22,7 +22,15 @@ from sitemapd.fingerprint import TemplateMemory
 from sitemapd.ledger import history
 from sitemapd.ledger.readonly import open_readonly
 from sitemapd.sources.base import file_url
-from sitemapd.sources.pages import HTML_READ, fingerprint_settings, read_file
+from sitemapd.sources.pages import (
+    HTML_READ,
+    fingerprint_settings,
+    is_cut,
+    is_html,
+    read_file,
+    read_hashed,
+    settings_for,
+)
 from sitemapd.sources.served import served_file
 
 # Characters of main text shown before the rest is summed up.
@@ -41,14 +49,16 @@ def explain(config: Config, target: str) -> str:
     refusal = Selection(source.include, source.exclude).refusal(relpath)
     if refusal is not None:
         raise SitemapdError(f"{path} {refusal} of {source.name}")
+    settings = settings_for(relpath, fingerprint_settings(source))
+    # A page fingerprinted by its content is read as a build reads it (`pages.load`).
+    head = HTML_READ + 1 if settings.mode == "content" else None
     try:
-        data = path.read_bytes()
+        _, data, _, size = read_hashed(str(path), head)
     except OSError as exc:
         raise SitemapdError(f"cannot read {path} ({exc.strerror})") from exc
     history, cursors = _history(config, loc)
     memory = TemplateMemory.load(cursors.get(f"template:{source.name}"))
-    read = read_file(relpath, data, fingerprint_settings(source), explain=True)
-    settings = read.settings
+    read = read_file(relpath, data, settings, explain=True)
     lines = [
         f"URL:          {loc}",
         f"file:         {path}",
@@ -59,17 +69,17 @@ def explain(config: Config, target: str) -> str:
         + ")",
     ]
     lines += history
+    if is_html(relpath) and is_cut(size):
+        lines.append(
+            f"read:         its first {HTML_READ >> 20} MiB of {size:,} bytes, as search "
+            "engines read it"
+        )
     reading = read.reading
     if reading is None:
         lines.append(
             "taken over:   the file's bytes" + (" less ignore matches" if settings.ignore else "")
         )
         return "\n".join(lines) + "\n"
-    if len(data) > HTML_READ:
-        lines.append(
-            f"read:         its first {HTML_READ >> 20} MiB of {-(-len(data) >> 20)} MiB, "
-            "as search engines read it"
-        )
     if reading.fallback:
         lines.append("main content: NOT FOUND: the whole page's text counts")
     elif reading.around:

@@ -19,7 +19,7 @@ from sitemapd.drill.run import WORST, Report, drill
 from sitemapd.errors import SitemapdError
 from sitemapd.fingerprint import TemplateMemory
 from sitemapd.sources.directory import walk
-from sitemapd.sources.pages import fingerprint_settings, is_html, read_bytes
+from sitemapd.sources.pages import HTML_READ, fingerprint_settings, is_cut, is_html, read_bytes
 
 # The bars a site passes: surroundings move at most 5% of pages, edits are caught on 98%.
 MAX_FALSE = 0.05
@@ -100,12 +100,19 @@ def _load(
     source: DirectorySource, relpaths: list[str], unreadable: list[tuple[str, str]]
 ) -> Iterator[tuple[str, bytes]]:
     """Yield each page's path and bytes; a page that cannot be read goes to `unreadable`,
-    with why."""
+    with why, and so does a page read for its first HTML_READ bytes alone: the drill's
+    changes could land past them, where no build looks."""
     for relpath in relpaths:
+        path = source.root / relpath
         try:
-            yield relpath, read_bytes(str(source.root / relpath))[1]
+            if is_cut(path.stat().st_size):  # not read at all: it may be very big
+                unreadable.append((relpath, f"read for its first {HTML_READ >> 20} MiB alone"))
+                continue
+            data = read_bytes(str(path))[1]
         except OSError as exc:
             unreadable.append((relpath, f"cannot read it ({exc.strerror or exc})"))
+            continue
+        yield relpath, data
 
 
 def edited(report: Report) -> bool:

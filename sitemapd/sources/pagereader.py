@@ -104,8 +104,8 @@ class _Read(NamedTuple):
     data: bytes | None
     # None when the bytes are those the ledger has: nothing was parsed.
     said: _Said | None
-    # Bytes past those read for what the page says (`pages.HTML_READ`).
-    unread: int
+    # The bytes of a page read for its first HTML_READ alone (`pages.is_cut`), else 0.
+    cut: int
 
 
 class _Fault(NamedTuple):
@@ -211,14 +211,14 @@ class PageReader:
             elif read.said is None:
                 yield Seen(job.loc, self.source.name, read.file_key)
             else:
-                if read.unread:
+                if read.cut:
                     log.warning(
-                        "%s: %s is read for its first %d MiB alone, as search engines read "
-                        "it: an edit in its last %d MiB moves no lastmod",
+                        "%s: %s (%s bytes) is read for its first %d MiB alone, as search "
+                        "engines read it: an edit past them moves no lastmod",
                         self.source.name,
                         printable(job.relpath),
+                        f"{read.cut:,}",
                         HTML_READ >> 20,
-                        -(-read.unread >> 20),
                     )
                 pages.append(_Page(job, read, read.said))
         before = len(self.memory.known)
@@ -350,7 +350,7 @@ def _read(job: Job, how: _How) -> _Read | OSError | _Fault:
         said = None if loaded.read is None else _said(loaded.read, job.loc, how)
     except Exception as exc:  # one page's fault must not end the scan
         return _Fault(f"{type(exc).__name__}: {exc}", traceback.format_exc())
-    return _Read(loaded.file_key, loaded.source_time, loaded.raw, loaded.data, said, loaded.unread)
+    return _Read(loaded.file_key, loaded.source_time, loaded.raw, loaded.data, said, loaded.cut)
 
 
 def _said(read: PageRead, loc: str, how: _How) -> _Said:

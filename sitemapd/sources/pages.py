@@ -7,6 +7,7 @@ and its significant-change fingerprint; other files are fingerprinted by their b
 
 # Annotations evaluated, not text: see core/observation.py.
 import os
+import re
 from typing import NamedTuple
 
 from sitemapd.config.sources import DirectorySource
@@ -32,6 +33,14 @@ HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 # MB of an HTML file and indexes nothing past them. A page of 200 MB took 874 MB to parse;
 # its bytes past these are hashed as they are read, never held.
 HTML_READ = 15 << 20
+# A longer page is cut after the last end of a block in the 64 KiB before HTML_READ, not
+# at a byte: a template a few bytes longer or shorter (an asset's version, a stamp) then
+# moves the cut only where a block's end crosses it, not the text of the last block.
+_BLOCK_END = re.compile(
+    rb"</(?:p|li|div|tr|table|[uod]l|dd|section|article|h[1-6]|pre|blockquote|figure)\s*>",
+    re.IGNORECASE,
+)
+_BLOCKS_BEFORE = 64 << 10
 
 
 class PageRead:
@@ -108,18 +117,34 @@ def read_file(
     settings = settings_for(relpath, settings)
     if not is_html(relpath):
         return PageRead(settings, None, None, bytes_digest(data, settings.patterns()))
+    part = read_part(data)
     if settings.mode == "page":
-        facts = read_page(data[:HTML_READ], images_selector)
+        facts = read_page(part, images_selector)
         return PageRead(settings, facts, None, bytes_digest(data, settings.patterns()))
-    text = without_ignored(data[:HTML_READ], settings.patterns())
+    text = without_ignored(part, settings.patterns())
     tree = parse_html(text)
-    facts = read_page(data, images_selector, tree=tree)
+    facts = read_page(part, images_selector, tree=tree)
     if tree is None:
         return PageRead(settings, facts, Reading([], [], fallback=True), None)
     objects = ld_objects(text)
     articles = [o for o in objects if is_article(o)]
     reading = read_html(tree, articles, settings, explain=explain, product=one_product(objects))
     return PageRead(settings, facts, reading, None)
+
+
+def read_part(data: bytes) -> bytes:
+    """Return what is read of the HTML page `data` (whole, or its first HTML_READ bytes
+    and more: `is_cut`) for what it says: all of it, or its first HTML_READ bytes up to
+    the last end of a block in them."""
+    if not is_cut(len(data)):
+        return data
+    ends = _BLOCK_END.finditer(data, HTML_READ - _BLOCKS_BEFORE, HTML_READ)
+    return data[: max((end.end() for end in ends), default=HTML_READ)]
+
+
+def is_cut(size: int) -> bool:
+    """True when an HTML page of `size` bytes is read for its first HTML_READ alone."""
+    return size > HTML_READ
 
 
 class Job(NamedTuple):
@@ -145,20 +170,21 @@ class Loaded(NamedTuple):
     data: bytes | None
     # None when the bytes are those the ledger has: nothing to parse.
     read: PageRead | None
-    # Bytes of the file past those read for what it says (`HTML_READ`), or 0.
-    unread: int = 0
+    # The bytes of an HTML page read for its first HTML_READ alone (`is_cut`), else 0.
+    cut: int = 0
 
 
 def load(job: Job, settings: Settings, images_selector: str | None = None) -> Loaded | OSError:
     """Return what the file of `job` holds now, or the error reading it raised."""
-    # Only a page fingerprinted by its content can do without its bytes past HTML_READ.
-    head = HTML_READ if settings_for(job.relpath, settings).mode == "content" else None
+    # Only a page fingerprinted by its content can do without its bytes past HTML_READ
+    # (one more tells that there are more).
+    content = settings_for(job.relpath, settings).mode == "content"
     try:
-        stat, data, raw = read_hashed(job.path, head)
+        stat, data, raw, size = read_hashed(job.path, HTML_READ + 1 if content else None)
     except OSError as exc:
         return exc
     key, source_time = file_key(stat), w3c.format_epoch(stat.st_mtime)
-    unread = max(stat.st_size - len(data), 0)
+    cut = size if is_html(job.relpath) and is_cut(size) else 0
     known = job.known
     if (
         known is not None
@@ -167,7 +193,7 @@ def load(job: Job, settings: Settings, images_selector: str | None = None) -> Lo
         and known.fp_settings == settings_for(job.relpath, settings).key
     ):
         # Touched or copied with the same bytes: nothing to parse.
-        return Loaded(key, source_time, raw, None, None, unread)
+        return Loaded(key, source_time, raw, None, None, cut)
     read = read_file(job.relpath, data, settings, images_selector)
     # The stored fingerprint was taken by other settings: comparing needs the bytes.
     keep = (
@@ -176,22 +202,22 @@ def load(job: Job, settings: Settings, images_selector: str | None = None) -> Lo
         and known.bytes_hash != raw
         and known.fp_settings != read.settings.key
     )
-    return Loaded(key, source_time, raw, data if keep else None, read, unread)
+    return Loaded(key, source_time, raw, data if keep else None, read, cut)
 
 
-def read_hashed(path: str, head: int | None = None) -> tuple[os.stat_result, bytes, str]:
-    """Return the status, the bytes (their first `head` alone, when given) and the hash
-    (`bytes_digest`) of the whole file at `path`."""
+def read_hashed(path: str, head: int | None = None) -> tuple[os.stat_result, bytes, str, int]:
+    """Return the status, the bytes (their first `head` alone, when given), the hash
+    (`bytes_digest`) and the size of the whole file at `path`, as read."""
     if head is None:
         stat, data = read_bytes(path)
-        return stat, data, bytes_digest(data)
+        return stat, data, bytes_digest(data), len(data)
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         stat = os.fstat(fd)
         asked = min(stat.st_size + 1, head)
         data = os.read(fd, asked)
         if len(data) < asked:  # the whole file, as for `read_bytes`
-            return stat, data, bytes_digest(data)
+            return stat, data, bytes_digest(data), len(data)
         # Longer than `head`, or grown meanwhile: the rest is hashed as it comes.
         digest, kept, size = bytes_hasher(data), [data], len(data)
         while rest := os.read(fd, 1 << 20):
@@ -201,7 +227,7 @@ def read_hashed(path: str, head: int | None = None) -> tuple[os.stat_result, byt
             size += len(rest)
     finally:
         os.close(fd)
-    return stat, b"".join(kept), digest.hexdigest()
+    return stat, b"".join(kept), digest.hexdigest(), size
 
 
 def read_bytes(path: str) -> tuple[os.stat_result, bytes]:
