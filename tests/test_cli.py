@@ -142,23 +142,25 @@ def test_status_json_reports_counts_reasons_invalid_and_shards(mixed: Site) -> N
     assert any(line.startswith("  sitemap-2.xml: 1 URLs (33.3%), ") for line in text)
 
 
-def test_status_names_the_shards_a_failed_publish_left_unpublished(site: Site) -> None:
+def test_status_says_the_last_publish_failed_until_one_succeeds(site: Site) -> None:
     site.write("a.html", page("A", "The first page of the site."))
     site.build()
-    site.write("b.html", page("B", "A second page, added before the publish failed."))
     index = site.out / "sitemap.xml"
-    index.unlink()
-    (index / "in-the-way").mkdir(parents=True)  # the index cannot be written
-    assert site.cli("build", check=False).returncode == 1
-    assert json.loads(site.cli("status", "--json").stdout)["unpublished"] == ["sitemap-1.xml"]
-    assert any(
-        line.startswith("UNPUBLISHED:  sitemap-1.xml: changed since last published")
-        for line in site.cli("status").stdout.splitlines()
-    )
-    shutil.rmtree(index)
-    site.build()
-    assert json.loads(site.cli("status", "--json").stdout)["unpublished"] == []
-    assert "UNPUBLISHED" not in site.cli("status").stdout
+    for change in ("a page added", "nothing changed"):
+        if change == "a page added":
+            site.write("b.html", page("B", "A second page, added before the publish failed."))
+        index.unlink()
+        (index / "in-the-way").mkdir(parents=True)  # the index cannot be written
+        assert site.cli("build", check=False).returncode == 1, change
+        failed = json.loads(site.cli("status", "--json").stdout)["publish_failed"]
+        assert f"cannot write {index}" in failed["error"], change
+        (line,) = [s for s in site.cli("status").stdout.splitlines() if "PUBLISH FAILED" in s]
+        assert line.startswith(f"PUBLISH FAILED: at {failed['at']}: cannot write {index}")
+        assert line.endswith("(the next build tries again)"), line
+        shutil.rmtree(index)
+        site.build()
+        assert json.loads(site.cli("status", "--json").stdout)["publish_failed"] is None
+        assert "PUBLISH FAILED" not in site.cli("status").stdout
     assert set(site.urls()) == {"https://example.com/a.html", "https://example.com/b.html"}
 
 

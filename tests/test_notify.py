@@ -134,7 +134,7 @@ def test_a_hub_that_refuses_or_is_away_shows_in_status(site: Site, endpoint: End
     assert any(line.startswith(f"websub:       {hub}: REFUSED at ") for line in text), text
     (told,) = json.loads(site.cli("status", "--json").stdout)["notifications"]["websub"]
     assert (told["hub"], told["owed"], told["last_answer"]["status"]) == (hub, [], 403)
-    site.write("a.html", page("A", "2"))
+    site.write("b.html", page("B", "1"))  # a new entry on the feeds: the hub is told
     site.build()
     assert "websub:" not in site.cli("status").stdout
     # A hub that cannot be reached: the feeds wait for it.

@@ -1,6 +1,8 @@
 """The engine: scan sources, apply to the ledger, publish. `build` and the daemon share it."""
 
 # Annotations evaluated, not text: see core/observation.py.
+import contextlib
+import sqlite3
 import threading
 import time
 from collections.abc import Mapping
@@ -17,9 +19,9 @@ from sitemapd.engine.accesslogs import access_logs, read_access_logs
 from sitemapd.engine.progress import Progress, log_report
 from sitemapd.engine.target import Target
 from sitemapd.engine.transaction import apply_scans, removal_guard, set_aside
-from sitemapd.errors import SourceError
+from sitemapd.errors import SitemapdError, SourceError
 from sitemapd.ledger.ledger import Ledger
-from sitemapd.ledger.model import ALLOW_ALL, ChangeSet, RobotsRules
+from sitemapd.ledger.model import ALLOW_ALL, PUBLISH_FAILED_CURSOR, ChangeSet, RobotsRules
 from sitemapd.ledger.shards import Limits
 from sitemapd.publish import robots
 from sitemapd.publish.publisher import Publisher, PublishReport
@@ -188,6 +190,20 @@ class Engine:
             result = result.merged(self.update({}, result.more, now=now, progress=progress))
         return result
 
+    def _publish(self, now: str) -> PublishReport:
+        """Publish; a failure is recorded in the ledger (for `status`) before it is raised,
+        and the record is cleared by the next publish that succeeds."""
+        try:
+            report = self.publisher.publish(now)
+        except Exception as exc:
+            # A ledger that cannot take the record (a full disk) leaves the error to tell.
+            with contextlib.suppress(SitemapdError, sqlite3.Error):
+                self.ledger.set_cursor(PUBLISH_FAILED_CURSOR, f"{now} {exc}")
+            raise
+        if self.ledger.cursor(PUBLISH_FAILED_CURSOR):
+            self.ledger.set_cursor(PUBLISH_FAILED_CURSOR, "")
+        return report
+
     def reader(self, source: ChangelogSource) -> "Reader":
         """Return the change-log reader of `source`, opened on first use.
 
@@ -332,7 +348,7 @@ class Engine:
         if not quiet and self.adopting:
             # After the scan (a new ledger knows its URLs only now), before the publish.
             self.target.adopt()
-        report = PublishReport() if quiet else self.publisher.publish(now)
+        report = PublishReport() if quiet else self._publish(now)
         if not quiet:
             self.adopting = False
         seconds = time.perf_counter() - started

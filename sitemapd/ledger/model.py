@@ -20,6 +20,8 @@ FIRST_LOAD_SEEN = ""
 PUBLISHED_CURSOR = "published_seq"
 # Where the files `published` records were published (a folder, an s3:// URL).
 PUBLISHED_TARGET_CURSOR = "published_target"
+# The last publish, when it failed: "<time> <why>"; empty once one succeeds.
+PUBLISH_FAILED_CURSOR = "publish_failed"
 
 
 class RobotsRules:

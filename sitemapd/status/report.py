@@ -13,6 +13,7 @@ from sitemapd.config import Config
 from sitemapd.config.sources import ChangelogSource, DirectorySource
 from sitemapd.errors import SitemapdError
 from sitemapd.ledger.lock import StateLock
+from sitemapd.ledger.model import PUBLISH_FAILED_CURSOR
 from sitemapd.ledger.removals import holds
 from sitemapd.publish import robots
 from sitemapd.publish.manifest import ADOPTED
@@ -80,12 +81,6 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
             }
         )
     (last_publish,) = conn.execute("SELECT max(at) FROM published").fetchone()
-    # Shards changed since their last publish: a publish failed (or was a dry run) since,
-    # or one is under way.
-    unpublished = [
-        names.shard(shard_id)
-        for (shard_id,) in conn.execute("SELECT id FROM shards WHERE dirty = 1 ORDER BY id")
-    ]
     cursors = dict(conn.execute("SELECT name, value FROM cursors"))
     return {
         "crawl_problems": crawl_problems(conn),
@@ -133,7 +128,7 @@ def collect(config: Config, conn: sqlite3.Connection, names: OutputNames) -> dic
         "shards": shards,
         "index": names.index_url,
         "last_publish": last_publish,
-        "unpublished": unpublished,
+        "publish_failed": _publish_failed(cursors.get(PUBLISH_FAILED_CURSOR)),
         "adopted": _adopted(cursors.get(ADOPTED)),
         "daemon": daemon_health(config.site.state_dir),
     }
@@ -181,6 +176,14 @@ def daemon_health(state_dir: Path) -> dict[str, Any]:
     if holder and isinstance(saved, dict) and saved.get("pid") == holder:
         found.update({key: saved.get(key) for key in found if key != "held_by"})
     return found
+
+
+def _publish_failed(cursor: str | None) -> dict[str, str] | None:
+    """Return when the last publish failed and why (None: it did not)."""
+    if not cursor:
+        return None
+    at, _, error = cursor.partition(" ")
+    return {"at": at, "error": error}
 
 
 def _adopted(cursor: str | None) -> dict[str, Any] | None:

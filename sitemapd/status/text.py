@@ -23,16 +23,17 @@ def render_text(report: dict[str, Any]) -> str:
         *_target_lines(report),
         "URLs:         " + ", ".join(f"{n} {status}" for status, n in urls.items()),
     ]
-    if report["unpublished"]:
-        files = report["unpublished"]
-        shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
-        why = (
-            "this daemon is a standby: the lease holder publishes"
-            if report["daemon"].get("role") == "standby"
-            else "a publish failed or was a dry run, or one is under way; "
-            "the next build publishes them"
+    failed = report["publish_failed"]
+    if failed is not None:
+        daemon = report["daemon"]
+        retry = (
+            "the daemon tries again with its next batch"
+            if daemon["pid"] is not None
+            else "a build under way tries again"
+            if daemon.get("held_by")
+            else "the next build tries again"
         )
-        lines.append(f"UNPUBLISHED:  {shown}: changed since last published ({why})")
+        lines.append(f"PUBLISH FAILED: at {failed['at']}: {failed['error']} ({retry})")
     lines += [f"HELD:         {h['source']}: {h['reason']}" for h in report["removals_held"]]
     lines += [f"CANONICAL ELSEWHERE: {line}" for line in report["canonical_elsewhere"]]
     lines += [f"warning:      {line}" for line in report["robots_other_sitemaps"]]
