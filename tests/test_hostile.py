@@ -487,7 +487,7 @@ def test_a_page_past_what_search_engines_read_is_read_for_its_first_fifteen_mib(
     said = f"archive.html ({size:,} bytes) is read for its first 15 MiB alone"
     assert said in result.stderr, result.stderr
     explained = site.cli("explain", "archive.html").stdout
-    assert f"read:         its first 15 MiB of {size:,} bytes" in explained
+    assert f" bytes of {size:,} (to a block's end in the first 15 MiB)" in explained
     entries[10] = f"<p>Archive entry 10: {story} Corrected on Friday.</p>\n"
     site.write("archive.html", archive(1))
     assert "0 new, 1 updated" in site.build().stdout
@@ -512,7 +512,8 @@ def test_a_page_past_what_search_engines_read_is_said_so_when_its_bytes_count_to
     result = site.build()
     size = (site.root / "archive.html").stat().st_size
     assert f"archive.html ({size:,} bytes) is read for its first 15 MiB alone" in result.stderr
-    assert "read:         its first 15 MiB of " in site.cli("explain", "archive.html").stdout
+    explained = site.cli("explain", "archive.html").stdout
+    assert "as search engines read it; the fingerprint takes every byte" in explained
     site.write("archive.html", page("Archive", filler + "<p>A last entry.</p>"))
     assert "0 new, 1 updated" in site.build().stdout
 
@@ -525,3 +526,18 @@ def test_a_file_is_hashed_whole_however_little_of_it_is_kept(tmp_path: Path, siz
     stat, head, digest, read = read_hashed(str(path), 1_000)
     assert (stat.st_size, head, digest, read) == (size, data[:1_000], bytes_digest(data), size)
     assert read_hashed(str(path)) == (stat, data, digest, size)
+
+
+def test_a_page_past_what_search_engines_read_without_blocks_is_cut_at_a_line(site: Site) -> None:
+    """A page of one long `<pre>` has no end of a block near the mark: it is cut at the
+    end of a line, and a template a byte longer moves no lastmod either."""
+    lines = "".join(f"{n:08d} an entry of the log, one of very many\n" for n in range(340_000))
+
+    def log(version: int) -> str:
+        styled = f'<link rel="stylesheet" href="/site.css?v={version}"></head>'
+        return page("Log", f"<pre>{lines}</pre>").replace("</head>", styled)
+
+    site.write("log.html", log(1))
+    site.build()
+    site.write("log.html", log(12))
+    assert "0 new, 0 updated" in site.build().stdout

@@ -240,6 +240,9 @@ def test_a_store_that_never_answers_leaves_the_probes_answering(
         shown = site.cli("status").stdout
         assert "UNHEALTHY" in shown
         assert "target:       CANNOT READ" in shown
+        # The batch that could not renew the lease failed to publish what it applied.
+        assert "PUBLISH FAILED: at " in shown
+        assert "(the daemon tries again with its next batch)" in shown
     finally:
         silent.stop()
     s3.start()
@@ -247,6 +250,7 @@ def test_a_store_that_never_answers_leaves_the_probes_answering(
         lambda: set(crawl(s3, bucket, ROOT)) == u("a.html", "b.html"), 60, "owed change"
     )
     daemon.wait_until(lambda: probe(port)[0] == 200, 30, "ready again")
+    assert json.loads(site.cli("status", "--json").stdout)["publish_failed"] is None
 
 
 @pytest.mark.slow

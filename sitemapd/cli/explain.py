@@ -29,6 +29,7 @@ from sitemapd.sources.pages import (
     is_html,
     read_file,
     read_hashed,
+    read_part,
     settings_for,
 )
 from sitemapd.sources.served import served_file
@@ -70,9 +71,10 @@ def explain(config: Config, target: str) -> str:
     ]
     lines += history
     if is_html(relpath) and is_cut(size):
+        taken = "; the fingerprint takes every byte" if settings.mode == "page" else ""
         lines.append(
-            f"read:         its first {HTML_READ >> 20} MiB of {size:,} bytes, as search "
-            "engines read it"
+            f"read:         its first {len(read_part(data)):,} bytes of {size:,} (to a block's "
+            f"end in the first {HTML_READ >> 20} MiB), as search engines read it{taken}"
         )
     reading = read.reading
     if reading is None:

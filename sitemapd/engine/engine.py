@@ -190,19 +190,32 @@ class Engine:
             result = result.merged(self.update({}, result.more, now=now, progress=progress))
         return result
 
-    def _publish(self, now: str) -> PublishReport:
-        """Publish; a failure is recorded in the ledger (for `status`) before it is raised,
-        and the record is cleared by the next publish that succeeds."""
+    def _publish(self, now: str) -> PublishReport | None:
+        """Publish what the ledger holds; return None for a standby, which leaves that to
+        the lease's holder. A failure (the lease's renewal and the adoption of what a
+        target holds too) is recorded in the ledger for `status` before it is raised; the
+        record goes once a publish succeeds, or this process finds itself a standby."""
         try:
+            # A standby keeps its ledger current and publishes once it holds the lease.
+            if self.lease is not None and not self.publisher.dry_run and not self.lease.keep():
+                self._failed("")
+                return None
+            if self.adopting:
+                # After the scan (a new ledger knows its URLs only now), before the publish.
+                self.target.adopt()
             report = self.publisher.publish(now)
         except Exception as exc:
-            # A ledger that cannot take the record (a full disk) leaves the error to tell.
-            with contextlib.suppress(SitemapdError, sqlite3.Error):
-                self.ledger.set_cursor(PUBLISH_FAILED_CURSOR, f"{now} {exc}")
+            self._failed(f"{w3c.now()} {str(exc) or type(exc).__name__}")
             raise
-        if self.ledger.cursor(PUBLISH_FAILED_CURSOR):
-            self.ledger.set_cursor(PUBLISH_FAILED_CURSOR, "")
+        self._failed("")
         return report
+
+    def _failed(self, record: str) -> None:
+        """Record why the last publish failed ("" once none did), unless it says so
+        already; a ledger that cannot take it (a full disk) leaves the error to tell."""
+        with contextlib.suppress(SitemapdError, sqlite3.Error):
+            if (self.ledger.cursor(PUBLISH_FAILED_CURSOR) or "") != record:
+                self.ledger.set_cursor(PUBLISH_FAILED_CURSOR, record)
 
     def reader(self, source: ChangelogSource) -> "Reader":
         """Return the change-log reader of `source`, opened on first use.
@@ -342,14 +355,9 @@ class Engine:
             )
             changes = changes.merged(later)
         quiet = not (changes.changed or changes.moved or rescan or refresh)
-        # A standby keeps its ledger current and publishes once it holds the lease.
-        if not quiet and self.lease is not None and not self.publisher.dry_run:
-            quiet = not self.lease.keep()
-        if not quiet and self.adopting:
-            # After the scan (a new ledger knows its URLs only now), before the publish.
-            self.target.adopt()
-        report = PublishReport() if quiet else self._publish(now)
-        if not quiet:
+        published = None if quiet else self._publish(now)
+        report = published or PublishReport()
+        if published is not None:
             self.adopting = False
         seconds = time.perf_counter() - started
         log.log(

@@ -33,9 +33,10 @@ HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 # MB of an HTML file and indexes nothing past them. A page of 200 MB took 874 MB to parse;
 # its bytes past these are hashed as they are read, never held.
 HTML_READ = 15 << 20
-# A longer page is cut after the last end of a block in the 64 KiB before HTML_READ, not
-# at a byte: a template a few bytes longer or shorter (an asset's version, a stamp) then
-# moves the cut only where a block's end crosses it, not the text of the last block.
+# A longer page is cut after the last end of a block in the 64 KiB before HTML_READ (of a
+# line, or of a tag, where it has none there), not at a byte: a template a few bytes
+# longer or shorter (an asset's version, a stamp) then moves what is read only where
+# such an end crosses the mark, not the text of the last block.
 _BLOCK_END = re.compile(
     rb"</(?:p|li|div|tr|table|[uod]l|dd|section|article|h[1-6]|pre|blockquote|figure)\s*>",
     re.IGNORECASE,
@@ -138,8 +139,15 @@ def read_part(data: bytes) -> bytes:
     the last end of a block in them."""
     if not is_cut(len(data)):
         return data
-    ends = _BLOCK_END.finditer(data, HTML_READ - _BLOCKS_BEFORE, HTML_READ)
-    return data[: max((end.end() for end in ends), default=HTML_READ)]
+    start = HTML_READ - _BLOCKS_BEFORE
+    ends = [end.end() for end in _BLOCK_END.finditer(data, start, HTML_READ)]
+    if ends:
+        return data[: ends[-1]]
+    for mark in (b"\n", b">"):
+        at = data.rfind(mark, start, HTML_READ)
+        if at >= 0:
+            return data[: at + 1]
+    return data[:HTML_READ]
 
 
 def is_cut(size: int) -> bool:
