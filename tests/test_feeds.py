@@ -299,3 +299,21 @@ def test_a_first_build_s_newest_lastmods_fill_the_first_page(site: Site) -> None
     )
     build_at(site, at(0))
     assert sorted(entries(site, "atom.xml")) == ["fresh1.html", "fresh2.html"]
+
+
+def test_a_batch_s_newest_lastmods_fill_the_first_page(site: Site) -> None:
+    # An export newest first: of the lines one build changes, the newest lastmods fill
+    # the first page, not the list's last (oldest) lines.
+    listing = site.base / "urls.txt"
+    root = "https://example.com/"
+    names = ("a", "b", "c", "d")
+    listing.write_text("".join(f"{root}{n}.html\t2020-01-01T00:00:00Z\n" for n in names))
+    site.configure(
+        extra='[feed]\ntitle = "T"\nmax_entries = 2\n'
+        f'[[source]]\ntype = "urllist"\npath = "{listing}"\nname = "list"\n'
+    )
+    build_at(site, at(0))
+    dated = zip(names, ("2021-01-04", "2021-01-03", "2021-01-02", "2021-01-01"), strict=True)
+    listing.write_text("".join(f"{root}{n}.html\t{day}T00:00:00Z\n" for n, day in dated))
+    build_at(site, at(1))
+    assert entries(site, "atom.xml") == ["a.html", "b.html"]
