@@ -317,3 +317,29 @@ def test_a_batch_s_newest_lastmods_fill_the_first_page(site: Site) -> None:
     listing.write_text("".join(f"{root}{n}.html\t{day}T00:00:00Z\n" for n, day in dated))
     build_at(site, at(1))
     assert entries(site, "atom.xml") == ["a.html", "b.html"]
+
+
+def test_a_url_gone_and_back_in_one_run_is_journalled_in_that_order(tmp_path: Path) -> None:
+    # A change log's reads of one run: a post trashed, then restored. Its entries keep
+    # their order when the run's are renumbered by lastmod: its newest says it is back.
+    from sitemapd.core.observation import ArticleMeta, Changes
+    from sitemapd.ledger import history
+    from sitemapd.ledger.ledger import Ledger
+    from sitemapd.ledger.shards import Limits
+
+    meta = ArticleMeta(None, None, None, False, (), ())
+
+    def read(*rows: tuple[str, bool, str]) -> Changes:
+        locs = [f"https://example.com/{loc}" for loc, _, _ in rows]
+        n = len(rows)
+        deleted, times = [d for _, d, _ in rows], [t for _, _, t in rows]
+        return Changes("log", locs, deleted, [None] * n, times, [None] * n, [meta] * n)
+
+    ledger = Ledger(tmp_path / "ledger.sqlite3", Limits(1000, 50_000_000))
+    ledger.apply([read(("a", False, at(0)), ("z", False, at(0)))], now=at(1))
+    ledger.apply([read(("a", True, at(2))), read(("a", False, at(3)))], now=at(4))
+    url = history.url_state(ledger.conn, "https://example.com/a")
+    assert url is not None
+    kinds = [change["kind"] for change in history.changes(ledger.conn, url, 10)]
+    assert kinds[:2] == ["new", "gone"], kinds  # newest first
+    ledger.close()

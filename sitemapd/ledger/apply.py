@@ -61,7 +61,6 @@ class Apply(Decisions):
         self.lists = ListLoad(self, self._update)
         self.updated = 0  # rows given to `update_chunk`
         self.present = present
-        self.journal_from = 0  # the journal's last seq before this run (`start`)
 
     # Phases ------------------------------------------------------------------------
 
@@ -76,9 +75,6 @@ class Apply(Decisions):
         else:
             # Before this run's first write: a publish splices what it changes (edits.py).
             self.ledger.edits.start()
-            (self.journal_from,) = self.conn.execute(
-                "SELECT coalesce(max(seq), 0) FROM journal"
-            ).fetchone()
             for table in ("seen", "pending"):
                 self.conn.execute(
                     f"CREATE TEMP TABLE IF NOT EXISTS {table} (id INTEGER PRIMARY KEY)"
@@ -216,7 +212,7 @@ class Apply(Decisions):
             "INSERT INTO journal (url_id, kind, at) VALUES (?, ?, ?)", self.journal
         )
         if not self.bulk:
-            order_by_lastmod(self.conn, self.journal_from, self.now)
+            order_by_lastmod(self.conn, self.first_seq, self.now)
             self.save_links()
             self.dirty_alternate_shards()
         self.changes.dirty_shards = self.shards.flush()

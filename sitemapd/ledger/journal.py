@@ -36,28 +36,33 @@ ENTRIES_AFTER = (
 
 def order_by_lastmod(conn: sqlite3.Connection, after: int, now: str) -> None:
     """Renumber the journal's rows after seq `after` (those of one run) by their URLs'
-    lastmods, oldest first, a URL gone at `now`; rows of the same time keep their order.
+    lastmods, oldest first, a URL whose last row says it is gone as of `now`. A URL's
+    rows keep their order, and so do URLs of the same time.
 
     A feed's first page holds the newest entries: a run that changes more URLs than a
-    page holds then puts its newest pages there, in whatever order its source gave them
+    page holds then puts its newest pages there, whatever order its source gave them in
     (a list exported newest first journals its URLs in that order)."""
     (count,) = conn.execute("SELECT count(*) FROM journal WHERE seq > ?", (after,)).fetchone()
     if count < 2:
         return
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS ordered (url_id INTEGER, kind TEXT, at TEXT)")
-    conn.execute("DELETE FROM temp.ordered")
+    # Each row by its URL's last row in the run: gone, then back, stays in that order.
     conn.execute(
         "INSERT INTO temp.ordered SELECT j.url_id, j.kind, j.at FROM journal j "
-        "LEFT JOIN urls u ON u.id = j.url_id WHERE j.seq > ? "
-        "ORDER BY CASE WHEN j.kind = ? THEN ? ELSE coalesce(u.lastmod, '') END, j.seq",
+        "JOIN (SELECT url_id, max(seq) AS last FROM journal WHERE seq > ?1 GROUP BY url_id) l "
+        "ON l.url_id IS j.url_id JOIN journal z ON z.seq = l.last "
+        "LEFT JOIN urls u ON u.id = j.url_id WHERE j.seq > ?1 "
+        "ORDER BY CASE WHEN z.kind = ?2 THEN ?3 ELSE coalesce(u.lastmod, '') END, j.seq",
         (after, GONE, now),
     )
     conn.execute("DELETE FROM journal WHERE seq > ?", (after,))
     # The rows take the seqs they had, in the new order: nothing read them meanwhile.
     conn.execute(
-        "INSERT INTO journal (url_id, kind, at) SELECT url_id, kind, at FROM temp.ordered "
-        "ORDER BY rowid"
+        "INSERT INTO journal (seq, url_id, kind, at) "
+        "SELECT ? + row_number() OVER (ORDER BY rowid), url_id, kind, at FROM temp.ordered",
+        (after,),
     )
+    conn.execute("DELETE FROM temp.ordered")
 
 
 class Run:
