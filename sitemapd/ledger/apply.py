@@ -208,9 +208,7 @@ class Apply(Decisions):
                     if gone:
                         log.warning("source %r is no longer configured: %d URLs gone", name, gone)
         self.changes.moved += self.shards.enforce_limits()
-        self.conn.executemany(
-            "INSERT INTO journal (url_id, kind, at) VALUES (?, ?, ?)", self.journal
-        )
+        self.write_journal()
         if not self.bulk:
             order_by_lastmod(self.conn, self.first_seq, self.now)
             self.save_links()

@@ -22,9 +22,9 @@ from sitemapd.ledger.schema import (
     GONE,
     LIVE,
     SEEDED,
-    UPDATE_URL,
     URL_SELECT,
     insert_rows,
+    update_rows,
 )
 from sitemapd.ledger.urlrow import UrlRow
 from sitemapd.render.sitemap import entry_size
@@ -242,6 +242,9 @@ class Decisions(Run):
             self.shards.touch(row.shard, row.lastmod, old_lastmod)
             self.changes.updated += 1
             self.journal.append((row.id, UPDATED, self.now))
+        if len(self.journal) >= CHUNK:
+            # Written as the run goes: a run re-dating a million URLs held 90 MB of them.
+            self.write_journal()
 
     def _remove(self, row: UrlRow) -> None:
         """Mark `row` gone: out of every sitemap, its hash and lastmod kept for its return."""
@@ -261,7 +264,7 @@ class Decisions(Run):
             )
         }
         inserts: list[UrlRow] = []
-        updates: list[tuple[Any, ...]] = []
+        updates: list[tuple[tuple[Any, ...], tuple[Any, ...]]] = []
         seen: list[tuple[int | None]] = []
         touched: list[tuple[str, int | None]] = []
         pending: list[tuple[int | None]] = []
@@ -286,28 +289,27 @@ class Decisions(Run):
                         pending.append((known.id,))
                         self.pending.add(item.source)
                         continue
-                    row = known
-                    self._remove(row)
-                    updates.append(row.update_params())
+                    before = known.update_params()
+                    self._remove(known)
+                    updates.append((before, known.update_params()))
                 continue
             seen.append((known.id,))
             if _unchanged(known, item, self.source_id(item.source)):
                 continue
-            row = known
-            before = row.update_params()
-            self._observe(row, item)
-            after = row.update_params()
-            if after != before:
-                updates.append(after)
+            before = known.update_params()
+            self._observe(known, item)
+            updates.append((before, known.update_params()))
         ids = insert_rows(self.conn, inserts)
         for new, url_id in zip(inserts, ids, strict=True):
             if new.alternates is not None:
                 self.links[url_id] = new.alternates
-        self.conn.executemany(UPDATE_URL, updates)
+        update_rows(self.conn, updates)
         self.conn.executemany("UPDATE urls SET file_key = ? WHERE id = ?", touched)
         self.conn.executemany("INSERT OR IGNORE INTO temp.seen VALUES (?)", seen)
-        # The last word on a URL wins across chunks too: seen and pending stay disjoint.
-        self.conn.executemany("DELETE FROM temp.pending WHERE id = ?", seen)
+        # The last word on a URL wins across chunks too: seen and pending stay disjoint
+        # (pending holds rows once a guarded source said a URL is gone in this run).
+        if self.pending:
+            self.conn.executemany("DELETE FROM temp.pending WHERE id = ?", seen)
         self.conn.executemany("DELETE FROM temp.seen WHERE id = ?", pending)
         self.conn.executemany("INSERT OR IGNORE INTO temp.pending VALUES (?)", pending)
         if ids:
@@ -323,11 +325,14 @@ class Decisions(Run):
             f"AND status IN (?, ?) AND {which} ORDER BY id LIMIT ?",
             (last_id, source_id, LIVE, EXCLUDED, CHUNK),
         ).fetchall():
-            rows = [UrlRow(*values) for values in batch]
-            for row in rows:
+            updates = []
+            for values in batch:
+                row = UrlRow(*values)
+                before = row.update_params()
                 self._remove(row)
-            self.conn.executemany(UPDATE_URL, [row.update_params() for row in rows])
-            removed += len(rows)
+                updates.append((before, row.update_params()))
+            update_rows(self.conn, updates)
+            removed += len(batch)
             last_id = batch[-1][0]
         return removed
 
@@ -343,9 +348,10 @@ class Decisions(Run):
                 row = UrlRow(*values)
                 reason = self._reason(row.loc, row.page_reason)
                 if reason != row.reason:
+                    before = row.update_params()
                     self._set_status(row, reason, row.lastmod)
-                    updates.append(row.update_params())
-            self.conn.executemany(UPDATE_URL, updates)
+                    updates.append((before, row.update_params()))
+            update_rows(self.conn, updates)
             changed += len(updates)
             last_id = batch[-1][0]
         log.info("robots.txt rules changed: %d URLs changed status", changed)

@@ -17,7 +17,7 @@ URL of theirs is listed elsewhere) and a full read give the same ledger.
 # Annotations evaluated, not text: see core/observation.py.
 from array import array
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING
 
@@ -238,12 +238,11 @@ class ListLoad:
         return True
 
     def _differences(self, source: str, source_id: int) -> Iterator[Observation]:
-        rows = self.conn.execute(
+        query = (
             "SELECT w.loc, w.stamp FROM temp.list_winners w LEFT JOIN urls u ON u.loc = w.loc "
-            f"WHERE u.id IS NULL OR NOT ({_AS_LISTED}) ORDER BY w.pos",
-            (source_id,),
-        ).fetchall()
-        for loc, stamp in rows:
+            f"WHERE u.id IS NULL OR NOT ({_AS_LISTED}) ORDER BY w.pos"
+        )
+        for loc, stamp in self._found([(query, (source_id,))]):
             # A held line changes nothing: a URL new or gone waits for its datetime.
             if stamp != HELD:
                 yield Observation(loc, source, None, stamp or None)
@@ -251,22 +250,47 @@ class ListLoad:
     def _gone(
         self, source: str, source_id: int, full: bool, removed: list[bytes]
     ) -> Iterator[Gone]:
+        queries: list[tuple[str, Sequence[object]]]
         if full:
-            rows = self.conn.execute(
-                "SELECT loc FROM urls WHERE source_id = ? AND status IN (?, ?) "
-                "AND loc NOT IN (SELECT loc FROM temp.list_winners)",
-                (source_id, LIVE, EXCLUDED),
-            ).fetchall()
+            queries = [
+                (
+                    "SELECT loc, NULL FROM urls WHERE source_id = ? AND status IN (?, ?) "
+                    "AND loc NOT IN (SELECT loc FROM temp.list_winners)",
+                    (source_id, LIVE, EXCLUDED),
+                )
+            ]
         else:
-            rows = []
-            for batch in batches(sorted(listed_ids(self.conn, source_id, removed))):
-                rows += self.conn.execute(
-                    f"SELECT loc FROM urls WHERE id IN ({','.join('?' * len(batch))}) "
+            queries = [
+                (
+                    f"SELECT loc, NULL FROM urls WHERE id IN ({','.join('?' * len(batch))}) "
                     "AND loc NOT IN (SELECT loc FROM temp.list_winners)",
                     batch,
-                ).fetchall()
-        for (loc,) in rows:
+                )
+                for batch in batches(sorted(listed_ids(self.conn, source_id, removed)))
+            ]
+        for loc, _ in self._found(queries):
             yield Gone(loc, source)
+
+    def _found(
+        self, queries: Collection[tuple[str, Sequence[object]]]
+    ) -> Iterator[tuple[str, str | None]]:
+        """Yield the `(loc, stamp)` rows `queries` select, in their order, a batch at a
+        time: kept in a temporary table while the URLs they name are updated, not held in
+        memory (a million re-dated lines took 230 MB as Python's)."""
+        if not queries:  # a re-read that removed no chunk
+            return
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS list_found (loc TEXT, stamp TEXT)")
+        self.conn.execute("DELETE FROM temp.list_found")
+        for query, params in queries:
+            self.conn.execute(f"INSERT INTO temp.list_found (loc, stamp) {query}", params)
+        last = 0
+        while rows := self.conn.execute(
+            "SELECT rowid, loc, stamp FROM temp.list_found WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            (last, _BATCH),
+        ).fetchall():
+            last = rows[-1][0]
+            for _, loc, stamp in rows:
+                yield loc, stamp
 
     def _apply(self, items: Iterator[Observation] | Iterator[Gone]) -> None:
         while batch := list[Observation | Seen | Gone](islice(items, _BATCH)):
@@ -291,17 +315,11 @@ class ListLoad:
                 [(source_id, digest) for digest in known if digest not in now_listed],
             )
         digests = {pos: digest for pos, digest, *_ in self.read[source]}
-        listed: dict[int, array[int]] = {}
-        for chunk, url_id in self.conn.execute(
-            "SELECT l.chunk, u.id FROM temp.list_lines l JOIN urls u ON u.loc = l.loc "
-            "WHERE l.source_id = ? ORDER BY l.pos",
-            (source_id,),
-        ):
-            listed.setdefault(chunk, array("q")).append(url_id)
-        self.conn.executemany(
-            "INSERT OR REPLACE INTO list_chunk_urls (source_id, digest, ids) VALUES (?, ?, ?)",
-            [(source_id, digests[chunk], ids.tobytes()) for chunk, ids in listed.items()],
-        )
+        for chunk, ids in self._chunk_ids(source_id):
+            self.conn.execute(
+                "INSERT OR REPLACE INTO list_chunk_urls (source_id, digest, ids) VALUES (?, ?, ?)",
+                (source_id, digests[chunk], ids.tobytes()),
+            )
         if not self._repeated(source):
             return
         # The URLs listed twice are found among the staged lines first (most often none
@@ -312,6 +330,24 @@ class ListLoad:
             "GROUP BY loc HAVING count(DISTINCT chunk) > 1) l JOIN urls u ON u.loc = l.loc",
             (source_id, source_id),
         )
+
+    def _chunk_ids(self, source_id: int) -> Iterator[tuple[int, "array[int]"]]:
+        """Yield each staged chunk of list `source_id` with the ids of the URLs its lines
+        list, in order, one chunk's at a time (a whole list's took 8 bytes a URL)."""
+        chunk, ids = -1, array("q")
+        # Read as it goes: `list_chunk_urls`, written meanwhile, is not among what it reads.
+        for pos, url_id in self.conn.execute(
+            "SELECT l.chunk, u.id FROM temp.list_lines l JOIN urls u ON u.loc = l.loc "
+            "WHERE l.source_id = ? ORDER BY l.pos",
+            (source_id,),
+        ):
+            if pos != chunk:
+                if ids:
+                    yield chunk, ids
+                chunk, ids = pos, array("q")
+            ids.append(url_id)
+        if ids:
+            yield chunk, ids
 
     def _repeated(self, source: str) -> bool:
         """True unless the lines staged of list `source` are known to list no URL twice

@@ -76,6 +76,13 @@ class Run:
             found = self._source_ids[name] = cursor.lastrowid or 0
         return found
 
+    def write_journal(self) -> None:
+        """Write the journal rows of the run not yet written."""
+        self.conn.executemany(
+            "INSERT INTO journal (url_id, kind, at) VALUES (?, ?, ?)", self.journal
+        )
+        self.journal.clear()
+
     def note_new(self, first: int, last: int) -> None:
         """Note the rows inserted with ids `first` to `last` as seen, and journal the live
         ones as new (a ledger with URLs: its first load journals at its end)."""

@@ -7,7 +7,9 @@ A released migration never changes; the list index + 1 is the schema version, st
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from operator import itemgetter, ne
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,8 @@ URL_SELECT = ", ".join(
     for name in COLUMNS
 )
 INSERT_URL = f"INSERT INTO urls ({URLCOLUMNS}) VALUES (NULL{', ?' * (len(COLUMNS) - 1)})"
-UPDATE_URL = f"UPDATE urls SET {', '.join(f'{name} = ?' for name in COLUMNS[2:])} WHERE id = ?"
+# The columns `UrlRow.update_params` gives, `id` last.
+_UPDATED = COLUMNS[2:]
 # Fewer rows than this are inserted with every value bound.
 _SHARED_FROM = 16
 
@@ -82,6 +85,38 @@ def _insert(conn: sqlite3.Connection, rows: list[UrlRow]) -> None:
     insert_values(
         conn, f"INSERT OR FAIL INTO urls ({URLCOLUMNS})", f"(NULL, {', '.join(values)})", bound
     )
+
+
+def update_rows(conn: sqlite3.Connection, rows: Iterable[tuple[Any, ...]]) -> None:
+    """Write the columns that changed in each row: `rows` are pairs of its
+    `update_params()` as read and as it is now.
+
+    An UPDATE maintains every index of a column it sets, changed or not: re-dating a
+    million URLs setting every column took 10.1 s, setting the two that changed 2.1 s.
+    """
+    groups: dict[tuple[bool, ...], list[tuple[Any, ...]]] = {}
+    for before, after in rows:
+        groups.setdefault(tuple(map(ne, before, after)), []).append(after)
+    for changed, params in groups.items():
+        if any(changed):
+            statement, picked = _update_statement(changed)
+            conn.executemany(statement, map(picked, params))
+
+
+@lru_cache(maxsize=64)
+def _update_statement(
+    changed: tuple[bool, ...],
+) -> tuple[str, Callable[[tuple[Any, ...]], tuple[Any, ...]]]:
+    """Return the UPDATE of the columns `changed` flags, and what picks its parameters
+    from `update_params()`."""
+    names = [name for name, flag in zip(_UPDATED, changed, strict=False) if flag]
+    if "lastmod" in names and "source_time" not in names:
+        # A first load's '' there reads as the lastmod (`source_time`): written out before
+        # the lastmod moves from under it.
+        names.append("source_time")
+    picked = itemgetter(*(_UPDATED.index(name) for name in names), len(_UPDATED))
+    sets = ", ".join(f"{name} = ?" for name in names)
+    return f"UPDATE urls SET {sets} WHERE id = ?", picked
 
 
 def _literal(value: object) -> str | None:

@@ -102,7 +102,8 @@ class UrlRow:
         return inserted_values(self)
 
     def update_params(self) -> tuple[Any, ...]:
-        """Return the values `UPDATE_URL` binds: every column but `id` and `loc`, then `id`."""
+        """Return the values an UPDATE of the row binds (`update_rows`): every column but `id`
+        and `loc`, then `id`."""
         return _UPDATED(self)
 
     @property
