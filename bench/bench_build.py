@@ -3,9 +3,10 @@
     python bench/bench_build.py [--urls 1000000] [--big 10000000] [--gzip]
 
 sitemapd phases: cold build, no-change rebuild, rebuild after `touch`, one line changed
-in the list, and one URL changed through the engine (what the daemon does when one file
-changes); then the start-up of `status`, `check-config` and `explain`, and a cold build of
-`--big` URLs (0 skips it). The peer: npm `sitemap` (the
+in the list, one URL changed through the engine (what the daemon does when one file
+changes), and every line given a new datetime (once: a CMS exporting again); then the
+start-up of `status`, `check-config` and `explain`, and a cold build of `--big` URLs (0
+skips it). The peer: npm `sitemap` (the
 most used generator), installed into a temporary folder with npm, rebuilding everything
 from the same list with its SitemapAndIndexStream, 50,000 URLs a file, as its README
 shows: given each URL's datetime, as sitemapd publishes them, and given the URLs alone
@@ -19,6 +20,7 @@ system seconds together.
 from __future__ import annotations
 
 import argparse
+import calendar
 import os
 import re
 import shutil
@@ -181,6 +183,18 @@ def change_one_line(path: Path, target: int) -> str:
             dst.write(line)
     changed.replace(path)
     return url
+
+
+def redate_every_line(path: Path) -> None:
+    """Give every line of the list a datetime one second later (streamed), as a CMS
+    exporting its URLs again with fresh times would."""
+    changed = path.with_suffix(".new")
+    with path.open() as src, changed.open("w") as dst:
+        for line in src:
+            url, _, stamp = line.rstrip("\n").partition("\t")
+            later = time.gmtime(calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) + 1)
+            dst.write(f"{url}\t{time.strftime('%Y-%m-%dT%H:%M:%S', later)}{stamp[19:]}\n")
+    changed.replace(path)
 
 
 def engine_one_change(config: Path, loc: str) -> Run:
@@ -407,6 +421,8 @@ def main() -> None:
 
     rows.append(("one line changed in the list", repeated(args.repeat, changed), peer_cold))
     rows.append(("one URL changed via the engine", engine_one_change(config, urls[0]), None))
+    redate_every_line(listing)
+    rows.append(("every line re-dated", run_build(config), peer_cold))
     started = startup(*startup_site(work / "startup"))
     big: Run | None = None
     if args.big:

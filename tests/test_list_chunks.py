@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import xxhash
 from conftest import Site, snapshot, write_atomic
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from pyfastcdc import FastCDC
 
@@ -160,6 +160,21 @@ def sites(tmp: Path) -> Iterator[Path]:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(initial=st.lists(LINE, min_size=30, max_size=250), ops=st.lists(OPS, max_size=12))
+# A block moved to the top puts a URL's earlier line after its later one: no line of it
+# is in a chunk the re-read parses, and its last line is another.
+@example(
+    initial=[
+        *[line(0, None)] * 21,
+        line(1, 1),
+        line(2, None),
+        *[line(0, None)] * 7,
+        line(1, 0),
+        line(2, None),
+        line(2, None),
+        *[line(0, None)] * 23,
+    ],
+    ops=[("delete", 999409, 12), ("move", 1080, 10, 0)],
+)
 def test_chunked_reread_equals_a_full_read(
     tiny_chunks: None, initial: list[str], ops: list[tuple[Any, ...]]
 ) -> None:

@@ -58,7 +58,7 @@ class Apply(Decisions):
         present: Mapping[str, Callable[[list[str]], set[str]]],
     ) -> None:
         super().__init__(ledger, robots, now, guard)
-        self.lists = ListLoad(self, self._update)
+        self.lists = ListLoad(self, self._update, self._count)
         self.updated = 0  # rows given to `update_chunk`
         self.present = present
 
@@ -144,12 +144,16 @@ class Apply(Decisions):
             self._update(present)
 
     def _update(self, items: list[Observation | Seen | Gone]) -> None:
-        """Apply `items` to rows the ledger may hold, noting what changed in place until
-        the run has updated more rows than a publish would splice."""
-        self.updated += len(items)
+        """Apply `items` to rows the ledger may hold."""
+        self._count(len(items))
+        self.update_chunk(items)
+
+    def _count(self, rows: int) -> None:
+        """Count `rows` about to be updated: what changed in place is noted until the run
+        has updated more rows than a publish would splice."""
+        self.updated += rows
         if self.updated > NOTED_MOST:
             self.ledger.edits.stop()
-        self.update_chunk(items)
 
     def _consume_bulk(self, items: list[Observation | Seen | Gone]) -> None:
         """Insert new rows, noting for each Gone how far the rows inserted before it go."""

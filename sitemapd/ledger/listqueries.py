@@ -118,6 +118,16 @@ class ListQueries(Transactions):
                 return True
         return False
 
+    def list_repeats(self, source: str) -> bool:
+        """True when the list's last read listed a URL more than once."""
+        source_id = self._source_id(source)
+        if source_id is None:
+            return False
+        found = self._read().execute(
+            "SELECT 1 FROM list_repeats WHERE source_id = ? LIMIT 1", (source_id,)
+        )
+        return found.fetchone() is not None
+
     def _locs(self, ids: Collection[int]) -> set[str]:
         """Return the locs of the URLs `ids` (those still in the ledger)."""
         locs: set[str] = set()

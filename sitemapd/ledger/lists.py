@@ -25,6 +25,7 @@ from sitemapd.core import logs
 from sitemapd.core.listlines import HELD, ListLines
 from sitemapd.core.observation import Gone, ListChunk, Observation, Seen
 from sitemapd.ledger.listqueries import batches, listed_ids
+from sitemapd.ledger.redate import LINE_FIELDS, apply_redated
 from sitemapd.ledger.run import Run
 from sitemapd.ledger.schema import EXCLUDED, LIVE, source_time
 from sitemapd.ledger.spool import ShardSpool, SpooledShard
@@ -38,11 +39,10 @@ _BATCH = 2000
 # Staged lines of a list whose URLs `ListLoad` keeps to tell that none is listed twice.
 _STAGED_KEPT = 20_000
 # The row of `urls` as a list line would leave it: anything else is a difference.
+# (`IS`: a URL listed undated has no source time, and a datetime given it is a change.)
 _AS_LISTED = (
-    "u.source_id = ? AND u.status IN ('live', 'excluded') AND u.page_reason IS NULL "
-    "AND u.title IS NULL AND u.file_key IS NULL AND u.language IS NULL "
-    "AND u.news_title IS NULL AND u.article IS NULL AND u.alternates IS NULL "
-    f"AND u.extra IS NULL AND (w.stamp IN ('', '{HELD}') OR w.stamp = {source_time('u')})"
+    f"u.source_id = ? AND {LINE_FIELDS} "
+    f"AND (w.stamp IN ('', '{HELD}') OR w.stamp IS {source_time('u')})"
 )
 
 
@@ -57,11 +57,16 @@ class ListLoad:
     """The URL-list chunks of one `Ledger.apply()` run."""
 
     def __init__(
-        self, run: Run, update_chunk: Callable[[list[Observation | Seen | Gone]], None]
+        self,
+        run: Run,
+        update_chunk: Callable[[list[Observation | Seen | Gone]], None],
+        counted: Callable[[int], None],
     ) -> None:
         self.run = run
         # Applies the rows of a changed chunk, as `Apply` applies any observation.
         self.update_chunk = update_chunk
+        # Told of the rows updated in SQL (redate.py), as `update_chunk` is of its rows.
+        self.counted = counted
         self.conn = run.conn
         self.read: dict[str, list[_ReadChunk]] = {}  # source name -> its chunks read
         # Lists applied by `finish`: (read whole, the chunk records and their digests
@@ -216,6 +221,7 @@ class ListLoad:
             )
         if full and self._empty(source, source_id):
             return
+        apply_redated(self.run, source_id, self.counted)
         self._apply(self._differences(source, source_id))
         removed = [digest for digest in known if digest not in now_listed]
         self._apply(self._gone(source, source_id, full, removed))

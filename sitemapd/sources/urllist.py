@@ -32,9 +32,11 @@ if TYPE_CHECKING:
     from sitemapd.sources.listchunks import LineParser
 
 # New chunks' bytes a re-read parses and holds at most; past them it reads the whole list,
-# as a first read does, a chunk at a time. The lines held grow with the change: 45% of a
-# million-line list re-dated took 255 MB by chunks. 8 MiB are some 100,000 lines.
-PARSED_MOST = 8 << 20
+# as a first read does, a chunk at a time. The lines held grow with the change (45% of a
+# million-line list re-dated took 255 MB by chunks); a whole read costs a staging of every
+# line instead (150,000 lines of a million re-dated: 8.3 s whole, 3.0 s by chunks, which
+# held 100 MB at their peak). 12 MiB are some 150,000 lines.
+PARSED_MOST = 12 << 20
 
 
 def scan(source: UrlListSource, policy: URLPolicy, ledger: Ledger, now: str) -> Scan:
@@ -205,6 +207,7 @@ def _changed_chunks(
     items: list[Item] = []
     new_locs: list[str] = []
     present: set[bytes] = set()
+    kept: list[bytes] = []  # the known chunks found, in their order now
     new_bytes = 0
     # Chunks recorded before their ends were: the whole file is cut.
     chunks = cut(handle, counts) if places is None else recut(handle, places, counts)
@@ -220,11 +223,15 @@ def _changed_chunks(
                     "most" if new_bytes * 2 > size else f"more than {PARSED_MOST:,} bytes",
                 )
                 return None
-        elif chunk.digest not in rejecting:
-            items.append(
-                ListChunk(source.name, chunk.pos, chunk.first_line, chunk.digest, chunk.end, None)
-            )
-            continue
+        else:
+            kept.append(chunk.digest)
+            if chunk.digest not in rejecting:
+                items.append(
+                    ListChunk(
+                        source.name, chunk.pos, chunk.first_line, chunk.digest, chunk.end, None
+                    )
+                )
+                continue
         parser = parser or LineParser(source.name, policy)
         parsed = parser.parse(chunk.data, chunk.first_line, chunk.lines)
         items += map(reported, parsed.rejects)
@@ -245,7 +252,24 @@ def _changed_chunks(
     if (new_locs or removed) and ledger.list_conflicts(source.name, new_locs, removed):
         log.info("%s: a changed URL is listed more than once: reading the whole list", source.name)
         return None
+    if _reordered(known, kept) and ledger.list_repeats(source.name):
+        # A URL listed twice takes its last line: which one that is may have changed
+        # with no line of it parsed.
+        log.info("%s: chunks moved in a list that repeats URLs: reading it whole", source.name)
+        return None
     return items
+
+
+def _reordered(known: list[KnownChunk], kept: list[bytes]) -> bool:
+    """True when the chunks of the last read found again (`kept`, in their order now)
+    stand in another order than they did."""
+    left = Counter(kept)
+    before: list[bytes] = []
+    for chunk in known:
+        if left[chunk.digest]:
+            left[chunk.digest] -= 1
+            before.append(chunk.digest)
+    return before != kept
 
 
 def _log_chunks(source: UrlListSource, items: list[Item], size: int) -> None:
