@@ -90,8 +90,14 @@ def test_every_line_redated_updates_every_url_in_memory_that_does_not_grow(site:
                 "WHERE j.kind = 'updated' ORDER BY j.seq"
             )
         ]
+        # Read whole, each chunk lists the URLs of consecutive ids: kept as their ranges,
+        # as the first load wrote them, not as arrays of 8 bytes a URL.
+        ((arrays, chunks),) = conn.execute(
+            "SELECT count(*) - count(first_id), count(*) FROM list_chunk_urls"
+        )
     finally:
         conn.close()
+    assert (arrays, chunks > 10) == (0, True)
     # Oldest first: a feed's first page holds the run's newest changes.
     assert journalled == [loc(n) for n in range(COUNT)]
 
