@@ -175,6 +175,18 @@ def sites(tmp: Path) -> Iterator[Path]:
     ],
     ops=[("delete", 999409, 12), ("move", 1080, 10, 0)],
 )
+# A block listed twice loses its second copy: the URLs it lists twice take the line of
+# the block between the copies now, a chunk that did not change.
+@example(
+    initial=[
+        *[line(300 + n, 5) for n in range(30)],
+        *[line(n, 1) for n in range(60)],
+        *[line(n, 100) for n in range(60)],
+        *[line(n, 1) for n in range(60)],
+        *[line(200 + n, 5) for n in range(30)],
+    ],
+    ops=[("delete", 201, 6)],
+)
 def test_chunked_reread_equals_a_full_read(
     tiny_chunks: None, initial: list[str], ops: list[tuple[Any, ...]]
 ) -> None:

@@ -206,13 +206,13 @@ def _changed_chunks(
     size = os.fstat(handle.fileno()).st_size
     items: list[Item] = []
     new_locs: list[str] = []
-    present: set[bytes] = set()
+    present: Counter[bytes] = Counter()
     kept: list[bytes] = []  # the known chunks found, in their order now
     new_bytes = 0
     # Chunks recorded before their ends were: the whole file is cut.
     chunks = cut(handle, counts) if places is None else recut(handle, places, counts)
     for chunk in chunks:
-        present.add(chunk.digest)
+        present[chunk.digest] += 1
         is_new = chunk.digest not in digests
         if is_new:
             new_bytes += len(chunk.data)
@@ -248,7 +248,9 @@ def _changed_chunks(
                 len(parsed.rejects),
             )
         )
-    removed = [digest for digest in digests if digest not in present]
+    # A chunk listed twice and now once is removed too: its URLs' last lines may be
+    # another chunk's now.
+    removed = [digest for digest, count in digests.items() if present[digest] < count]
     if (new_locs or removed) and ledger.list_conflicts(source.name, new_locs, removed):
         log.info("%s: a changed URL is listed more than once: reading the whole list", source.name)
         return None
