@@ -217,6 +217,32 @@ def test_chunked_reread_equals_a_full_read(
         event(f"chunked site read {read}")
 
 
+def test_a_block_listed_again_then_edited_in_one_copy_reads_as_a_whole_read(
+    tiny_chunks: None,
+) -> None:
+    """Whole chunks listed a second time parse nothing, so which URLs the list repeats
+    is not learnt; a line then re-dated in the first copy loses to its twin in the second,
+    as a whole read has it (the re-read took the first copy's datetime)."""
+    lines = [line(n, 10 + n) for n in range(200)]
+    with tempfile.TemporaryFile() as handle:
+        handle.write("".join(f"{text}\n" for text in lines).encode())
+        handle.flush()
+        handle.seek(0)
+        cuts = list(listchunks.cut(handle))
+    start, end, at = (cuts[n].first_line - 1 for n in (3, 7, 12))
+    twice = lines[:at] + lines[start:end] + lines[at:]
+    edited = list(twice)
+    url = edited[start + 1].partition("\t")[0]
+    edited[start + 1] = f"{url}\t2025-06-01T00:00:00Z"
+    with tempfile.TemporaryDirectory() as tmp:
+        chunked, whole = sites(Path(tmp))
+        for step, listed in enumerate([lines, twice, edited]):
+            for base in (chunked, whole):
+                write_atomic(base / "urls.txt", "".join(f"{text}\n" for text in listed))
+                build(base, f"2026-01-01T00:{step:02d}:00+00:00", whole=base is whole and step > 0)
+            assert ledger_state(chunked / "state") == ledger_state(whole / "state"), step
+
+
 def rebuilt(site: Site, edit: Callable[[list[str]], None]) -> tuple[dict[str, str], str]:
     """Build a 20,000-line list, `edit` its lines, build again; return the URLs and
     lastmods published before, and what the second build logged."""

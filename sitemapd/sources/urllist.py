@@ -248,9 +248,13 @@ def _changed_chunks(
                 len(parsed.rejects),
             )
         )
-    # A chunk listed twice and now once is removed too: its URLs' last lines may be
-    # another chunk's now.
-    removed = [digest for digest, count in digests.items() if present[digest] < count]
+    if any(present[digest] not in (0, count) for digest, count in digests.items()):
+        # A block of lines the list holds more than once gained or lost a copy: its URLs'
+        # last lines may be another chunk's now, and which URLs the list repeats is known
+        # of the lines a read parsed alone.
+        log.info("%s: a repeated block gained or lost a copy: reading it whole", source.name)
+        return None
+    removed = [digest for digest in digests if digest not in present]
     if (new_locs or removed) and ledger.list_conflicts(source.name, new_locs, removed):
         log.info("%s: a changed URL is listed more than once: reading the whole list", source.name)
         return None
