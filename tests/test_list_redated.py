@@ -222,12 +222,12 @@ def test_lines_redated_in_sql_leave_what_row_by_row_leaves(
     lines dated past the build's time, moved back, made undated, listed twice."""
     in_sql: list[int] = []
 
-    def noted(run: Any, source_id: int, counted: Callable[[int], None]) -> None:
+    def noted(run: Any, source_id: int, whole: bool, counted: Callable[[int], None]) -> None:
         def count(rows: int) -> None:
             in_sql.append(rows)
             counted(rows)
 
-        apply_redated(run, source_id, count)
+        apply_redated(run, source_id, whole, count)
 
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as patch:
         sql, rows = redate_sites(Path(tmp))

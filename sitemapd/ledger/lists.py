@@ -221,7 +221,7 @@ class ListLoad:
             )
         if full and self._empty(source, source_id):
             return
-        apply_redated(self.run, source_id, self.counted)
+        apply_redated(self.run, source_id, full, self.counted)
         self._apply(self._differences(source, source_id))
         removed = [digest for digest in known if digest not in now_listed]
         self._apply(self._gone(source, source_id, full, removed))
