@@ -25,6 +25,7 @@ from sitemapd.sources.base import file_url
 from sitemapd.sources.pages import (
     HTML_READ,
     fingerprint_settings,
+    held,
     is_cut,
     is_html,
     read_file,
@@ -51,10 +52,9 @@ def explain(config: Config, target: str) -> str:
     if refusal is not None:
         raise SitemapdError(f"{path} {refusal} of {source.name}")
     settings = settings_for(relpath, fingerprint_settings(source))
-    # A page fingerprinted by its content is read as a build reads it (`pages.load`).
-    head = HTML_READ + 1 if settings.mode == "content" else None
     try:
-        _, data, _, size = read_hashed(str(path), head)
+        # As a build reads it (`pages.load`).
+        _, data, _, size = read_hashed(str(path), held(settings))
     except OSError as exc:
         raise SitemapdError(f"cannot read {path} ({exc.strerror})") from exc
     history, cursors = _history(config, loc)

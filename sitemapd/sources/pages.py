@@ -150,6 +150,13 @@ def read_part(data: bytes) -> bytes:
     return data[:HTML_READ]
 
 
+def held(settings: Settings) -> int | None:
+    """Return how many bytes of a file read by `settings` (its own: `settings_for`) are
+    held: all (None), or one more than HTML_READ for a page fingerprinted by its content,
+    which can do without the rest (the one more tells that there is more)."""
+    return HTML_READ + 1 if settings.mode == "content" else None
+
+
 def is_cut(size: int) -> bool:
     """True when an HTML page of `size` bytes is read for its first HTML_READ alone."""
     return size > HTML_READ
@@ -184,11 +191,9 @@ class Loaded(NamedTuple):
 
 def load(job: Job, settings: Settings, images_selector: str | None = None) -> Loaded | OSError:
     """Return what the file of `job` holds now, or the error reading it raised."""
-    # Only a page fingerprinted by its content can do without its bytes past HTML_READ
-    # (one more tells that there are more).
-    content = settings_for(job.relpath, settings).mode == "content"
+    chosen = settings_for(job.relpath, settings)
     try:
-        stat, data, raw, size = read_hashed(job.path, HTML_READ + 1 if content else None)
+        stat, data, raw, size = read_hashed(job.path, held(chosen))
     except OSError as exc:
         return exc
     key, source_time = file_key(stat), w3c.format_epoch(stat.st_mtime)
@@ -198,7 +203,7 @@ def load(job: Job, settings: Settings, images_selector: str | None = None) -> Lo
         known is not None
         and not job.reread
         and known.bytes_hash == raw
-        and known.fp_settings == settings_for(job.relpath, settings).key
+        and known.fp_settings == chosen.key
     ):
         # Touched or copied with the same bytes: nothing to parse.
         return Loaded(key, source_time, raw, None, None, cut)
