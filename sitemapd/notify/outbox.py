@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sitemapd.config import Config
 from sitemapd.core import logs, w3c
@@ -78,6 +78,12 @@ def answer_cursor(kind: str, target: str) -> str:
     """Return the name of the cursor holding the last answer of `target` (an IndexNow
     endpoint or a WebSub hub) as JSON `{at, outcome, status, detail}`."""
     return f"{ANSWER_PREFIX}{kind} {target}"
+
+
+def last_answer(cursors: dict[str, str], kind: str, target: str) -> dict[str, Any] | None:
+    """Return the last answer of `target` the ledger's `cursors` record, or None."""
+    text = cursors.get(answer_cursor(kind, target))
+    return None if text is None else dict(json.loads(text))
 
 
 def pending(ledger: Ledger, config: Config) -> list[Delivery]:

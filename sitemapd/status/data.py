@@ -34,7 +34,7 @@ from sitemapd.notify.outbox import (
     INDEXNOW,
     KEY_REJECTED,
     WEBSUB,
-    answer_cursor,
+    last_answer,
     websub_owed,
 )
 from sitemapd.publish.names import OutputNames
@@ -347,12 +347,9 @@ def _changes(conn: sqlite3.Connection) -> list[dict[str, Any]]:
 
 
 def _answer(cursors: dict[str, str], kind: str, target: str, mask: _Masker) -> Any:
-    """Return the last answer recorded of `target`, or None."""
-    text = cursors.get(answer_cursor(kind, target))
-    if text is None:
-        return None
-    answer = json.loads(text)
-    return answer | {"detail": mask(answer.get("detail"))}
+    """Return the last answer recorded of `target`, its detail masked, or None."""
+    answer = last_answer(cursors, kind, target)
+    return None if answer is None else answer | {"detail": mask(answer.get("detail"))}
 
 
 def _notifications(

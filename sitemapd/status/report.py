@@ -266,22 +266,19 @@ def _websub(config: Config, conn: sqlite3.Connection, cursors: dict[str, str]) -
     if not config.websub.hubs:
         return []
     # Loaded for WebSub sites alone: the outbox brings its threads and dataclasses.
-    from sitemapd.notify.outbox import WEBSUB, answer_cursor, websub_owed
+    from sitemapd.notify.outbox import WEBSUB, last_answer, websub_owed
 
     feed = config.feed
     names = (feed.atom, feed.rss) if feed is not None else ("", "")
     feed_sha = dict(conn.execute("SELECT name, sha256 FROM published WHERE name IN (?, ?)", names))
-    hubs = []
-    for hub in config.websub.hubs:
-        answer = cursors.get(answer_cursor(WEBSUB, hub))
-        hubs.append(
-            {
-                "hub": hub,
-                "owed": websub_owed(config, hub, cursors, feed_sha),
-                "last_answer": json.loads(answer) if answer else None,
-            }
-        )
-    return hubs
+    return [
+        {
+            "hub": hub,
+            "owed": websub_owed(config, hub, cursors, feed_sha),
+            "last_answer": last_answer(cursors, WEBSUB, hub),
+        }
+        for hub in config.websub.hubs
+    ]
 
 
 def _changelog(source: ChangelogSource, cursors: dict[str, str]) -> dict[str, Any]:
